@@ -1,0 +1,387 @@
+"""The block contract: a block is a stateless description; every state lives in arrays the run owns.
+
+A block declares its parameters (with units), ports, direct feedthrough, sample time and state sizes,
+and implements thin runtime methods that call compiled kernels. The compiler builds one instance per
+diagram block for a given batch size B; the scheduler calls its methods with views into the run's
+signal and state buffers, every array with a leading batch axis of size B.
+
+Runtime method contract (all arrays are float64, C-contiguous views, shape (B, width)):
+
+    output(t, xc, xd, u, y)         fill every array of the tuple y in place (never rebind)
+    derivative(t, xc, xd, u, dxc)   fill dxc (B, n_xc) in place
+    update(t, xc, xd, u)            discrete update at a sample hit: overwrite xd (B, n_xd) in place
+    zero_crossings(t, xc, xd, u, g) fill g (B, n_zc) in place; a sign change is an event
+    on_event(t, xc, xd, u, mask)    after an event located at t: mask (B, n_zc) says which functions
+                                    crossed; may change xc / xd in place (mode switches, resets);
+                                    returns True to stop the simulation (terminal event)
+
+`u` is a tuple of input arrays in `input_names()` order, `y` a tuple of output arrays in
+`output_names()` order. Inputs are the driving blocks' output buffers: read them, never write them.
+Unconnected optional inputs are zero arrays; `self.connected` tells which inputs are wired.
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import ParameterError, SampleTimeError, WidthError
+
+REQUIRED = object()
+"""Marker for a parameter without a default: the user must give it."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """Declaration of one block parameter.
+
+    kind:
+        "array"  numeric; resolved to a float64 array with a leading batch axis: shape (B, *shape)
+        "int"    an integer (not batched)
+        "bool"   true/false (not batched)
+        "str"    a string, e.g. a robot name or a method (one of `choices` when given)
+        "time"   a time in s, kept exact as a Fraction (periods, offsets); not batched
+        "any"    passed through as written (dicts, lists of dicts); not batched
+    units: SI units of the value ("rad", "N m", "-" when dimensionless); shown by `blocksim blocks`.
+    """
+
+    default: Any = REQUIRED
+    units: str = "-"
+    doc: str = ""
+    kind: str = "array"
+    choices: tuple[str, ...] | None = None
+
+    @property
+    def required(self) -> bool:
+        return self.default is REQUIRED
+
+
+@dataclass(frozen=True)
+class SampleTime:
+    """When a block runs. kind: "continuous", "discrete", "inherited" or "constant".
+
+    period and offset are exact rationals in s (Fraction) for discrete blocks; hits are at
+    t = offset + k * period, k = 0, 1, ...
+    """
+
+    kind: str
+    period: Fraction | None = None
+    offset: Fraction = Fraction(0)
+
+    @staticmethod
+    def continuous() -> "SampleTime":
+        return SampleTime("continuous")
+
+    @staticmethod
+    def inherited() -> "SampleTime":
+        return SampleTime("inherited")
+
+    @staticmethod
+    def constant() -> "SampleTime":
+        return SampleTime("constant")
+
+    @staticmethod
+    def discrete(period, offset=0) -> "SampleTime":
+        period, offset = exact_time(period), exact_time(offset)
+        if period <= 0:
+            raise SampleTimeError(f"a sample period must be positive, got {float(period)} s")
+        if not 0 <= offset < period:
+            raise SampleTimeError(
+                f"a sample offset must satisfy 0 <= offset < period, got offset {float(offset)} s "
+                f"for period {float(period)} s")
+        return SampleTime("discrete", period, offset)
+
+    @property
+    def is_discrete(self) -> bool:
+        return self.kind == "discrete"
+
+    def __str__(self) -> str:
+        if self.kind == "discrete":
+            off = f", offset {self.offset}" if self.offset else ""
+            return f"discrete(period {self.period} s{off})"
+        return self.kind
+
+
+def exact_time(value) -> Fraction:
+    """A time in s as an exact rational; a float is read through its shortest decimal text (0.1 -> 1/10)."""
+    if isinstance(value, Fraction):
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        raise SampleTimeError(f"a time must be a number, got {value!r}")
+    if isinstance(value, (int, np.integer)):
+        return Fraction(int(value))
+    if isinstance(value, str):
+        try:
+            return Fraction(value.strip())
+        except ValueError:
+            raise SampleTimeError(f"a time must be a number, got {value!r}") from None
+    if isinstance(value, np.ndarray) and value.size == 1:
+        value = value.reshape(-1)[0]
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise SampleTimeError(f"a time must be a number, got {value!r}") from None
+    if not np.isfinite(value):
+        raise SampleTimeError(f"a time must be finite, got {value}")
+    return Fraction(repr(value))
+
+
+class Params:
+    """Resolved parameter values, as attributes (`self.p.gain`)."""
+
+    def __init__(self, values: dict[str, Any]):
+        self.__dict__.update(values)
+
+    def __repr__(self) -> str:
+        return f"Params({self.__dict__!r})"
+
+
+REGISTRY: dict[str, type["Block"]] = {}
+
+
+def register(cls: type["Block"]) -> type["Block"]:
+    """Class decorator: add a block class to the library under its `type_name`."""
+    if cls.type_name in REGISTRY and REGISTRY[cls.type_name] is not cls:
+        raise ValueError(f"block type {cls.type_name!r} registered twice")
+    REGISTRY[cls.type_name] = cls
+    return cls
+
+
+def closest(name: str, candidates) -> str:
+    """' (did you mean X?)' for the closest candidate, or '' when nothing is close."""
+    match = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.5)
+    return f" (did you mean '{match[0]}'?)" if match else ""
+
+
+COMMON_PARAMS: dict[str, Param] = {
+    "enabled": Param(True, "-", "false: the block outputs zeros and its states hold", kind="bool"),
+}
+
+
+class Block:
+    """Base class of every library block. Subclasses set the class attributes and override methods.
+
+    Class attributes:
+        type_name     the YAML type name
+        summary       one line for `blocksim blocks`
+        params        {name: Param}
+        inputs        default input port names (override `input_names()` when they depend on params)
+        outputs       default output port names
+        optional_inputs  inputs that may stay unconnected (they read zeros then)
+        sample        default sample-time kind: "continuous", "inherited", "constant" or "discrete"
+                      (discrete blocks take `period` and `offset` parameters)
+        direct_feedthrough  True: every output reads every input directly (override `feedthrough()`)
+        time_varying  True when outputs depend on t directly (sources)
+    """
+
+    type_name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    params: ClassVar[dict[str, Param]] = {}
+    inputs: ClassVar[tuple[str, ...]] = ("in",)
+    outputs: ClassVar[tuple[str, ...]] = ("out",)
+    optional_inputs: ClassVar[tuple[str, ...]] = ()
+    sample: ClassVar[str] = "inherited"
+    direct_feedthrough: ClassVar[bool] = True
+    time_varying: ClassVar[bool] = False
+
+    def __init__(self, name: str, params: dict[str, Any], batch: int = 1,
+                 diagram_dir: str | None = None):
+        self.name = name
+        self.batch = int(batch)
+        self.diagram_dir = diagram_dir  # folder of the diagram file: relative data paths start here
+        self.p = Params(self.resolve_params(params))
+        self.enabled = self.p.enabled
+        self.connected: frozenset[str] = frozenset()
+        self.in_widths: dict[str, int] = {}
+        self.out_widths: dict[str, int] = {}
+        self.n_xc = 0
+        self.n_xd = 0
+        self.n_zc = 0
+        self.zc_directions = np.zeros(0, dtype=np.int64)
+        self.setup()
+
+    # ---- parameters -------------------------------------------------------------------------
+    @classmethod
+    def all_params(cls) -> dict[str, Param]:
+        merged = dict(cls.params)
+        merged.update(COMMON_PARAMS)
+        return merged
+
+    def resolve_params(self, given: dict[str, Any]) -> dict[str, Any]:
+        """Check names, fill defaults, convert each value to its kind (arrays get the batch axis)."""
+        declared = self.all_params()
+        for key in given:
+            if key not in declared:
+                raise ParameterError(
+                    f"{self.type_name} has no parameter '{key}'{closest(key, declared)}; "
+                    f"its parameters are: {', '.join(declared)}", block=self.name)
+        values = {}
+        for key, decl in declared.items():
+            if key in given:
+                raw = given[key]
+            elif decl.required:
+                raise ParameterError(f"{self.type_name} needs parameter '{key}' ({decl.doc})",
+                                     block=self.name)
+            else:
+                raw = decl.default
+            try:
+                values[key] = self.convert_param(key, decl, raw)
+            except ParameterError as err:
+                raise err.located(block=self.name)
+        return values
+
+    def convert_param(self, key: str, decl: Param, raw: Any) -> Any:
+        """One parameter value in its declared kind; arrays as (B, *shape) float64."""
+        kind = decl.kind
+        if raw is None and not decl.required and decl.default is None:
+            return None
+        if kind == "array":
+            if isinstance(raw, BatchValue):
+                arr = self.numeric(key, raw.values)
+                if arr.shape[0] != self.batch:
+                    raise ParameterError(
+                        f"parameter '{key}' has {arr.shape[0]} batch values for a batch of {self.batch}")
+                return np.ascontiguousarray(arr)
+            arr = self.numeric(key, raw)
+            if not np.all(np.isfinite(arr)) and key not in self.infinite_ok():
+                raise ParameterError(f"parameter '{key}' must be finite, got {raw!r}")
+            return np.ascontiguousarray(np.broadcast_to(arr, (self.batch,) + arr.shape))
+        if kind == "int":
+            if isinstance(raw, (bool, np.bool_)) or not float(raw).is_integer():
+                raise ParameterError(f"parameter '{key}' must be an integer, got {raw!r}")
+            return int(raw)
+        if kind == "bool":
+            if not isinstance(raw, (bool, np.bool_)):
+                raise ParameterError(f"parameter '{key}' must be true or false, got {raw!r}")
+            return bool(raw)
+        if kind == "str":
+            if not isinstance(raw, str):
+                raise ParameterError(f"parameter '{key}' must be a string, got {raw!r}")
+            if decl.choices and raw not in decl.choices:
+                raise ParameterError(
+                    f"parameter '{key}' must be one of {', '.join(decl.choices)}, got '{raw}'"
+                    f"{closest(raw, decl.choices)}")
+            return raw
+        if kind == "time":
+            try:
+                return exact_time(raw)
+            except SampleTimeError as err:
+                raise ParameterError(f"parameter '{key}': {err.message}") from None
+        return raw
+
+    @staticmethod
+    def numeric(key: str, raw: Any) -> np.ndarray:
+        try:
+            return np.asarray(raw, dtype=float)
+        except (TypeError, ValueError):
+            raise ParameterError(f"parameter '{key}' must be numeric, got {raw!r}") from None
+
+    def infinite_ok(self) -> tuple[str, ...]:
+        """Array parameters that may hold +-inf (limits)."""
+        return ("lower", "upper")
+
+    def setup(self) -> None:
+        """Check parameters against each other once they are resolved (override; raise ParameterError)."""
+
+    # ---- ports ------------------------------------------------------------------------------
+    def input_names(self) -> list[str]:
+        return list(self.inputs)
+
+    def output_names(self) -> list[str]:
+        return list(self.outputs)
+
+    def feedthrough(self) -> set[tuple[str, str]]:
+        """(input, output) pairs where the output reads the input directly (in the same step)."""
+        if not self.direct_feedthrough:
+            return set()
+        return {(i, o) for i in self.input_names() for o in self.output_names()}
+
+    def resolve_widths(self, in_widths: dict[str, int | None]) -> dict[str, int | None]:
+        """Output widths from the parameters and the input widths known so far (None = not yet).
+
+        Called repeatedly while widths propagate through the diagram; return None for outputs that
+        cannot be known yet. Once every input is known, check them and raise WidthError naming the
+        port when they do not fit. The default: every output has the width of the widest input,
+        and every input must have that width or width 1 (a scalar is expanded).
+        """
+        known = [w for w in in_widths.values() if w is not None]
+        if not known or len(known) < len(in_widths):
+            return {o: None for o in self.output_names()}
+        width = max(known)
+        for port, w in in_widths.items():
+            if w not in (1, width):
+                raise WidthError(f"input has width {w}, the other inputs have width {width}",
+                                 block=self.name, port=port)
+        return {o: width for o in self.output_names()}
+
+    def configure(self, in_widths: dict[str, int], out_widths: dict[str, int]) -> None:
+        """Final widths are known: set n_xc, n_xd, n_zc, zc_directions and preallocate scratch."""
+
+    # ---- time -------------------------------------------------------------------------------
+    def sample_time(self) -> SampleTime:
+        if self.sample == "discrete":
+            return SampleTime.discrete(self.p.period, getattr(self.p, "offset", 0))
+        return SampleTime(self.sample)
+
+    def breakpoints(self, t0: float, t1: float) -> list[float]:
+        """Times in (t0, t1] where an output has a kink or jump the solver must not step over (s)."""
+        return []
+
+    # ---- states -----------------------------------------------------------------------------
+    def initial_state(self, xc: np.ndarray, xd: np.ndarray) -> None:
+        """Fill the initial continuous (B, n_xc) and discrete (B, n_xd) states in place."""
+
+    def state_names(self) -> tuple[list[str], list[str]]:
+        """Names of the continuous and discrete state elements, for `blocksim check`."""
+        return ([f"xc[{i}]" for i in range(self.n_xc)], [f"xd[{i}]" for i in range(self.n_xd)])
+
+    # ---- runtime (override what applies) ----------------------------------------------------
+    def output(self, t: float, xc, xd, u, y) -> None:
+        raise NotImplementedError(f"{self.type_name}.output")
+
+    def derivative(self, t: float, xc, xd, u, dxc) -> None:
+        dxc[...] = 0.0
+
+    def update(self, t: float, xc, xd, u) -> None:
+        """Update xd in place: discrete blocks at their sample hits; continuous blocks that have
+        n_xd > 0 (memory such as a rate limiter's last output) at every major step."""
+
+    def zero_crossings(self, t: float, xc, xd, u, g) -> None:
+        """Event functions (B, n_zc); only called when n_zc > 0."""
+
+    def on_event(self, t: float, xc, xd, u, mask) -> bool:
+        """React to located crossings; True stops the simulation."""
+        return False
+
+    # ---- helpers for subclasses -------------------------------------------------------------
+    def param_width(self, key: str) -> int:
+        """Width implied by an array parameter: 1 for a scalar, len for a vector."""
+        shape = getattr(self.p, key).shape[1:]
+        if len(shape) == 0:
+            return 1
+        if len(shape) == 1:
+            return shape[0]
+        raise ParameterError(f"parameter '{key}' must be a scalar or a vector, got shape {shape}",
+                             block=self.name)
+
+    def param_as_row(self, key: str, width: int) -> np.ndarray:
+        """An array parameter expanded to (B, width) (a scalar repeated), for kernels."""
+        value = getattr(self.p, key)
+        if value.ndim == 1:
+            return np.ascontiguousarray(np.repeat(value[:, None], width, axis=1))
+        if value.ndim == 2 and value.shape[1] == width:
+            return value
+        if value.ndim == 2 and value.shape[1] == 1:
+            return np.ascontiguousarray(np.repeat(value, width, axis=1))
+        raise WidthError(f"parameter '{key}' has {value.shape[1:]} elements, the signal has {width}",
+                         block=self.name)
+
+
+@dataclass
+class BatchValue:
+    """A parameter given one value per batch member (from `simulate(..., batch=...)`)."""
+
+    values: list = field(default_factory=list)
