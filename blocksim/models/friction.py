@@ -1,0 +1,406 @@
+"""Joint friction laws as pure models: static maps (viscous, Coulomb, Stribeck), Karnopp stick-slip, LuGre.
+
+Every law here returns the friction torque tau_f as it enters the joint equation
+`M qdd + c + G + tau_f = tau`: it opposes the motion, so tau_f * qd >= 0 for a passive static map.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+__all__ = [
+    "StribeckFriction", "KarnoppFriction", "LuGreFriction",
+    "viscous", "coulomb", "stribeck", "karnopp", "lugre_state_derivative", "lugre_torque",
+    "lugre_steady_state_bristle", "dissipated_power", "lugre_dissipated_power",
+    "stribeck_into", "karnopp_into", "karnopp_zero_crossings_into", "velocity_zero_crossings_into",
+    "lugre_state_derivative_into", "lugre_torque_into", "dissipated_power_into",
+]
+
+
+# ---------------------------------------------------------------- helpers shared by the numpy functions
+
+def _per_joint(value, n: int) -> np.ndarray:
+    """A parameter broadcast to a contiguous float64 array of shape (n,), as the kernels take it."""
+    return np.array(np.broadcast_to(np.asarray(value, dtype=np.float64), (n,)), order="C")
+
+
+def _as_batch(*signals):
+    """Signals broadcast together to contiguous (B, n) float64 arrays, and the shape to give results back in."""
+    arrays = np.broadcast_arrays(*[np.asarray(s, dtype=np.float64) for s in signals])
+    shape = arrays[0].shape
+    if len(shape) > 2:
+        raise ValueError(f"signals must have shape (B, n), (n,) or be scalars; got {shape}")
+    two_d = [np.array(a.reshape((1,) * (2 - a.ndim) + a.shape), order="C") for a in arrays]
+    return two_d, shape
+
+
+def _frozen_array(value, name: str, *, positive: bool = False, nonnegative: bool = False) -> np.ndarray:
+    """A dataclass field as a read-only float64 array (scalar or (n,)), checked for sign."""
+    arr = np.array(value, dtype=np.float64)
+    if arr.ndim > 1:
+        raise ValueError(f"{name} must be a scalar or a per-joint vector of shape (n,); got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite; got {value!r}")
+    if positive and np.any(arr <= 0.0):
+        raise ValueError(f"{name} must be > 0; got {value!r}")
+    if nonnegative and np.any(arr < 0.0):
+        raise ValueError(f"{name} must be >= 0; got {value!r}")
+    arr.setflags(write=False)
+    return arr
+
+
+# ---------------------------------------------------------------- scalar laws (inlined into the kernels)
+
+@njit(cache=True)
+def _sign(v, smoothing):
+    """sign(v) with sign(0) = 0 when smoothing == 0, else tanh(v / smoothing)."""
+    if smoothing > 0.0:
+        return math.tanh(v / smoothing)
+    if v > 0.0:
+        return 1.0
+    if v < 0.0:
+        return -1.0
+    return 0.0
+
+
+@njit(cache=True)
+def _stribeck_level(v, Fc, Fs, vs, delta):
+    """g(v) = Fc + (Fs - Fc) exp(-|v / vs|^delta), N m: the Coulomb level with the Stribeck hump."""
+    if Fs == Fc:
+        return Fc
+    return Fc + (Fs - Fc) * math.exp(-(abs(v / vs) ** delta))
+
+
+@njit(cache=True)
+def _stribeck_scalar(v, Fc, Fs, vs, delta, Fv, smoothing):
+    return _stribeck_level(v, Fc, Fs, vs, delta) * _sign(v, smoothing) + Fv * v
+
+
+# ---------------------------------------------------------------- kernels: (B, n) signals, (n,) parameters
+
+@njit(cache=True)
+def stribeck_into(qd, Fc, Fs, vs, delta, Fv, smoothing, out):
+    """Static Stribeck + Coulomb + viscous friction torque, written into out.
+
+    qd (B, n) joint speed, rad/s; Fc, Fs, vs, delta, Fv, smoothing (n,) as in StribeckFriction;
+    out (B, n) friction torque, N m:
+    tau_f = (Fc + (Fs - Fc) exp(-|qd / vs|^delta)) sgn(qd) + Fv qd, where sgn is the exact sign
+    (sgn(0) = 0) when smoothing == 0, and tanh(qd / smoothing) otherwise.
+    Viscous-only and Coulomb + viscous laws are the cases Fc = Fs = 0 and Fs = Fc.
+    """
+    B, n = qd.shape
+    for k in range(B):
+        for j in range(n):
+            out[k, j] = _stribeck_scalar(qd[k, j], Fc[j], Fs[j], vs[j], delta[j], Fv[j], smoothing[j])
+
+
+@njit(cache=True)
+def velocity_zero_crossings_into(qd, out):
+    """Zero-crossing functions of the exact-sign static laws: g = qd, shapes (B, n) (rad/s).
+
+    An adaptive solver locates the sign changes of g and restarts there, so the jump of
+    Fc sgn(qd) never falls inside a step.
+    """
+    B, n = qd.shape
+    for k in range(B):
+        for j in range(n):
+            out[k, j] = qd[k, j]
+
+
+@njit(cache=True)
+def karnopp_into(qd, tau_applied, Fc, Fs, vs, delta, Fv, dv, out):
+    """Karnopp stick-slip friction torque, written into out.
+
+    qd (B, n) joint speed, rad/s; tau_applied (B, n) the net non-friction torque driving each joint
+    (motor torque minus gravity, Coriolis and coupling terms), N m; Fc, Fs, vs, delta, Fv, dv (n,) as in
+    KarnoppFriction; out (B, n) friction torque, N m.
+    Inside the band |qd| < dv the joint sticks: friction balances the applied torque, clamped to +-Fs
+    (so tau_f = tau_applied while |tau_applied| <= Fs, and breakaway starts once it exceeds Fs).
+    Outside the band it slips: tau_f = (Fc + (Fs - Fc) exp(-|qd / vs|^delta)) sgn(qd) + Fv qd.
+    """
+    B, n = qd.shape
+    for k in range(B):
+        for j in range(n):
+            v = qd[k, j]
+            if abs(v) < dv[j]:
+                t = tau_applied[k, j]
+                lim = Fs[j]
+                out[k, j] = lim if t > lim else (-lim if t < -lim else t)
+            else:
+                out[k, j] = _stribeck_scalar(v, Fc[j], Fs[j], vs[j], delta[j], Fv[j], 0.0)
+
+
+@njit(cache=True)
+def karnopp_zero_crossings_into(qd, tau_applied, Fs, dv, out):
+    """Zero-crossing functions of the Karnopp law, for event location by adaptive solvers.
+
+    qd, tau_applied (B, n); Fs, dv (n,); out (B, 2 n):
+    out[:, j] = |qd_j| - dv_j (entering or leaving the stick band) and
+    out[:, n + j] = |tau_applied_j| - Fs_j (the applied torque crossing the static limit).
+    """
+    B, n = qd.shape
+    for k in range(B):
+        for j in range(n):
+            out[k, j] = abs(qd[k, j]) - dv[j]
+            out[k, n + j] = abs(tau_applied[k, j]) - Fs[j]
+
+
+@njit(cache=True)
+def lugre_state_derivative_into(qd, z, sigma0, Fc, Fs, vs, delta, zdot_out):
+    """LuGre bristle dynamics dz/dt = qd - sigma0 |qd| z / g(qd), written into zdot_out.
+
+    qd (B, n) joint speed, rad/s; z (B, n) mean bristle deflection, rad; sigma0 (n,) bristle stiffness,
+    N m/rad; Fc, Fs, vs, delta (n,) the Stribeck level g(v) = Fc + (Fs - Fc) exp(-|v / vs|^delta);
+    zdot_out (B, n), rad/s.
+    """
+    B, n = qd.shape
+    for k in range(B):
+        for j in range(n):
+            v = qd[k, j]
+            g = _stribeck_level(v, Fc[j], Fs[j], vs[j], delta[j])
+            zdot_out[k, j] = v - sigma0[j] * abs(v) * z[k, j] / g
+
+
+@njit(cache=True)
+def lugre_torque_into(qd, z, sigma0, sigma1, sigma2, Fc, Fs, vs, delta, out):
+    """LuGre friction torque F = sigma0 z + sigma1 dz/dt + sigma2 qd, written into out.
+
+    qd (B, n) rad/s; z (B, n) rad; sigma0 (n,) N m/rad; sigma1 (n,) bristle damping, N m s/rad;
+    sigma2 (n,) viscous coefficient, N m s/rad; Fc, Fs, vs, delta (n,) as in lugre_state_derivative_into;
+    out (B, n) friction torque, N m. dz/dt is recomputed here so the force needs only (qd, z).
+    """
+    B, n = qd.shape
+    for k in range(B):
+        for j in range(n):
+            v = qd[k, j]
+            g = _stribeck_level(v, Fc[j], Fs[j], vs[j], delta[j])
+            zdot = v - sigma0[j] * abs(v) * z[k, j] / g
+            out[k, j] = sigma0[j] * z[k, j] + sigma1[j] * zdot + sigma2[j] * v
+
+
+@njit(cache=True)
+def dissipated_power_into(tau_f, qd, out):
+    """Power taken out of the joint by friction, tau_f * qd, W; all arrays (B, n)."""
+    B, n = qd.shape
+    for k in range(B):
+        for j in range(n):
+            out[k, j] = tau_f[k, j] * qd[k, j]
+
+
+# ---------------------------------------------------------------- parameter sets
+
+@dataclass(frozen=True, eq=False)
+class StribeckFriction:
+    """Static friction map tau_f = (Fc + (Fs - Fc) exp(-|qd/vs|^delta)) sgn(qd) + Fv qd, per joint.
+
+    Fields are scalars or per-joint vectors of shape (n,):
+    Fc: Coulomb level, N m (>= 0).
+    Fs: static (breakaway) level, N m (>= 0); None means Fs = Fc (no Stribeck hump).
+    vs: Stribeck speed, rad/s (> 0).
+    Fv: viscous coefficient, N m s/rad (>= 0).
+    delta: Stribeck shape exponent, dimensionless (> 0; 2 is Gaussian, 1 is Tustin's exponential).
+    smoothing: eps, rad/s; 0 takes the exact sign (sign(0) = 0, zero crossing qd for adaptive solvers),
+        eps > 0 replaces sgn(qd) by tanh(qd / eps), which keeps the right-hand side smooth for fixed steps.
+    """
+
+    Fc: object = 0.0
+    Fs: object = None
+    vs: object = 1.0
+    Fv: object = 0.0
+    delta: object = 2.0
+    smoothing: object = 0.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "Fc", _frozen_array(self.Fc, "Fc", nonnegative=True))
+        object.__setattr__(self, "Fs", self.Fc if self.Fs is None else _frozen_array(self.Fs, "Fs", nonnegative=True))
+        object.__setattr__(self, "vs", _frozen_array(self.vs, "vs", positive=True))
+        object.__setattr__(self, "Fv", _frozen_array(self.Fv, "Fv", nonnegative=True))
+        object.__setattr__(self, "delta", _frozen_array(self.delta, "delta", positive=True))
+        object.__setattr__(self, "smoothing", _frozen_array(self.smoothing, "smoothing", nonnegative=True))
+
+    @classmethod
+    def viscous(cls, Fv) -> "StribeckFriction":
+        """Pure viscous friction Fv qd (Fv in N m s/rad)."""
+        return cls(Fc=0.0, Fv=Fv)
+
+    @classmethod
+    def coulomb_viscous(cls, Fc, Fv=0.0, smoothing=0.0) -> "StribeckFriction":
+        """Coulomb + viscous friction Fc sgn(qd) + Fv qd (the W1/W2 plant uses smoothing = 1e-3 rad/s)."""
+        return cls(Fc=Fc, Fv=Fv, smoothing=smoothing)
+
+    def kernel_args(self, n: int):
+        """(Fc, Fs, vs, delta, Fv, smoothing) as (n,) arrays, in stribeck_into's order."""
+        return tuple(_per_joint(v, n) for v in (self.Fc, self.Fs, self.vs, self.delta, self.Fv, self.smoothing))
+
+    def torque(self, qd) -> np.ndarray:
+        """Friction torque, N m, for joint speeds qd (rad/s) of shape (B, n), (n,) or scalar."""
+        (v,), shape = _as_batch(qd)
+        out = np.empty_like(v)
+        stribeck_into(v, *self.kernel_args(v.shape[1]), out)
+        return out.reshape(shape)
+
+
+@dataclass(frozen=True, eq=False)
+class KarnoppFriction:
+    """Karnopp stick-slip friction: sticks inside |qd| < dv, slips on the Stribeck curve outside.
+
+    Fields are scalars or per-joint vectors of shape (n,):
+    Fc: Coulomb level, N m. Fs: static (breakaway) limit, N m; None means Fs = Fc.
+    vs: Stribeck speed, rad/s. Fv: viscous coefficient, N m s/rad. delta: Stribeck exponent.
+    dv: half-width of the stick band, rad/s (> 0); small against the speeds of interest, large against
+        the speed change of one solver step.
+    Inside the band friction equals the applied torque (so the net torque, hence qdd, is zero) and is
+    not passive: it may push the joint, which is why the band must stay small.
+    """
+
+    Fc: object = 0.0
+    Fs: object = None
+    vs: object = 1.0
+    Fv: object = 0.0
+    delta: object = 2.0
+    dv: object = 1e-4
+
+    def __post_init__(self):
+        object.__setattr__(self, "Fc", _frozen_array(self.Fc, "Fc", nonnegative=True))
+        object.__setattr__(self, "Fs", self.Fc if self.Fs is None else _frozen_array(self.Fs, "Fs", nonnegative=True))
+        object.__setattr__(self, "vs", _frozen_array(self.vs, "vs", positive=True))
+        object.__setattr__(self, "Fv", _frozen_array(self.Fv, "Fv", nonnegative=True))
+        object.__setattr__(self, "delta", _frozen_array(self.delta, "delta", positive=True))
+        object.__setattr__(self, "dv", _frozen_array(self.dv, "dv", positive=True))
+
+    def kernel_args(self, n: int):
+        """(Fc, Fs, vs, delta, Fv, dv) as (n,) arrays, in karnopp_into's order."""
+        return tuple(_per_joint(v, n) for v in (self.Fc, self.Fs, self.vs, self.delta, self.Fv, self.dv))
+
+    def torque(self, qd, tau_applied) -> np.ndarray:
+        """Friction torque, N m, for joint speeds qd (rad/s) and applied torques (N m), same shapes."""
+        (v, t), shape = _as_batch(qd, tau_applied)
+        out = np.empty_like(v)
+        karnopp_into(v, t, *self.kernel_args(v.shape[1]), out)
+        return out.reshape(shape)
+
+    def zero_crossings(self, qd, tau_applied) -> np.ndarray:
+        """Switching functions, shape (B, 2n): |qd| - dv, then |tau_applied| - Fs."""
+        (v, t), _ = _as_batch(qd, tau_applied)
+        n = v.shape[1]
+        out = np.empty((v.shape[0], 2 * n))
+        karnopp_zero_crossings_into(v, t, _per_joint(self.Fs, n), _per_joint(self.dv, n), out)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class LuGreFriction:
+    """LuGre dynamic friction (Canudas de Wit, Olsson, Astrom, Lischinsky, IEEE TAC 1995), per joint.
+
+    dz/dt = v - sigma0 |v| z / g(v),  g(v) = Fc + (Fs - Fc) exp(-|v / vs|^delta),
+    F = sigma0 z + sigma1 dz/dt + sigma2 v, with z the mean bristle deflection (rad), v = qd (rad/s).
+    Fields are scalars or per-joint vectors of shape (n,):
+    sigma0: bristle stiffness, N m/rad (> 0). sigma1: bristle damping, N m s/rad (>= 0).
+    sigma2: viscous coefficient, N m s/rad (>= 0). Fc: Coulomb level, N m (> 0).
+    Fs: static level, N m (>= Fc usually); None means Fs = Fc. vs: Stribeck speed, rad/s (> 0).
+    delta: Stribeck exponent (2 in the paper).
+    At constant speed z settles to g(v) sgn(v) / sigma0 and F to the Stribeck curve with Fv = sigma2;
+    near rest it acts as a spring of stiffness sigma0 (pre-sliding displacement).
+    """
+
+    sigma0: object = 1e4
+    sigma1: object = 0.0
+    sigma2: object = 0.0
+    Fc: object = 1.0
+    Fs: object = None
+    vs: object = 1e-2
+    delta: object = 2.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "sigma0", _frozen_array(self.sigma0, "sigma0", positive=True))
+        object.__setattr__(self, "sigma1", _frozen_array(self.sigma1, "sigma1", nonnegative=True))
+        object.__setattr__(self, "sigma2", _frozen_array(self.sigma2, "sigma2", nonnegative=True))
+        object.__setattr__(self, "Fc", _frozen_array(self.Fc, "Fc", positive=True))
+        object.__setattr__(self, "Fs", self.Fc if self.Fs is None else _frozen_array(self.Fs, "Fs", positive=True))
+        object.__setattr__(self, "vs", _frozen_array(self.vs, "vs", positive=True))
+        object.__setattr__(self, "delta", _frozen_array(self.delta, "delta", positive=True))
+
+    def level_args(self, n: int):
+        """(Fc, Fs, vs, delta) as (n,) arrays: the Stribeck level g(v) arguments of the LuGre kernels."""
+        return tuple(_per_joint(v, n) for v in (self.Fc, self.Fs, self.vs, self.delta))
+
+    def state_derivative(self, qd, z) -> np.ndarray:
+        """dz/dt, rad/s, for joint speeds qd (rad/s) and bristle deflections z (rad), same shapes."""
+        (v, zz), shape = _as_batch(qd, z)
+        out = np.empty_like(v)
+        n = v.shape[1]
+        lugre_state_derivative_into(v, zz, _per_joint(self.sigma0, n), *self.level_args(n), out)
+        return out.reshape(shape)
+
+    def torque(self, qd, z) -> np.ndarray:
+        """Friction torque F = sigma0 z + sigma1 dz/dt + sigma2 qd, N m."""
+        (v, zz), shape = _as_batch(qd, z)
+        out = np.empty_like(v)
+        n = v.shape[1]
+        lugre_torque_into(v, zz, _per_joint(self.sigma0, n), _per_joint(self.sigma1, n),
+                          _per_joint(self.sigma2, n), *self.level_args(n), out)
+        return out.reshape(shape)
+
+    def steady_state_bristle(self, qd) -> np.ndarray:
+        """The deflection where dz/dt = 0 at constant speed: z_ss = g(qd) sgn(qd) / sigma0, rad."""
+        v = np.asarray(qd, dtype=np.float64)
+        g = self.Fc + (self.Fs - self.Fc) * np.exp(-np.abs(v / self.vs) ** self.delta)
+        return g * np.sign(v) / self.sigma0
+
+    def dissipated_power(self, qd, z) -> np.ndarray:
+        """Power lost in the contact, F qd - d/dt(sigma0 z^2 / 2), W (the bristle spring stores the rest)."""
+        v = np.asarray(qd, dtype=np.float64)
+        return self.torque(v, z) * v - self.sigma0 * np.asarray(z) * self.state_derivative(v, z)
+
+
+# ---------------------------------------------------------------- numpy-level functions
+
+def viscous(qd, Fv) -> np.ndarray:
+    """Viscous friction torque Fv qd, N m (qd rad/s, Fv N m s/rad)."""
+    return StribeckFriction.viscous(Fv).torque(qd)
+
+
+def coulomb(qd, Fc, smoothing=0.0) -> np.ndarray:
+    """Coulomb friction torque Fc sgn(qd), N m; sgn(0) = 0, or tanh(qd / smoothing) when smoothing > 0."""
+    return StribeckFriction.coulomb_viscous(Fc, 0.0, smoothing).torque(qd)
+
+
+def stribeck(qd, Fc, Fs, vs, Fv=0.0, delta=2.0, smoothing=0.0) -> np.ndarray:
+    """Stribeck friction torque (Fc + (Fs - Fc) exp(-|qd/vs|^delta)) sgn(qd) + Fv qd, N m."""
+    return StribeckFriction(Fc=Fc, Fs=Fs, vs=vs, Fv=Fv, delta=delta, smoothing=smoothing).torque(qd)
+
+
+def karnopp(qd, tau_applied, model: KarnoppFriction) -> np.ndarray:
+    """Karnopp stick-slip friction torque, N m; see karnopp_into."""
+    return model.torque(qd, tau_applied)
+
+
+def lugre_state_derivative(qd, z, model: LuGreFriction) -> np.ndarray:
+    """LuGre bristle derivative dz/dt, rad/s; see lugre_state_derivative_into."""
+    return model.state_derivative(qd, z)
+
+
+def lugre_torque(qd, z, model: LuGreFriction) -> np.ndarray:
+    """LuGre friction torque, N m; see lugre_torque_into."""
+    return model.torque(qd, z)
+
+
+def lugre_steady_state_bristle(qd, model: LuGreFriction) -> np.ndarray:
+    """Bristle deflection at constant speed, rad."""
+    return model.steady_state_bristle(qd)
+
+
+def dissipated_power(tau_f, qd) -> np.ndarray:
+    """Power taken out of the joints by friction torque tau_f (N m) at speed qd (rad/s), W, elementwise."""
+    (t, v), shape = _as_batch(tau_f, qd)
+    out = np.empty_like(v)
+    dissipated_power_into(t, v, out)
+    return out.reshape(shape)
+
+
+def lugre_dissipated_power(qd, z, model: LuGreFriction) -> np.ndarray:
+    """Power lost in a LuGre contact, W; see LuGreFriction.dissipated_power."""
+    return model.dissipated_power(qd, z)
