@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
+from numpy.typing import ArrayLike
 
 __all__ = [
     "CurrentPIGains", "tune_current_pi", "torque_to_current", "inverter_voltage_limit",
@@ -233,10 +234,10 @@ def dq_current_pi_step_into(id_ref, iq_ref, i_d, i_q, omega_e, z_d, z_q,
 class CurrentPIGains:
     """PI gains of the dq current loops: Kp_* in V/A, Ki_* in V/(A s) (scalars or (n,) arrays)."""
 
-    Kp_d: object
-    Ki_d: object
-    Kp_q: object
-    Ki_q: object
+    Kp_d: ArrayLike
+    Ki_d: ArrayLike
+    Kp_q: ArrayLike
+    Ki_q: ArrayLike
 
 
 def tune_current_pi(R, Ld, bandwidth, Lq=None) -> CurrentPIGains:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
+from numpy.typing import ArrayLike
 
 __all__ = [
     "StribeckFriction", "KarnoppFriction", "LuGreFriction",
@@ -206,12 +207,12 @@ class StribeckFriction:
         eps > 0 replaces sgn(qd) by tanh(qd / eps), which keeps the right-hand side smooth for fixed steps.
     """
 
-    Fc: object = 0.0
-    Fs: object = None
-    vs: object = 1.0
-    Fv: object = 0.0
-    delta: object = 2.0
-    smoothing: object = 0.0
+    Fc: ArrayLike = 0.0
+    Fs: ArrayLike | None = None
+    vs: ArrayLike = 1.0
+    Fv: ArrayLike = 0.0
+    delta: ArrayLike = 2.0
+    smoothing: ArrayLike = 0.0
 
     def __post_init__(self):
         object.__setattr__(self, "Fc", _frozen_array(self.Fc, "Fc", nonnegative=True))
@@ -256,12 +257,12 @@ class KarnoppFriction:
     not passive: it may push the joint, which is why the band must stay small.
     """
 
-    Fc: object = 0.0
-    Fs: object = None
-    vs: object = 1.0
-    Fv: object = 0.0
-    delta: object = 2.0
-    dv: object = 1e-4
+    Fc: ArrayLike = 0.0
+    Fs: ArrayLike | None = None
+    vs: ArrayLike = 1.0
+    Fv: ArrayLike = 0.0
+    delta: ArrayLike = 2.0
+    dv: ArrayLike = 1e-4
 
     def __post_init__(self):
         object.__setattr__(self, "Fc", _frozen_array(self.Fc, "Fc", nonnegative=True))
@@ -306,13 +307,13 @@ class LuGreFriction:
     near rest it acts as a spring of stiffness sigma0 (pre-sliding displacement).
     """
 
-    sigma0: object = 1e4
-    sigma1: object = 0.0
-    sigma2: object = 0.0
-    Fc: object = 1.0
-    Fs: object = None
-    vs: object = 1e-2
-    delta: object = 2.0
+    sigma0: ArrayLike = 1e4
+    sigma1: ArrayLike = 0.0
+    sigma2: ArrayLike = 0.0
+    Fc: ArrayLike = 1.0
+    Fs: ArrayLike | None = None
+    vs: ArrayLike = 1e-2
+    delta: ArrayLike = 2.0
 
     def __post_init__(self):
         object.__setattr__(self, "sigma0", _frozen_array(self.sigma0, "sigma0", positive=True))

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
+from numpy.typing import ArrayLike
 
 __all__ = [
     "PMSM", "DCMotor",
@@ -119,13 +120,13 @@ class PMSM:
     Jm: rotor inertia, kg m^2 (>= 0), seen at the joint as N^2 Jm. N: gear ratio (> 0), omega_m = N qd.
     """
 
-    R: object
-    Ld: object
-    Lq: object
-    psi: object
-    p: object = 1.0
-    Jm: object = 0.0
-    N: object = 1.0
+    R: ArrayLike
+    Ld: ArrayLike
+    Lq: ArrayLike
+    psi: ArrayLike
+    p: ArrayLike = 1.0
+    Jm: ArrayLike = 0.0
+    N: ArrayLike = 1.0
 
     def __post_init__(self):
         for name in ("R", "Ld", "Lq", "psi", "p", "N"):
@@ -205,18 +206,18 @@ class DCMotor:
 
     Fields are scalars or per-joint vectors (n,):
     R: armature resistance, ohm (> 0). L: armature inductance, H (> 0).
-    Kt: torque constant, N m/A. Ke: back-EMF constant, V s/rad of motor shaft (Kt = Ke in SI units for
-    an ideal machine). Jm: rotor inertia, kg m^2, seen at the joint as N^2 Jm. N: gear ratio, omega_m = N qd.
+    Kt: torque constant, N m/A. Ke: back-EMF constant, V s/rad of motor shaft; None means Ke = Kt
+    (equal in SI units for an ideal machine). Jm: rotor inertia, kg m^2, seen at the joint as N^2 Jm. N: gear ratio, omega_m = N qd.
     L di/dt = v - R i - Ke N qd; joint torque N Kt i. W2 uses R = 0.5, L = 0.5e-3, Kt = Ke = 0.1,
     Jm = 1e-5, N = 100.
     """
 
-    R: object
-    L: object
-    Kt: object
-    Ke: object = None
-    Jm: object = 0.0
-    N: object = 1.0
+    R: ArrayLike
+    L: ArrayLike
+    Kt: ArrayLike
+    Ke: ArrayLike | None = None
+    Jm: ArrayLike = 0.0
+    N: ArrayLike = 1.0
 
     def __post_init__(self):
         for name in ("R", "L", "Kt", "N"):
