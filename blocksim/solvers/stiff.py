@@ -1,0 +1,121 @@
+"""Stiff solvers radau, bdf and lsoda: SciPy's implementations behind blocksim's Solver contract."""
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+import scipy.sparse
+from scipy.integrate import BDF as ScipyBDF
+from scipy.integrate import LSODA as ScipyLSODA
+from scipy.integrate import OdeSolver
+from scipy.integrate import Radau as ScipyRadau
+
+from blocksim.errors import SolverError
+from blocksim.solvers.base import FINISHED, Interpolant, Solver
+
+
+class ScipyStiffSolver(Solver):
+    """Wraps a scipy.integrate OdeSolver: the (B, n) state is flattened to B * n, the solver is rebuilt by
+    restart() (its history and Jacobian start afresh), SciPy's failures become SolverError.
+
+    Batch members are assumed independent (fun's member k reads only x[k]), so the finite-difference
+    Jacobian is estimated block-diagonally: n evaluations of fun instead of B * n.
+    nrejected stays 0: SciPy does not report rejected steps. There is no fixed-step mode.
+    """
+
+    adaptive = True
+    scipy_class: ClassVar[type[OdeSolver]]
+
+    def __init__(self, fun, t0, x0, t_bound, **options):
+        super().__init__(fun, t0, x0, t_bound, **options)
+        if self.fixed_step:
+            raise SolverError(f"solver {self.name} has no fixed-step mode; use an explicit solver "
+                              "(euler, heun, midpoint, rk3, rk4) or fixed_step with rk23/dopri5/dop853")
+        self._solver = self._build(self.initial_step)
+
+    def _flat_fun(self, t: float, y: np.ndarray) -> np.ndarray:
+        return np.asarray(self._eval(t, y.reshape(self.x.shape)), dtype=float).reshape(-1)
+
+    def _batch_options(self) -> dict:
+        """Options telling SciPy that the Jacobian is block-diagonal over the batch (Radau, BDF)."""
+        B, n = self.x.shape
+        if B == 1:
+            return {}
+        return {"jac_sparsity": scipy.sparse.block_diag([np.ones((n, n))] * B, format="csc")}
+
+    def _build(self, first_step: float | None) -> OdeSolver:
+        room = self.t_bound - self.t
+        if first_step is not None:
+            first_step = min(first_step, self.max_step, room) if room > 0 else None
+        return self.scipy_class(self._flat_fun, self.t, self.x.reshape(-1), self.t_bound,
+                                rtol=self.rtol, atol=self.atol, max_step=self.max_step,
+                                first_step=first_step, **self._batch_options())
+
+    def _step_impl(self) -> None:
+        solver = self._solver
+        message = solver.step()
+        if solver.status == "failed":
+            self._fail(f"SciPy's {self.scipy_class.__name__} failed: {message}", self._suggested_step())
+        t_new = self.t_bound if solver.status == "finished" else float(solver.t)
+        self.t_old, self.x_old = self.t, self.x
+        self.t, self.x = t_new, solver.y.reshape(self.x.shape).copy()
+
+    def _dense_output_impl(self) -> Interpolant:
+        inner = self._solver.dense_output()
+        shape = self.x.shape
+        return lambda t: inner(t).reshape(shape)
+
+    def _suggested_step(self) -> float | None:
+        """The step (s) SciPy would try next, or the last one taken."""
+        h = getattr(self._solver, "h_abs", None)
+        return h if h is not None else self._solver.step_size
+
+    def _forget_derivative(self) -> None:
+        self._solver = self._build(self._suggested_step() or self.initial_step)
+
+    def set_bound(self, t_bound: float) -> None:
+        super().set_bound(t_bound)
+        self._solver.t_bound = self.t_bound
+        self._solver.status = "finished" if self.status == FINISHED else "running"
+
+
+class Radau(ScipyStiffSolver):
+    """Implicit Runge-Kutta Radau IIA of order 5 (scipy.integrate.Radau)."""
+
+    name = "radau"
+    order = 5
+    scipy_class = ScipyRadau
+
+
+class BDF(ScipyStiffSolver):
+    """Variable-order (1 to 5) backward differentiation formulas (scipy.integrate.BDF)."""
+
+    name = "bdf"
+    order = 5
+    scipy_class = ScipyBDF
+
+
+class LSODA(ScipyStiffSolver):
+    """Adams / BDF with automatic stiffness switching, ODEPACK's LSODA (scipy.integrate.LSODA); order is
+    the highest it may use (Adams 12)."""
+
+    name = "lsoda"
+    order = 12
+    scipy_class = ScipyLSODA
+
+    def _batch_options(self) -> dict:
+        B, n = self.x.shape
+        if B == 1:
+            return {}
+        return {"lband": n - 1, "uband": n - 1}   # a block-diagonal Jacobian lies in this band
+
+    def _suggested_step(self) -> float | None:
+        return self._solver.step_size
+
+    def set_bound(self, t_bound: float) -> None:
+        super().set_bound(t_bound)
+        # SciPy's LSODA keeps the critical time (no stepping past it) in LSODA's work array rwork[0];
+        # SciPy's own constructor sets it there in the same way.
+        integrator = self._solver._lsoda_solver._integrator
+        integrator.rwork[0] = self.t_bound
+        integrator.call_args[4] = integrator.rwork
