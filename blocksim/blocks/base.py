@@ -380,6 +380,27 @@ class Block:
                          block=self.name)
 
 
+def numbered_ports(prefix: str, count: int) -> list[str]:
+    """Port names by the DESIGN rule: `prefix` alone for one port, else prefix1..prefixN."""
+    if count == 1:
+        return [prefix]
+    return [f"{prefix}{k + 1}" for k in range(count)]
+
+
+def common_width(block: "Block", keys) -> int:
+    """The signal width implied by several scalar-or-vector array parameters (1 when all scalar).
+
+    Vectors must agree in length; a ParameterError names the parameters that do not.
+    """
+    widths = {key: block.param_width(key) for key in keys}
+    vectors = {key: w for key, w in widths.items() if w > 1}
+    if len(set(vectors.values())) > 1:
+        listed = ", ".join(f"'{k}' has {w}" for k, w in vectors.items())
+        raise ParameterError(f"vector parameters must have one length: {listed} elements",
+                             block=block.name)
+    return max(widths.values(), default=1)
+
+
 @dataclass
 class BatchValue:
     """A parameter given one value per batch member (from `simulate(..., batch=...)`)."""

@@ -1,11 +1,14 @@
 """Math blocks: memoryless maps of their inputs (gain, sums, products, functions, nonlinearities)."""
 from __future__ import annotations
 
+import ast
+import math
+
 import numpy as np
 from numba import njit
 
-from ..errors import ParameterError, WidthError
-from .base import Block, Param, register
+from ..errors import ExpressionError, ParameterError, WidthError
+from .base import Block, Param, closest, common_width, numbered_ports, register
 
 
 @njit(cache=True)
@@ -88,7 +91,8 @@ class Sum(Block):
 
     type_name = "Sum"
     summary = "sum of inputs with signs (scalars expand to the vector width)"
-    params = {"signs": Param("++", "-", "one '+' or '-' per input (in1..inN)", kind="str")}
+    params = {"signs": Param("++", "-", "one '+' or '-' per input (in1..inN; `in` for one)",
+                             kind="str")}
 
     def setup(self):
         signs = self.p.signs.replace("|", "")
@@ -98,7 +102,656 @@ class Sum(Block):
         self._signs = np.array([1.0 if s == "+" else -1.0 for s in signs])
 
     def input_names(self):
-        return [f"in{k + 1}" for k in range(len(self._signs))]
+        return numbered_ports("in", len(self._signs))
 
     def output(self, t, xc, xd, u, y):
         signed_sum(u, self._signs, y[0])
+
+
+@njit(cache=True)
+def product_kernel(inputs, divide, y):
+    """y = prod_k inputs[k] ** (-1 if divide[k] else 1), elementwise, (B, 1) inputs broadcast."""
+    for b in range(y.shape[0]):
+        for i in range(y.shape[1]):
+            acc = 1.0
+            for k in range(len(inputs)):
+                u = inputs[k]
+                v = u[b, i if u.shape[1] > 1 else 0]
+                if divide[k]:
+                    acc /= v
+                else:
+                    acc *= v
+            y[b, i] = acc
+
+
+@register
+class Product(Block):
+    """Elementwise product and quotient of the inputs: ops "*/" gives y = in1 / in2, "/" gives 1 / in."""
+
+    type_name = "Product"
+    summary = "elementwise product / quotient of inputs (scalars expand)"
+    params = {"ops": Param("**", "-", "one '*' or '/' per input (in1..inN; `in` for one)",
+                           kind="str")}
+
+    def setup(self):
+        ops = self.p.ops
+        if not ops or set(ops) - {"*", "/"}:
+            raise ParameterError(f"ops must be a string of '*' and '/', got '{ops}'", block=self.name)
+        self._divide = np.array([op == "/" for op in ops])
+
+    def input_names(self):
+        return numbered_ports("in", len(self._divide))
+
+    def output(self, t, xc, xd, u, y):
+        product_kernel(u, self._divide, y[0])
+
+
+# ---- Function: a safe expression compiled to a scalar stack program ---------------------------------
+
+OP_CONST, OP_INPUT, OP_TIME, OP_UNARY, OP_BINARY, OP_STORE = range(6)
+UNARY_FUNCTIONS = ("neg", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+                   "exp", "log", "log10", "sqrt", "abs", "floor", "ceil", "sign")
+BINARY_FUNCTIONS = ("add", "sub", "mul", "div", "pow", "mod", "atan2", "hypot", "min", "max")
+REDUCTIONS = ("sum", "norm", "dot")
+BINARY_OPERATORS = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
+                    ast.Pow: "pow", ast.Mod: "mod"}
+CONSTANTS = {"pi": math.pi, "e": math.e}
+FUNCTION_NAMES = tuple(f for f in UNARY_FUNCTIONS if f != "neg") + \
+    ("atan2", "hypot", "min", "max", "pow") + REDUCTIONS
+
+
+@njit(cache=True)
+def unary(code, a):
+    if code == 0:
+        return -a
+    if code == 1:
+        return math.sin(a)
+    if code == 2:
+        return math.cos(a)
+    if code == 3:
+        return math.tan(a)
+    if code == 4:
+        return math.asin(a) if -1.0 <= a <= 1.0 else math.nan
+    if code == 5:
+        return math.acos(a) if -1.0 <= a <= 1.0 else math.nan
+    if code == 6:
+        return math.atan(a)
+    if code == 7:
+        return math.sinh(a)
+    if code == 8:
+        return math.cosh(a)
+    if code == 9:
+        return math.tanh(a)
+    if code == 10:
+        return math.exp(a)
+    if code == 11:
+        return math.log(a) if a > 0.0 else (-math.inf if a == 0.0 else math.nan)
+    if code == 12:
+        return math.log10(a) if a > 0.0 else (-math.inf if a == 0.0 else math.nan)
+    if code == 13:
+        return math.sqrt(a) if a >= 0.0 else math.nan
+    if code == 14:
+        return abs(a)
+    if code == 15:
+        return math.floor(a)
+    if code == 16:
+        return math.ceil(a)
+    return 1.0 if a > 0.0 else (-1.0 if a < 0.0 else 0.0)
+
+
+@njit(cache=True)
+def binary(code, a, b):
+    if code == 0:
+        return a + b
+    if code == 1:
+        return a - b
+    if code == 2:
+        return a * b
+    if code == 3:
+        return a / b if b != 0.0 else (math.copysign(math.inf, a) if a != 0.0 else math.nan)
+    if code == 4:
+        return a ** b
+    if code == 5:
+        return a - b * math.floor(a / b) if b != 0.0 else math.nan
+    if code == 6:
+        return math.atan2(a, b)
+    if code == 7:
+        return math.hypot(a, b)
+    if code == 8:
+        return a if a <= b else b
+    return a if a >= b else b
+
+
+@njit(cache=True)
+def run_program(t, inputs, code, consts, stack, y):
+    """Evaluate a compiled expression for every batch member: `code` rows are (op, a, b) of a stack
+    machine: push consts[a] / inputs[a][member, b] / t, apply unary a or binary a, store to y[:, a]."""
+    for m in range(y.shape[0]):
+        sp = 0
+        for pc in range(code.shape[0]):
+            op, a, c = code[pc, 0], code[pc, 1], code[pc, 2]
+            if op == 0:
+                stack[sp] = consts[a]
+                sp += 1
+            elif op == 1:
+                stack[sp] = inputs[a][m, c]
+                sp += 1
+            elif op == 2:
+                stack[sp] = t
+                sp += 1
+            elif op == 3:
+                stack[sp - 1] = unary(a, stack[sp - 1])
+            elif op == 4:
+                stack[sp - 2] = binary(a, stack[sp - 2], stack[sp - 1])
+                sp -= 1
+            else:
+                sp -= 1
+                y[m, a] = stack[sp]
+
+
+def check_expression(text: str, variables, block: str) -> ast.Expression:
+    """Parse `text` and accept only numbers, the given variables, arithmetic, constant subscripts,
+    list literals and the whitelisted math functions; anything else is an ExpressionError."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as err:
+        raise ExpressionError(f"expression '{text}' is not valid: {err.msg}", block=block) from None
+    allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Call, ast.Name, ast.Load, ast.Constant,
+               ast.Subscript, ast.Slice, ast.List, ast.Tuple, ast.USub, ast.UAdd,
+               *BINARY_OPERATORS)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            raise ExpressionError(f"expression '{text}': attributes ('.{node.attr}') are not allowed",
+                                  block=block)
+        if not isinstance(node, allowed):
+            raise ExpressionError(f"expression '{text}': {type(node).__name__} is not allowed; "
+                                  f"only arithmetic, subscripts and math functions", block=block)
+        if isinstance(node, ast.Constant) and (isinstance(node.value, bool)
+                                               or not isinstance(node.value, (int, float))):
+            raise ExpressionError(f"expression '{text}': only numbers are allowed as constants, "
+                                  f"got {node.value!r}", block=block)
+        if isinstance(node, ast.Call):
+            name = node.func.id if isinstance(node.func, ast.Name) else None
+            if name not in FUNCTION_NAMES or node.keywords:
+                shown = name or ast.unparse(node.func)
+                raise ExpressionError(f"expression '{text}': unknown function '{shown}'"
+                                      f"{closest(shown, FUNCTION_NAMES)}; allowed: "
+                                      f"{', '.join(FUNCTION_NAMES)}", block=block)
+        if isinstance(node, ast.Name) and node.id not in variables and node.id != "t" \
+                and node.id not in CONSTANTS and node.id not in FUNCTION_NAMES:
+            raise ExpressionError(f"expression '{text}': unknown name '{node.id}'"
+                                  f"{closest(node.id, list(variables) + list(CONSTANTS))}; "
+                                  f"known: {', '.join(list(variables) + ['t'] + list(CONSTANTS))}",
+                                  block=block)
+    return tree
+
+
+class ExpressionCompiler:
+    """Turns a checked expression into scalar stack code, one fragment per output element, once the
+    input widths are known (elementwise arithmetic; a width-1 operand broadcasts)."""
+
+    def __init__(self, text, tree, variables, widths, ports, block):
+        self.text, self.variables, self.widths, self.block = text, variables, widths, block
+        self.ports = ports
+        self.consts: list[float] = []
+        self.elements = self.vector(tree.body)
+
+    def fail(self, message, port=None):
+        raise WidthError(f"expression '{self.text}': {message}", block=self.block, port=port)
+
+    def const(self, value):
+        self.consts.append(float(value))
+        return [(OP_CONST, len(self.consts) - 1, 0)]
+
+    def vector(self, node) -> list[list[tuple[int, int, int]]]:
+        if isinstance(node, ast.Constant):
+            return [self.const(node.value)]
+        if isinstance(node, ast.Name):
+            if node.id == "t":
+                return [[(OP_TIME, 0, 0)]]
+            if node.id in CONSTANTS:
+                return [self.const(CONSTANTS[node.id])]
+            if node.id in FUNCTION_NAMES:
+                self.fail(f"function '{node.id}' used as a value")
+            k = self.variables[node.id]
+            return [[(OP_INPUT, k, j)] for j in range(self.widths[k])]
+        if isinstance(node, (ast.List, ast.Tuple)):
+            out = []
+            for item in node.elts:
+                out += self.vector(item)
+            return out
+        if isinstance(node, ast.Subscript):
+            return self.subscript(node)
+        if isinstance(node, ast.UnaryOp):
+            operand = self.vector(node.operand)
+            if isinstance(node.op, ast.UAdd):
+                return operand
+            return [e + [(OP_UNARY, 0, 0)] for e in operand]
+        if isinstance(node, ast.BinOp):
+            return self.elementwise(BINARY_OPERATORS[type(node.op)], [node.left, node.right])
+        return self.call(node)
+
+    def subscript(self, node):
+        if not (isinstance(node.value, ast.Name) and node.value.id in self.variables):
+            self.fail("only inputs can be indexed")
+        k = self.variables[node.value.id]
+        width = self.widths[k]
+        port = self.ports[k]
+        index = node.slice
+        if isinstance(index, ast.Slice):
+            if index.step is not None:
+                bounds = [self.integer(index.lower), self.integer(index.upper), self.integer(index.step)]
+            else:
+                bounds = [self.integer(index.lower), self.integer(index.upper)]
+            picked = list(range(width))[slice(*bounds)]
+            if not picked:
+                self.fail(f"slice of '{node.value.id}' (width {width}) is empty", port)
+            return [[(OP_INPUT, k, j)] for j in picked]
+        j = self.integer(index)
+        if not -width <= j < width:
+            self.fail(f"index {j} is out of range for '{node.value.id}' of width {width}", port)
+        return [[(OP_INPUT, k, j % width)]]
+
+    def integer(self, node):
+        if node is None:
+            return None
+        sign = 1
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            sign, node = -1, node.operand
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return sign * node.value
+        raise ExpressionError(f"expression '{self.text}': indices must be integer numbers",
+                              block=self.block)
+
+    def elementwise(self, name, args):
+        operands = [self.vector(a) for a in args]
+        widths = {len(o) for o in operands} - {1}
+        if len(widths) > 1:
+            self.fail(f"operands of {name} have widths {[len(o) for o in operands]}")
+        width = widths.pop() if widths else 1
+        code = BINARY_FUNCTIONS.index(name)
+        out = []
+        for i in range(width):
+            acc = operands[0][i if len(operands[0]) > 1 else 0]
+            for o in operands[1:]:
+                acc = acc + o[i if len(o) > 1 else 0] + [(OP_BINARY, code, 0)]
+            out.append(acc)
+        return out
+
+    def call(self, node):
+        name, args = node.func.id, node.args
+        if name in REDUCTIONS:
+            return [self.reduction(name, args)]
+        if name in UNARY_FUNCTIONS:
+            if len(args) != 1:
+                self.fail(f"{name}() takes one argument")
+            code = UNARY_FUNCTIONS.index(name)
+            return [e + [(OP_UNARY, code, 0)] for e in self.vector(args[0])]
+        needed = 2 if name in ("atan2", "hypot", "pow") else None
+        if (needed and len(args) != needed) or len(args) < 2:
+            self.fail(f"{name}() takes {needed or 'two or more'} arguments")
+        return self.elementwise(name, args)
+
+    def reduction(self, name, args):
+        mul, add = BINARY_FUNCTIONS.index("mul"), BINARY_FUNCTIONS.index("add")
+        if name == "dot":
+            if len(args) != 2:
+                self.fail("dot() takes two arguments")
+            terms = [e for e in self.elementwise("mul", args)]
+        elif len(args) != 1:
+            self.fail(f"{name}() takes one argument")
+        elif name == "sum":
+            terms = self.vector(args[0])
+        else:
+            terms = [e + e + [(OP_BINARY, mul, 0)] for e in self.vector(args[0])]
+        acc = terms[0]
+        for e in terms[1:]:
+            acc = acc + e + [(OP_BINARY, add, 0)]
+        if name == "norm":
+            acc = acc + [(OP_UNARY, UNARY_FUNCTIONS.index("sqrt"), 0)]
+        return acc
+
+    def program(self, width):
+        """(code (n, 3) int64, consts, stack depth) storing the expression into y[:, 0..width-1]."""
+        rows = []
+        for i in range(width):
+            rows += self.elements[i if len(self.elements) > 1 else 0] + [(OP_STORE, i, 0)]
+        depth = max_depth = 0
+        for op, _, _ in rows:
+            depth += {OP_CONST: 1, OP_INPUT: 1, OP_TIME: 1, OP_UNARY: 0, OP_BINARY: -1,
+                      OP_STORE: -1}[op]
+            max_depth = max(max_depth, depth)
+        code = np.array(rows, dtype=np.int64).reshape(-1, 3)
+        return code, np.array(self.consts + [0.0]), max(max_depth, 1)
+
+
+@register
+class Function(Block):
+    """y = f(u, t) for an expression of the inputs, e.g. "sin(u1) * u2[0]" or "[u[1], -u[0]]".
+
+    Variables: `u` (one input; `u1` also works) or `u1..uN`, the time `t` (s), constants pi and e.
+    Operators + - * / ** % act elementwise (a width-1 operand broadcasts); `u[i]` (0-based), `u[a:b]`
+    and `[a, b, ...]` pick and build vectors; functions: sin cos tan asin acos atan sinh cosh tanh
+    exp log log10 sqrt abs floor ceil sign, atan2 hypot min max pow (elementwise), sum norm dot
+    (reductions). The text is parsed with `ast` and compiled to a small stack program that a
+    numba kernel runs; it is never evaluated by Python. Output width: `width`, or inferred.
+    """
+
+    type_name = "Function"
+    summary = "safe expression of the inputs u / u1..uN and time t"
+    params = {"expr": Param(units="units of y", doc="expression of u (or u1..uN) and t", kind="str"),
+              "inputs": Param(1, "-", "number of inputs", kind="int"),
+              "width": Param(None, "-", "output width (default: inferred from the expression)",
+                             kind="int")}
+
+    def setup(self):
+        if self.p.inputs < 1:
+            raise ParameterError("inputs must be >= 1", block=self.name)
+        if self.p.width is not None and self.p.width < 1:
+            raise ParameterError("width must be >= 1", block=self.name)
+        n = self.p.inputs
+        self._variables = {f"u{k + 1}": k for k in range(n)}
+        if n == 1:
+            self._variables["u"] = 0
+        self._tree = check_expression(self.p.expr, self._variables, self.name)
+        self.time_varying = any(isinstance(node, ast.Name) and node.id == "t"
+                                for node in ast.walk(self._tree))
+
+    def input_names(self):
+        return numbered_ports("in", self.p.inputs)
+
+    def compile(self, widths):
+        compiler = ExpressionCompiler(self.p.expr, self._tree, self._variables, widths,
+                                      self.input_names(), self.name)
+        width = len(compiler.elements)
+        if self.p.width is not None:
+            if width not in (1, self.p.width):
+                raise WidthError(f"expression '{self.p.expr}' has width {width}, parameter width is "
+                                 f"{self.p.width}", block=self.name, port="out")
+            width = self.p.width
+        return compiler, width
+
+    def resolve_widths(self, in_widths):
+        widths = [in_widths[p] for p in self.input_names()]
+        if any(w is None for w in widths):
+            return {"out": self.p.width}
+        return {"out": self.compile(widths)[1]}
+
+    def configure(self, in_widths, out_widths):
+        compiler, width = self.compile([in_widths[p] for p in self.input_names()])
+        self._code, self._consts, depth = compiler.program(width)
+        self._stack = np.zeros(depth)
+
+    def output(self, t, xc, xd, u, y):
+        run_program(float(t), u, self._code, self._consts, self._stack, y[0])
+
+
+# ---- memoryless nonlinearities ----------------------------------------------------------------------
+
+class Elementwise(Block):
+    """A map applied channel by channel: width = the input's, or the vector parameters' when the
+    input is a scalar (it expands)."""
+
+    width_params: tuple[str, ...] = ()
+
+    def setup(self):
+        self._param_width = common_width(self, self.width_params)
+
+    def resolve_widths(self, in_widths):
+        w = in_widths["in"]
+        pw = self._param_width
+        if w is None:
+            return {"out": None}
+        if pw > 1 and w not in (1, pw):
+            raise WidthError(f"input has width {w}, the parameters have {pw} elements",
+                             block=self.name, port="in")
+        return {"out": max(w, pw)}
+
+    def configure(self, in_widths, out_widths):
+        width = out_widths["out"]
+        self._rows = [self.param_as_row(key, width) for key in self.width_params]
+
+
+def kink_directions(block, width):
+    """Two crossings per channel (at the lower and the upper kink), either direction."""
+    block.n_zc = 2 * width
+    block.zc_directions = np.zeros(2 * width, dtype=np.int64)
+
+
+@njit(cache=True)
+def saturate_kernel(u, lower, upper, y):
+    """y = min(max(u, lower), upper), elementwise."""
+    wu = u.shape[1]
+    for b in range(y.shape[0]):
+        for i in range(y.shape[1]):
+            v = u[b, i if wu > 1 else 0]
+            y[b, i] = lower[b, i] if v < lower[b, i] else (upper[b, i] if v > upper[b, i] else v)
+
+
+@njit(cache=True)
+def kinks_kernel(u, lower, upper, g):
+    """g[:, i] = u - lower, g[:, w + i] = u - upper (1 / -1 when that limit is infinite)."""
+    wu = u.shape[1]
+    w = lower.shape[1]
+    for b in range(g.shape[0]):
+        for i in range(w):
+            v = u[b, i if wu > 1 else 0]
+            g[b, i] = v - lower[b, i] if math.isfinite(lower[b, i]) else 1.0
+            g[b, w + i] = v - upper[b, i] if math.isfinite(upper[b, i]) else -1.0
+
+
+@register
+class Saturation(Elementwise):
+    """y = u clipped to [lower, upper]; crossings at both limits make the solver step onto them."""
+
+    type_name = "Saturation"
+    summary = "clip the input to [lower, upper]"
+    params = {"lower": Param(-np.inf, "units of u", "lower limit (may be -inf)"),
+              "upper": Param(np.inf, "units of u", "upper limit (may be inf)")}
+    width_params = ("lower", "upper")
+
+    def setup(self):
+        super().setup()
+        if np.any(self.p.lower > self.p.upper):
+            raise ParameterError("lower must be <= upper", block=self.name)
+
+    def configure(self, in_widths, out_widths):
+        super().configure(in_widths, out_widths)
+        kink_directions(self, out_widths["out"])
+
+    def output(self, t, xc, xd, u, y):
+        saturate_kernel(u[0], self._rows[0], self._rows[1], y[0])
+
+    def zero_crossings(self, t, xc, xd, u, g):
+        kinks_kernel(u[0], self._rows[0], self._rows[1], g)
+
+
+@njit(cache=True)
+def dead_zone_kernel(u, start, end, y):
+    """y = 0 inside [start, end], u - end above, u - start below, elementwise."""
+    wu = u.shape[1]
+    for b in range(y.shape[0]):
+        for i in range(y.shape[1]):
+            v = u[b, i if wu > 1 else 0]
+            if v > end[b, i]:
+                y[b, i] = v - end[b, i]
+            elif v < start[b, i]:
+                y[b, i] = v - start[b, i]
+            else:
+                y[b, i] = 0.0
+
+
+@register
+class DeadZone(Elementwise):
+    """y = 0 for start <= u <= end, u - end above it, u - start below it (continuous, kinks at both
+    ends, where crossings are declared)."""
+
+    type_name = "DeadZone"
+    summary = "zero output inside [start, end], shifted input outside"
+    params = {"start": Param(-0.5, "units of u", "lower end of the dead zone"),
+              "end": Param(0.5, "units of u", "upper end of the dead zone")}
+    width_params = ("start", "end")
+
+    def setup(self):
+        super().setup()
+        if np.any(self.p.start > self.p.end):
+            raise ParameterError("start must be <= end", block=self.name)
+
+    def configure(self, in_widths, out_widths):
+        super().configure(in_widths, out_widths)
+        kink_directions(self, out_widths["out"])
+
+    def output(self, t, xc, xd, u, y):
+        dead_zone_kernel(u[0], self._rows[0], self._rows[1], y[0])
+
+    def zero_crossings(self, t, xc, xd, u, g):
+        kinks_kernel(u[0], self._rows[0], self._rows[1], g)
+
+
+@njit(cache=True)
+def rate_limit_kernel(t, u, rising, falling, memory, y):
+    """y = u with its change since the last major step bounded: falling * dt <= y - y_prev <= rising * dt.
+
+    memory (B, w + 2): y_prev (w), t_prev, started flag (0: no major step yet, y = u).
+    """
+    wu = u.shape[1]
+    w = y.shape[1]
+    for b in range(y.shape[0]):
+        started = memory[b, w + 1] != 0.0
+        dt = t - memory[b, w]
+        for i in range(w):
+            v = u[b, i if wu > 1 else 0]
+            if started:
+                prev = memory[b, i]
+                up, down = rising[b, i] * dt, falling[b, i] * dt
+                if v - prev > up:
+                    v = prev + up
+                elif v - prev < down:
+                    v = prev + down
+            y[b, i] = v
+
+
+@njit(cache=True)
+def rate_limit_remember(t, y, memory):
+    """Store this major step's output and time as the next reference."""
+    w = y.shape[1]
+    for b in range(y.shape[0]):
+        for i in range(w):
+            memory[b, i] = y[b, i]
+        memory[b, w] = t
+        memory[b, w + 1] = 1.0
+
+
+@register
+class RateLimiter(Elementwise):
+    """Bounds the slew rate: y' stays within [falling, rising] (units/s; falling <= 0 <= rising).
+
+    Between major steps y = u limited relative to the output and time of the last major step, kept
+    in xd (y_prev, t_prev) and updated at every major step; the first output is the input.
+    """
+
+    type_name = "RateLimiter"
+    summary = "limit the rising and falling rate of a signal"
+    params = {"rising": Param(1.0, "units of u / s", "largest rate of increase (>= 0, may be inf)"),
+              "falling": Param(-1.0, "units of u / s", "largest rate of decrease (<= 0, may be -inf)")}
+    width_params = ("rising", "falling")
+
+    def infinite_ok(self):
+        return ("rising", "falling")
+
+    def setup(self):
+        super().setup()
+        if np.any(self.p.rising < 0) or np.any(self.p.falling > 0):
+            raise ParameterError("rising must be >= 0 and falling <= 0", block=self.name)
+
+    def configure(self, in_widths, out_widths):
+        super().configure(in_widths, out_widths)
+        width = out_widths["out"]
+        self.n_xd = width + 2
+        self._y = np.zeros((self.batch, width))
+
+    def state_names(self):
+        w = self.n_xd - 2
+        return [], [f"y_prev[{i}]" for i in range(w)] + ["t_prev", "started"]
+
+    def output(self, t, xc, xd, u, y):
+        rate_limit_kernel(float(t), u[0], self._rows[0], self._rows[1], xd, y[0])
+
+    def update(self, t, xc, xd, u):
+        rate_limit_kernel(float(t), u[0], self._rows[0], self._rows[1], xd, self._y)
+        rate_limit_remember(float(t), self._y, xd)
+
+
+@njit(cache=True)
+def quantize_kernel(u, interval, y):
+    """y = interval * round(u / interval), halves rounded away from zero."""
+    wu = u.shape[1]
+    for b in range(y.shape[0]):
+        for i in range(y.shape[1]):
+            q = interval[b, i]
+            r = u[b, i if wu > 1 else 0] / q
+            y[b, i] = q * (math.floor(r + 0.5) if r >= 0.0 else -math.floor(-r + 0.5))
+
+
+@register
+class Quantizer(Elementwise):
+    """y = interval * round(u / interval): a staircase (halves round away from zero)."""
+
+    type_name = "Quantizer"
+    summary = "round the input to a multiple of an interval"
+    params = {"interval": Param(1.0, "units of u", "quantization step (> 0)")}
+    width_params = ("interval",)
+
+    def setup(self):
+        super().setup()
+        if np.any(self.p.interval <= 0):
+            raise ParameterError("interval must be > 0", block=self.name)
+
+    def output(self, t, xc, xd, u, y):
+        quantize_kernel(u[0], self._rows[0], y[0])
+
+
+@njit(cache=True)
+def abs_sign_kernel(u, sign, y):
+    """y = |u| (sign False) or sign(u) in {-1, 0, 1} (sign True), elementwise."""
+    for b in range(y.shape[0]):
+        for i in range(y.shape[1]):
+            v = u[b, i]
+            if sign:
+                y[b, i] = 1.0 if v > 0.0 else (-1.0 if v < 0.0 else 0.0)
+            else:
+                y[b, i] = abs(v)
+
+
+class KinkAtZero(Elementwise):
+    """Abs and Sign: one crossing per channel at u = 0."""
+
+    params = {}
+    is_sign = False
+
+    def configure(self, in_widths, out_widths):
+        self.n_zc = out_widths["out"]
+        self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
+
+    def output(self, t, xc, xd, u, y):
+        abs_sign_kernel(u[0], self.is_sign, y[0])
+
+    def zero_crossings(self, t, xc, xd, u, g):
+        g[...] = u[0]
+
+
+@register
+class Abs(KinkAtZero):
+    """y = |u| elementwise; a crossing at u = 0 puts a step on the kink."""
+
+    type_name = "Abs"
+    summary = "absolute value"
+
+
+@register
+class Sign(KinkAtZero):
+    """y = sign(u) in {-1, 0, 1} elementwise; a crossing at u = 0 puts a step on the jump."""
+
+    type_name = "Sign"
+    summary = "sign of the input (-1, 0, 1)"
+    is_sign = True

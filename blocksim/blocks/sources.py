@@ -1,9 +1,17 @@
-"""Signal sources: blocks with no inputs whose outputs are functions of time only."""
+"""Signal sources: blocks with no inputs whose outputs are functions of time only (or of a seed and
+the sample index, for noise)."""
 from __future__ import annotations
 
-import numpy as np
+import csv
+import math
+import os
 
-from .base import Block, Param, register
+import numpy as np
+from numba import njit
+
+from ..errors import BlocksimError, ParameterError
+from .base import Block, Param, common_width, register
+from .discrete import OFFSET, PERIOD
 
 
 @register
@@ -24,3 +32,414 @@ class Constant(Block):
 
     def output(self, t, xc, xd, u, y):
         y[0][...] = self._value
+
+
+class TimeSource(Block):
+    """Shared shape of the time-driven sources: no inputs, continuous, width from vector params."""
+
+    inputs = ()
+    sample = "continuous"
+    time_varying = True
+    width_params: tuple[str, ...] = ()
+
+    def setup(self):
+        self._width = common_width(self, self.width_params)
+
+    def resolve_widths(self, in_widths):
+        return {"out": self._width}
+
+    def rows(self, width):
+        """Every width parameter as a (B, width) array, in `width_params` order."""
+        return [self.param_as_row(key, width) for key in self.width_params]
+
+
+def times_within(values: np.ndarray, t0: float, t1: float) -> list[float]:
+    """Sorted distinct values in (t0, t1] (s)."""
+    values = np.unique(np.asarray(values, dtype=float))
+    return [float(v) for v in values if t0 < v <= t1]
+
+
+# ---- Step, Ramp, Sine, Chirp ----------------------------------------------------------------------
+
+@njit(cache=True)
+def step_kernel(t, time, initial, final, y):
+    """y = initial for t < time, final for t >= time, elementwise."""
+    for b in range(y.shape[0]):
+        for i in range(y.shape[1]):
+            y[b, i] = final[b, i] if t >= time[b, i] else initial[b, i]
+
+
+@register
+class Step(TimeSource):
+    """A jump from `initial` to `final` at `time` (the output is `final` from `time` on).
+
+    The step time is a breakpoint: adaptive solvers stop on it instead of smearing the jump.
+    """
+
+    type_name = "Step"
+    summary = "step from initial to final at a time"
+    params = {"time": Param(1.0, "s", "step time"),
+              "initial": Param(0.0, "units of y", "output before the step"),
+              "final": Param(1.0, "units of y", "output from the step time on")}
+    width_params = ("time", "initial", "final")
+
+    def configure(self, in_widths, out_widths):
+        self._time, self._initial, self._final = self.rows(out_widths["out"])
+
+    def output(self, t, xc, xd, u, y):
+        step_kernel(t, self._time, self._initial, self._final, y[0])
+
+    def breakpoints(self, t0, t1):
+        return times_within(self.p.time, t0, t1)
+
+
+@njit(cache=True)
+def ramp_kernel(t, slope, start, initial, y):
+    """y = initial + slope * max(0, t - start), elementwise."""
+    for b in range(y.shape[0]):
+        for i in range(y.shape[1]):
+            dt = t - start[b, i]
+            y[b, i] = initial[b, i] + (slope[b, i] * dt if dt > 0.0 else 0.0)
+
+
+@register
+class Ramp(TimeSource):
+    """y = initial + slope * (t - start_time) from start_time on, `initial` before (a kink there)."""
+
+    type_name = "Ramp"
+    summary = "ramp of a given slope from a start time"
+    params = {"slope": Param(1.0, "units of y / s", "rate of rise after the start time"),
+              "start_time": Param(0.0, "s", "time the ramp starts"),
+              "initial": Param(0.0, "units of y", "output up to the start time")}
+    width_params = ("slope", "start_time", "initial")
+
+    def configure(self, in_widths, out_widths):
+        self._slope, self._start, self._initial = self.rows(out_widths["out"])
+
+    def output(self, t, xc, xd, u, y):
+        ramp_kernel(t, self._slope, self._start, self._initial, y[0])
+
+    def breakpoints(self, t0, t1):
+        return times_within(self.p.start_time, t0, t1)
+
+
+@njit(cache=True)
+def sine_kernel(t, amplitude, frequency, phase, bias, y):
+    """y = amplitude sin(2 pi frequency t + phase) + bias, elementwise (frequency in Hz)."""
+    for b in range(y.shape[0]):
+        for i in range(y.shape[1]):
+            y[b, i] = amplitude[b, i] * math.sin(2.0 * math.pi * frequency[b, i] * t
+                                                 + phase[b, i]) + bias[b, i]
+
+
+@register
+class Sine(TimeSource):
+    """y = amplitude * sin(2 pi frequency t + phase) + bias; frequency in Hz, phase in rad."""
+
+    type_name = "Sine"
+    summary = "sine wave (frequency in Hz)"
+    params = {"amplitude": Param(1.0, "units of y", "peak amplitude"),
+              "frequency": Param(1.0, "Hz", "frequency"),
+              "phase": Param(0.0, "rad", "phase at t = 0"),
+              "bias": Param(0.0, "units of y", "offset added to the wave")}
+    width_params = ("amplitude", "frequency", "phase", "bias")
+
+    def configure(self, in_widths, out_widths):
+        self._rows = self.rows(out_widths["out"])
+
+    def output(self, t, xc, xd, u, y):
+        sine_kernel(t, *self._rows, y[0])
+
+
+@njit(cache=True)
+def chirp_kernel(t, f0, f1, duration, amplitude, logarithmic, y):
+    """Swept sine y = amplitude sin(phi(t)), phi' = 2 pi f(t), f from f0 to f1 (Hz) over `duration`
+    (s), linearly or geometrically in time; after `duration` the frequency stays f1."""
+    for b in range(y.shape[0]):
+        for i in range(y.shape[1]):
+            fa, fb, T = f0[b, i], f1[b, i], duration[b, i]
+            tau = t if t < T else T
+            if logarithmic and fa != fb:
+                ratio = fb / fa
+                cycles = fa * T / math.log(ratio) * (ratio ** (tau / T) - 1.0)
+            else:
+                cycles = fa * tau + 0.5 * (fb - fa) / T * tau * tau
+            if t > T:
+                cycles += fb * (t - T)
+            y[b, i] = amplitude[b, i] * math.sin(2.0 * math.pi * cycles)
+
+
+@register
+class Chirp(TimeSource):
+    """Swept sine for frequency-response tests: the frequency goes from f0 to f1 (Hz) over `duration`
+    (s), linearly or logarithmically (geometrically) in time, then stays at f1. The phase is
+    continuous; y(0) = 0."""
+
+    type_name = "Chirp"
+    summary = "swept sine from f0 to f1 Hz over a duration"
+    params = {"f0": Param(0.1, "Hz", "frequency at t = 0"),
+              "f1": Param(10.0, "Hz", "frequency reached at t = duration"),
+              "duration": Param(10.0, "s", "sweep time"),
+              "amplitude": Param(1.0, "units of y", "peak amplitude"),
+              "method": Param("linear", "-", "frequency law in time", kind="str",
+                              choices=("linear", "logarithmic"))}
+    width_params = ("f0", "f1", "duration", "amplitude")
+
+    def setup(self):
+        super().setup()
+        if np.any(self.p.duration <= 0):
+            raise ParameterError("duration must be positive", block=self.name)
+        if self.p.method == "logarithmic" and (np.any(self.p.f0 <= 0) or np.any(self.p.f1 <= 0)):
+            raise ParameterError("a logarithmic sweep needs f0 > 0 and f1 > 0", block=self.name)
+
+    def configure(self, in_widths, out_widths):
+        self._f0, self._f1, self._duration, self._amplitude = self.rows(out_widths["out"])
+        self._log = self.p.method == "logarithmic"
+
+    def output(self, t, xc, xd, u, y):
+        chirp_kernel(t, self._f0, self._f1, self._duration, self._amplitude, self._log, y[0])
+
+    def breakpoints(self, t0, t1):
+        return times_within(self.p.duration, t0, t1)
+
+
+@register
+class Clock(TimeSource):
+    """y = t, the simulation time in s."""
+
+    type_name = "Clock"
+    summary = "simulation time"
+    params = {}
+
+    def output(self, t, xc, xd, u, y):
+        y[0][...] = t
+
+
+# ---- FromFile ---------------------------------------------------------------------------------------
+
+INTERPOLATIONS = ("linear", "zoh", "cubic")
+
+
+@njit(cache=True)
+def table_kernel(t, times, values, coefs, method, y):
+    """Interpolate the table at t (s), held at its ends; method 0 linear, 1 zoh, 2 cubic (`coefs`:
+    (4, n - 1, m) piecewise-polynomial coefficients, highest power first, as SciPy's CubicSpline)."""
+    n = times.shape[0]
+    if t <= times[0]:
+        for b in range(y.shape[0]):
+            for j in range(y.shape[1]):
+                y[b, j] = values[0, j]
+        return
+    if t >= times[n - 1]:
+        for b in range(y.shape[0]):
+            for j in range(y.shape[1]):
+                y[b, j] = values[n - 1, j]
+        return
+    k = np.searchsorted(times, t, side="right") - 1
+    dt = t - times[k]
+    w = dt / (times[k + 1] - times[k])
+    for j in range(y.shape[1]):
+        if method == 0:
+            v = values[k, j] + w * (values[k + 1, j] - values[k, j])
+        elif method == 1:
+            v = values[k, j]
+        else:
+            v = ((coefs[0, k, j] * dt + coefs[1, k, j]) * dt + coefs[2, k, j]) * dt + coefs[3, k, j]
+        for b in range(y.shape[0]):
+            y[b, j] = v
+
+
+@register
+class FromFile(Block):
+    """Plays back columns of a table against time: a CSV file with a header row (a column named `t`
+    or `time`, in s) or an NPZ file with key `t` and one key per signal (1-D, or 2-D (n, m) for m
+    columns). Relative paths start at the diagram's folder. Interpolation linear, zoh (sample and
+    hold, with breakpoints at the table times) or cubic (not-a-knot spline); outside the table the
+    output holds the end values, or the run stops with an error (`extrapolation: error`)."""
+
+    type_name = "FromFile"
+    summary = "signals read from a CSV or NPZ table, interpolated in time"
+    params = {"path": Param(units="-", doc="CSV (header row) or NPZ file; relative to the diagram",
+                            kind="str"),
+              "columns": Param(None, "-", "names of the columns / NPZ keys to output, in order "
+                                          "(default: every one but time)", kind="any"),
+              "interpolation": Param("linear", "-", "how to read between table times", kind="str",
+                                     choices=INTERPOLATIONS),
+              "extrapolation": Param("hold", "-", "outside the table: hold the end values or fail",
+                                     kind="str", choices=("hold", "error"))}
+    inputs = ()
+    sample = "continuous"
+    time_varying = True
+
+    def setup(self):
+        path = self.p.path
+        if self.diagram_dir and not os.path.isabs(path):
+            path = os.path.join(self.diagram_dir, path)
+        if not os.path.isfile(path):
+            raise ParameterError(f"file '{path}' not found", block=self.name)
+        try:
+            names, times, blocks = (self.read_npz(path) if path.endswith(".npz")
+                                    else self.read_csv(path))
+        except (OSError, ValueError) as err:
+            raise ParameterError(f"cannot read '{path}': {err}", block=self.name) from None
+        chosen = names if self.p.columns is None else self.p.columns
+        if isinstance(chosen, str):
+            chosen = [chosen]
+        missing = [c for c in chosen if c not in names]
+        if missing:
+            raise ParameterError(f"'{path}' has no column '{missing[0]}'; it has: {', '.join(names)}",
+                                 block=self.name)
+        if not chosen:
+            raise ParameterError(f"'{path}' has no signal columns", block=self.name)
+        times = np.ascontiguousarray(times, dtype=float)
+        if times.ndim != 1 or times.size < 2 or not np.all(np.isfinite(times)) \
+                or np.any(np.diff(times) <= 0):
+            raise ParameterError(f"'{path}': time must hold at least two finite, strictly increasing "
+                                 f"values", block=self.name)
+        values = np.ascontiguousarray(np.column_stack([blocks[c] for c in chosen]), dtype=float)
+        if not np.all(np.isfinite(values)):
+            raise ParameterError(f"'{path}' holds NaN or Inf values", block=self.name)
+        self._times, self._values = times, values
+        self._method = INTERPOLATIONS.index(self.p.interpolation)
+        if self._method == 2:
+            from scipy.interpolate import CubicSpline
+            self._coefs = np.ascontiguousarray(CubicSpline(times, values, axis=0).c)
+        else:
+            self._coefs = np.zeros((4, 1, 1))
+        self._span = (float(times[0]), float(times[-1]))
+
+    @staticmethod
+    def read_csv(path):
+        with open(path, newline="") as fh:
+            header = [h.strip() for h in next(csv.reader(fh))]
+        data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+        if data.shape[1] != len(header):
+            raise ValueError(f"{len(header)} header names for {data.shape[1]} columns")
+        tcol = next((k for k, h in enumerate(header) if h in ("t", "time")), None)
+        if tcol is None:
+            raise ValueError("no time column (named 't' or 'time') in the header")
+        names = [h for k, h in enumerate(header) if k != tcol]
+        return names, data[:, tcol], {h: data[:, k] for k, h in enumerate(header) if k != tcol}
+
+    @staticmethod
+    def read_npz(path):
+        with np.load(path, allow_pickle=False) as npz:
+            if "t" not in npz.files:
+                raise ValueError("no key 't'")
+            times = npz["t"]
+            blocks = {k: npz[k].reshape(len(times), -1) for k in npz.files if k != "t"}
+        return list(blocks), times, blocks
+
+    def resolve_widths(self, in_widths):
+        return {"out": self._values.shape[1]}
+
+    def output(self, t, xc, xd, u, y):
+        if self.p.extrapolation == "error":
+            lo, hi = self._span
+            slack = 1e-12 * max(1.0, abs(lo), abs(hi))
+            if t < lo - slack or t > hi + slack:
+                raise BlocksimError(f"time {t} s is outside the table's [{lo}, {hi}] s "
+                                    f"(extrapolation: error)", block=self.name)
+        table_kernel(t, self._times, self._values, self._coefs, self._method, y[0])
+
+    def breakpoints(self, t0, t1):
+        if self._method != 1:
+            return []
+        return times_within(self._times, t0, t1)
+
+
+# ---- WhiteNoise -------------------------------------------------------------------------------------
+
+GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
+MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+MIX2 = np.uint64(0x94D049BB133111EB)
+S30, S27, S31, S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
+TWO_POW_M53 = 2.0 ** -53
+
+
+@njit(cache=True)
+def splitmix64(z):
+    """The SplitMix64 finaliser: a bijective 64-bit mix (Steele, Lea, Flood 2014)."""
+    z = z + GOLDEN_GAMMA
+    z = (z ^ (z >> S30)) * MIX1
+    z = (z ^ (z >> S27)) * MIX2
+    return z ^ (z >> S31)
+
+
+@njit(cache=True)
+def gaussian(seed, member, channel, k):
+    """A standard normal number that is a pure function of (seed, member, channel, k): counter-based
+    hashing (SplitMix64 chained over the key) then Box-Muller."""
+    h = splitmix64(seed)
+    h = splitmix64(h ^ np.uint64(member))
+    h = splitmix64(h ^ np.uint64(channel))
+    h = splitmix64(h ^ np.uint64(k))
+    h1 = splitmix64(h)
+    h2 = splitmix64(h1)
+    u1 = (np.float64(h1 >> S11) + 0.5) * TWO_POW_M53
+    u2 = (np.float64(h2 >> S11) + 0.5) * TWO_POW_M53
+    return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+
+
+@njit(cache=True)
+def noise_kernel(seed, hit, mean, std, y):
+    """y[b, i] = mean + std * N(seed, b, i, k) with k = hit[b, 0], the sample index."""
+    for b in range(y.shape[0]):
+        k = np.uint64(hit[b, 0])
+        for i in range(y.shape[1]):
+            y[b, i] = mean[b, i] + std[b, i] * gaussian(seed, b, i, k)
+
+
+@register
+class WhiteNoise(Block):
+    """Band-limited white noise: a new Gaussian sample at every hit, held in between.
+
+    Sample k of channel i in batch member b is a pure function of (seed, b, i, k) (a counter-based
+    generator), and k is the block's discrete state: reruns, checkpoints and batch members are
+    reproducible, and members and channels are independent streams. For a continuous-time white
+    noise of power spectral density S, use variance = S / period.
+    """
+
+    type_name = "WhiteNoise"
+    summary = "seeded Gaussian noise, a new sample every period"
+    params = {"period": PERIOD, "offset": OFFSET,
+              "variance": Param(1.0, "(units of y)^2", "variance of each sample"),
+              "mean": Param(0.0, "units of y", "mean of each sample"),
+              "seed": Param(0, "-", "seed of the generator", kind="int"),
+              "width": Param(None, "-", "number of channels (default: from variance / mean)",
+                             kind="int")}
+    inputs = ()
+    sample = "discrete"
+    time_varying = True
+
+    def setup(self):
+        if np.any(self.p.variance < 0):
+            raise ParameterError("variance must be >= 0", block=self.name)
+        self._width = common_width(self, ("variance", "mean"))
+        if self.p.width is not None:
+            if self.p.width < 1 or self._width not in (1, self.p.width):
+                raise ParameterError(f"width {self.p.width} does not fit variance / mean of "
+                                     f"{self._width} elements", block=self.name)
+            self._width = self.p.width
+        self._seed = np.uint64(self.p.seed % 2 ** 64)
+
+    def resolve_widths(self, in_widths):
+        return {"out": self._width}
+
+    def configure(self, in_widths, out_widths):
+        width = out_widths["out"]
+        self.n_xd = 1
+        self._mean = self.param_as_row("mean", width)
+        self._std = np.sqrt(self.param_as_row("variance", width))
+
+    def state_names(self):
+        return [], ["sample index k"]
+
+    def initial_state(self, xc, xd):
+        xd[...] = 0.0
+
+    def output(self, t, xc, xd, u, y):
+        noise_kernel(self._seed, xd, self._mean, self._std, y[0])
+
+    def update(self, t, xc, xd, u):
+        xd += 1.0
