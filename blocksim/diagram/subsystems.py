@@ -1,0 +1,333 @@
+"""Subsystems: expand blocks whose type is a diagram file into their inner blocks ("act/pi") and
+rewire connections through the subsystem's inports and outports, so the engine sees one flat diagram."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from blocksim.diagram.expressions import Resolved, did_you_mean, evaluate_workspace, resolve_value
+from blocksim.diagram.spec import (BlockSpec, ConnectionSpec, Endpoint, Override, apply_overrides,
+                                   parse_connection, read_diagram_file)
+from blocksim.diagram.yaml_loader import IncludedLoc, YamlMap, plain_loc
+from blocksim.errors import BlocksimError, DiagramFileError, ParameterError, SourceLoc, WiringError
+
+LIBRARY_DIR = Path(__file__).resolve().parent.parent / "library"
+"""Shipped subsystems: a block type `Name` is the subsystem `blocksim/library/Name.yaml` when that file exists."""
+
+SUBSYSTEM_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass(frozen=True)
+class _Boundary:
+    """A port of the subsystem being expanded, seen from inside: `inports.NAME` or `outports.NAME`."""
+
+    kind: str
+    name: str
+
+
+Source = Endpoint | _Boundary
+
+
+@dataclass
+class Flattened:
+    """One file's content after expansion, and how it connects to the block that includes it.
+
+    `inport_consumers[NAME]` are the leaf inputs fed by `inports.NAME` (with the location of the wire
+    reaching each); `outport_drivers[NAME]` the leaf output driving `outports.NAME`, or the inport it
+    passes through. `pending_aliases` are aliases whose signal enters through an inport, resolved
+    by the including level.
+    """
+
+    blocks: dict[str, BlockSpec] = field(default_factory=dict)
+    connections: list[ConnectionSpec] = field(default_factory=list)
+    aliases: dict[str, str] = field(default_factory=dict)
+    inports: list[str] = field(default_factory=list)
+    outports: list[str] = field(default_factory=list)
+    inport_consumers: dict[str, list[tuple[Endpoint, SourceLoc]]] = field(default_factory=dict)
+    outport_drivers: dict[str, tuple[Source, SourceLoc]] = field(default_factory=dict)
+    pending_aliases: dict[str, str] = field(default_factory=dict)
+    label: str = ""
+
+
+def subsystem_file(block_type: str, including_dir: Path) -> Path | None:
+    """The subsystem file a block type names, or None for a library block type.
+
+    A type ending in .yaml/.yml is a file relative to the including file's folder; any other type
+    is a shipped subsystem when blocksim/library/<type>.yaml exists.
+    """
+    if block_type.endswith(SUBSYSTEM_SUFFIXES):
+        return including_dir / block_type
+    shipped = LIBRARY_DIR / f"{block_type}.yaml"
+    return shipped if shipped.is_file() else None
+
+
+def _display(path: Path) -> str:
+    """How messages name a subsystem file: relative to the working folder when it is inside it."""
+    if not path.is_absolute():
+        return os.path.normpath(path)
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _via(where: SourceLoc) -> tuple[str, ...]:
+    return where.via if isinstance(where, IncludedLoc) else ()
+
+
+def _signal(endpoint: Endpoint) -> str:
+    return str(endpoint)
+
+
+class _Scope:
+    """The expansion of one file (the top diagram or one use of a subsystem file)."""
+
+    def __init__(self, doc: YamlMap, path: Path, display: str, workspace: Mapping[str, Any],
+                 nested_overrides: Mapping[str, list[Override]], prefix: str, via: tuple[str, ...],
+                 stack: tuple[Path, ...], subsystem: bool):
+        self.doc = doc
+        self.path = path
+        self.display = display
+        self.workspace = workspace
+        self.nested_overrides = nested_overrides
+        self.prefix = prefix
+        self.via = via
+        self.stack = stack
+        self.subsystem = subsystem
+        self.out = Flattened(inports=list(doc.get("inports") or []), outports=list(doc.get("outports") or []))
+        self.children: dict[str, Flattened] = {}
+        self.drivers_into: dict[tuple[str, str], list[tuple[Endpoint, SourceLoc]]] = {}
+
+    # -- blocks -----------------------------------------------------------------------------
+
+    def expand_blocks(self) -> None:
+        blocks = self.doc["blocks"]
+        for name, raw in blocks.items():
+            full = self.prefix + name
+            where = blocks.loc(name)
+            params: dict[str, Any] = {}
+            for key, value in raw.items():
+                if key == "type":
+                    continue
+                try:
+                    params[key] = resolve_value(value, self.workspace, raw.loc(key), f"parameter '{key}'",
+                                                known=self.workspace)
+                except BlocksimError as err:
+                    raise err.located(block=full) from None
+            param_where = {key: raw.loc(key) for key in params}
+            sub_path = subsystem_file(raw["type"], self.path.parent)
+            if sub_path is None:
+                if name in self.nested_overrides:
+                    override = self.nested_overrides[name][0]
+                    raise ParameterError(f"{override.origin}: '{full}/{override.key}': block '{full}' is a "
+                                         f"{raw['type']} block, not a subsystem", where=override.where, block=full)
+                self.out.blocks[full] = BlockSpec(full, raw["type"], params, where, param_where)
+            else:
+                self.children[name] = self.expand_subsystem(name, raw, sub_path, params, param_where, where)
+
+    def expand_subsystem(self, name: str, raw: YamlMap, sub_path: Path, params: dict[str, Any],
+                         param_where: dict[str, SourceLoc], where: SourceLoc) -> Flattened:
+        full = self.prefix + name
+        block_type = raw["type"]
+        resolved = sub_path.resolve()
+        if resolved in self.stack:
+            chain = " > ".join(_display(p) for p in (*self.stack, resolved))
+            raise DiagramFileError(f"subsystem {block_type} contains itself ({chain})", where=where, block=full)
+        display = _display(sub_path)
+        via = _via(where) + (f"{plain_loc(where)} (subsystem '{full}', {block_type})",)
+        if not sub_path.is_file():
+            raise DiagramFileError(f"subsystem file {block_type} not found (looked for {display})",
+                                   where=raw.loc("type"), block=full)
+        doc = read_diagram_file(sub_path, display, via, subsystem=True)
+        nested = apply_overrides(doc, self.nested_overrides.get(name, []), subsystem=True)
+        mask = doc["parameters"]
+        enabled = None
+        for key, value in params.items():
+            if key == "enabled" and key not in mask:
+                if not isinstance(value, bool):
+                    raise ParameterError(f"parameter 'enabled' must be true or false, not {value!r}",
+                                         where=param_where[key], block=full)
+                enabled = value
+                continue
+            if key not in mask:
+                listed = ", ".join(mask) if mask else "none"
+                raise ParameterError(f"'{key}' is not a parameter of subsystem {block_type}"
+                                     f"{did_you_mean(key, mask)} (its parameters: {listed})",
+                                     where=param_where[key], block=full)
+            mask[key] = Resolved(value)
+            mask.key_where[key] = param_where[key]
+        workspace = evaluate_workspace(mask, mask.loc)
+        child = _Scope(doc, sub_path, display, workspace, nested, f"{full}/", via, (*self.stack, resolved),
+                       subsystem=True).expand()
+        child.label = block_type
+        if enabled is False:
+            for block in child.blocks.values():
+                block.params["enabled"] = False
+                block.param_where["enabled"] = param_where["enabled"]
+        self.out.blocks.update(child.blocks)
+        self.out.connections.extend(child.connections)
+        self.out.aliases.update(child.aliases)
+        return child
+
+    # -- connections ------------------------------------------------------------------------
+
+    def check_endpoint(self, endpoint: Endpoint, side: str, where: SourceLoc, text: str) -> Endpoint:
+        """Check a local endpoint's block (and, for subsystems, port); fill a subsystem's only port."""
+        block, port = endpoint.block, endpoint.port
+        blocks = self.doc["blocks"]
+        if block in ("inports", "outports"):
+            if not self.subsystem:
+                raise WiringError(f"connection '{text}': {block}.NAME only exists inside a subsystem file",
+                                  where=where)
+            if (block == "inports") != (side == "from"):
+                raise WiringError(f"connection '{text}': {block}.{port} can only be a "
+                                  f"{'source' if block == 'inports' else 'destination'}", where=where)
+            declared = self.out.inports if block == "inports" else self.out.outports
+            if port not in declared:
+                listed = ", ".join(declared) if declared else "none declared"
+                raise WiringError(f"connection '{text}': no {block[:-1]} '{port}'"
+                                  f"{did_you_mean(port or '', declared)} ({block}: {listed})", where=where)
+            return endpoint
+        if block not in blocks:
+            names = list(blocks) + (["inports", "outports"] if self.subsystem else [])
+            raise WiringError(f"connection '{text}': unknown block '{block}'{did_you_mean(block, names)}",
+                              where=where)
+        child = self.children.get(block)
+        if child is None:
+            return Endpoint(block, port)
+        ports, kind = (child.outports, "outport") if side == "from" else (child.inports, "inport")
+        if port is None:
+            if len(ports) != 1:
+                listed = ", ".join(ports) if ports else "none"
+                raise WiringError(f"connection '{text}': subsystem '{self.prefix + block}' has "
+                                  f"{len(ports)} {kind}s ({listed}); name one as {block}.<{kind}>", where=where)
+            return Endpoint(block, ports[0])
+        if port not in ports:
+            listed = ", ".join(ports) if ports else "none"
+            raise WiringError(f"connection '{text}': subsystem '{self.prefix + block}' ({child.label}) has no "
+                              f"{kind} '{port}'{did_you_mean(port, ports)} ({kind}s: {listed})", where=where)
+        return endpoint
+
+    def source_of(self, endpoint: Endpoint, where: SourceLoc, seen: frozenset = frozenset()) -> Source:
+        """The leaf output (or this file's inport) that drives a local source endpoint."""
+        if endpoint.block == "inports":
+            return _Boundary("inport", endpoint.port)
+        child = self.children.get(endpoint.block)
+        if child is None:
+            return Endpoint(self.prefix + endpoint.block, endpoint.port)
+        full = f"{self.prefix}{endpoint.block}.{endpoint.port}"
+        if endpoint.port not in child.outport_drivers:
+            raise WiringError(f"'{full}' is not driven inside subsystem {child.label} "
+                              f"(nothing is wired to outports.{endpoint.port})", where=where)
+        driver, _ = child.outport_drivers[endpoint.port]
+        if isinstance(driver, Endpoint):
+            return driver
+        key = (endpoint.block, driver.name)
+        if key in seen:
+            raise WiringError(f"'{full}' is wired back to its own pass-through inport '{driver.name}'",
+                              where=where)
+        feeds = self.drivers_into.get(key, [])
+        if len(feeds) != 1:
+            lines = ", ".join(str(loc) for _, loc in feeds)
+            problem = "nothing drives it" if not feeds else f"it has {len(feeds)} drivers ({lines})"
+            raise WiringError(f"'{full}' passes inport '{self.prefix}{endpoint.block}.{driver.name}' "
+                              f"through, but {problem}", where=where)
+        source, source_where = feeds[0]
+        return self.source_of(source, source_where, seen | {key})
+
+    def consumers_of(self, endpoint: Endpoint, where: SourceLoc) -> list[tuple[Source, SourceLoc]]:
+        """The leaf inputs (or this file's outport) a local destination endpoint feeds.
+
+        A child's pass-through (inport straight to outport) is not followed here: the wire leaving
+        that outport finds its driver through source_of, so each flat wire is made once.
+        """
+        if endpoint.block == "outports":
+            return [(_Boundary("outport", endpoint.port), where)]
+        child = self.children.get(endpoint.block)
+        if child is None:
+            return [(Endpoint(self.prefix + endpoint.block, endpoint.port), where)]
+        return list(child.inport_consumers.get(endpoint.port, []))
+
+    def wire(self) -> None:
+        connections = self.doc["connections"]
+        wires = []
+        for index, item in enumerate(connections):
+            for src, dst, where, text in parse_connection(item, connections.loc(index)):
+                src = self.check_endpoint(src, "from", where, text)
+                dst = self.check_endpoint(dst, "to", where, text)
+                wires.append((src, dst, where, text))
+                if dst.block in self.children:
+                    self.drivers_into.setdefault((dst.block, dst.port), []).append((src, where))
+        for src, dst, where, text in wires:
+            source = self.source_of(src, where)
+            for consumer, consumer_where in self.consumers_of(dst, where):
+                if isinstance(consumer, _Boundary):
+                    if consumer.name in self.out.outport_drivers:
+                        first = self.out.outport_drivers[consumer.name][1]
+                        raise WiringError(f"connection '{text}': outports.{consumer.name} already has a driver "
+                                          f"(at {first})", where=where)
+                    self.out.outport_drivers[consumer.name] = (source, where)
+                elif isinstance(source, _Boundary):
+                    self.out.inport_consumers.setdefault(source.name, []).append((consumer, consumer_where))
+                else:
+                    self.out.connections.append(ConnectionSpec(source, consumer, consumer_where))
+
+    # -- aliases ----------------------------------------------------------------------------
+
+    def alias(self, name: str, local_block: str, port: str) -> None:
+        """Name `name` after whatever drives the child's inport `port`, if anything does."""
+        feeds = self.drivers_into.get((local_block, port), [])
+        if len(feeds) != 1:
+            return
+        try:
+            source = self.source_of(*feeds[0])
+        except WiringError:
+            return
+        self.record_alias(name, source)
+
+    def record_alias(self, name: str, source: Source) -> None:
+        if isinstance(source, Endpoint):
+            self.out.aliases[name] = _signal(source)
+        else:
+            self.out.pending_aliases[name] = source.name
+
+    def make_aliases(self) -> None:
+        for local, child in self.children.items():
+            full = self.prefix + local
+            for port in child.outports:
+                if port not in child.outport_drivers:
+                    continue
+                driver, _ = child.outport_drivers[port]
+                if isinstance(driver, Endpoint):
+                    self.record_alias(f"{full}.{port}", driver)
+                else:
+                    self.alias(f"{full}.{port}", local, driver.name)
+            for port in child.inports:
+                self.alias(f"{full}.{port}", local, port)
+            for name, port in child.pending_aliases.items():
+                self.alias(name, local, port)
+            if len(child.outports) == 1:
+                single = f"{full}.{child.outports[0]}"
+                if single in self.out.aliases:
+                    self.out.aliases[full] = self.out.aliases[single]
+                elif single in self.out.pending_aliases:
+                    self.out.pending_aliases[full] = self.out.pending_aliases[single]
+
+    def expand(self) -> Flattened:
+        self.expand_blocks()
+        self.wire()
+        self.make_aliases()
+        return self.out
+
+
+def flatten(doc: YamlMap, *, path: Path, display: str, workspace: Mapping[str, Any],
+            nested_overrides: Mapping[str, list[Override]]) -> Flattened:
+    """Expand every subsystem of the top diagram `doc` (already overridden, workspace evaluated).
+
+    Returns the flat blocks, one ConnectionSpec per driver -> consumer wire, and the aliases of
+    every subsystem port. Errors inside a subsystem carry the chain of including blocks.
+    """
+    return _Scope(doc, path, display, workspace, nested_overrides, prefix="", via=(),
+                  stack=(path.resolve(),), subsystem=False).expand()
