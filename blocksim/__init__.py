@@ -1,0 +1,14 @@
+"""blocksim: a Simulink-style block-diagram simulator for robot-arm dynamics and control.
+
+    import blocksim
+    d = blocksim.load("examples/two_link_pid_vs_ff.yaml", variant="pid_ff")
+    r = blocksim.simulate(d)
+    r.t, r["plant.q"]
+"""
+__version__ = "0.1.0"
+
+from .diagram.diagram import Diagram, load  # noqa: E402
+from .engine.result import Result  # noqa: E402
+from .engine.simulate import simulate  # noqa: E402
+
+__all__ = ["Diagram", "Result", "load", "simulate", "__version__"]

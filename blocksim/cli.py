@@ -1,0 +1,193 @@
+"""The command line: simulate, check, blocks, plot (DESIGN.md "CLI").
+
+Heavy modules (numba kernels, matplotlib) are imported only by the commands that use them, so
+`blocksim blocks` and `--help` answer at once.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    from .errors import BlocksimError
+    try:
+        return args.func(args)
+    except BlocksimError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    except FileNotFoundError as err:
+        print(f"error: {err.filename or err}: no such file", file=sys.stderr)
+        return 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="blocksim", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command")
+
+    p = sub.add_parser("simulate", help="run a diagram (every variant, or one), print metrics")
+    p.add_argument("diagram")
+    p.add_argument("--variant", action="append", help="run only this variant (repeatable)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a dotted key, e.g. pid.Kp=[500,250] or simulation.solver=rk4")
+    p.add_argument("--out", help="folder for signals, metrics and figures (new or empty)")
+    p.add_argument("--force", action="store_true", help="allow a non-empty --out folder")
+    p.add_argument("--plot", action="store_true", help="write the scopes' figures (PNG and SVG)")
+    p.add_argument("--mode", choices=["auto", "interpreted", "compiled"],
+                   help="execution mode (simulation.mode)")
+    p.add_argument("--quiet", action="store_true", help="print only the metrics table")
+    p.set_defaults(func=cmd_simulate)
+
+    p = sub.add_parser("check", help="validate a diagram; print order, rates, widths and states")
+    p.add_argument("diagram")
+    p.add_argument("--variant")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("blocks", help="the block library, with ports, parameters, units, defaults")
+    p.add_argument("type", nargs="?")
+    p.add_argument("--markdown", action="store_true", help="print docs/blocks.md")
+    p.set_defaults(func=cmd_blocks)
+
+    p = sub.add_parser("plot", help="figures from a saved run folder")
+    p.add_argument("run")
+    p.add_argument("--signals", nargs="+", help="signals to plot (default: the scopes)")
+    p.add_argument("--variants", nargs="+", help="variants to overlay (default: all)")
+    p.add_argument("--out", help="folder for the figures (default: the run folder)")
+    p.set_defaults(func=cmd_plot)
+    return parser
+
+
+def parse_sets(items: list[str]) -> dict:
+    from .diagram.spec import parse_set_option
+    return dict(parse_set_option(text) for text in items)
+
+
+def prepare_out(out: str | None, force: bool) -> Path | None:
+    """The output folder: new, empty, or non-empty with --force; never silently overwritten."""
+    from .errors import BlocksimError
+    if out is None:
+        return None
+    path = Path(out)
+    if path.exists() and not path.is_dir():
+        raise BlocksimError(f"--out {out} exists and is not a folder")
+    if path.exists() and any(path.iterdir()) and not force:
+        raise BlocksimError(f"--out {out} is not empty; nothing was written (use --force to write "
+                            "into it, or choose a new folder)")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def cmd_simulate(args) -> int:
+    import json
+
+    import blocksim
+
+    from .engine.metrics import compute_metrics, format_table
+    sets = parse_sets(args.set)
+    if args.mode:
+        sets["simulation.mode"] = args.mode
+    base = blocksim.load(args.diagram, set=sets)
+    variants = args.variant or base.variants or [None]
+    for v in variants:
+        if v is not None and v not in base.variants:
+            from .blocks.base import closest
+            from .errors import BlocksimError
+            raise BlocksimError(f"{args.diagram}: no variant '{v}'{closest(v, base.variants)}; "
+                                f"variants: {', '.join(base.variants) or 'none'}")
+    out = prepare_out(args.out, args.force)
+    if args.plot and out is None:
+        out = prepare_out(f"runs/{Path(args.diagram).stem}-{time.strftime('%Y%m%d-%H%M%S')}", False)
+    results = {}
+    all_metrics = {}
+    interrupted = False
+    for v in variants:
+        label = v or "default"
+        d = base if v is None else base.with_variant(v)
+        started = time.perf_counter()
+        r = blocksim.simulate(d)
+        wall = time.perf_counter() - started
+        r.metrics = compute_metrics(d.spec, r)
+        results[label] = r
+        all_metrics[label] = r.metrics
+        if not args.quiet:
+            stats = ", ".join(f"{k} {v}" for k, v in r.stats.items())
+            print(f"[{label}] {d.name}: t = {r.t[0]:g}..{r.t[-1]:g} s, {len(r.t)} samples, "
+                  f"{wall:.3f} s wall ({stats})")
+        if r.interrupted:
+            interrupted = True
+            print(f"[{label}] interrupted at t = {r.t[-1]:g} s; what was logged is kept",
+                  file=sys.stderr)
+        if out is not None:
+            r.save(out / label)
+        if interrupted:
+            break
+    if any(all_metrics.values()):
+        print(format_table(all_metrics))
+    if out is not None:
+        (out / "metrics.json").write_text(json.dumps(all_metrics, indent=2) + "\n")
+        if args.plot:
+            from .plotting import scope_figures
+            for path in scope_figures(base.spec, results, out):
+                print(f"wrote {path}")
+        print(f"saved to {out}/")
+    return 130 if interrupted else 0
+
+
+def cmd_check(args) -> int:
+    import blocksim
+
+    from .engine.scheduler import Simulation, settings_from
+    from .engine.simulate import logged_signals
+    d = blocksim.load(args.diagram, variant=args.variant, set=parse_sets(args.set))
+    cd = d.compile()
+    settings = settings_from(cd.spec, cd)
+    sim = Simulation(cd, settings, logged_signals(cd))
+    print(f"{args.diagram}: '{d.name}' is valid"
+          + (f" (variant {args.variant})" if args.variant else ""))
+    print(f"\nsolver {settings.solver}, t = {float(settings.start):g}..{float(settings.stop):g} s"
+          + (f", step {settings.step} s" if settings.step is not None else "")
+          + f", base tick {sim.timebase.tick} s, log every {settings.log_every} s "
+          f"({len(sim.log_grid)} samples)")
+    print("\nexecution order (sorted by direct feedthrough):")
+    for k, call in enumerate(cd.calls, 1):
+        blk = cd.blocks[call.block]
+        split = "" if set(call.serves) == set(blk.output_names()) else f" [{', '.join(call.serves)}]"
+        state = []
+        if blk.n_xc:
+            state.append(f"{blk.n_xc} continuous")
+        if blk.n_xd:
+            state.append(f"{blk.n_xd} discrete")
+        widths = ", ".join(f"{p}:{w}" for p, w in cd.out_widths[call.block].items())
+        flags = ("" if blk.enabled else " (disabled)") + \
+                (" varies in minor steps" if call.block in cd.varying else "")
+        print(f"  {k:3d}. {call.block:<22} {blk.type_name:<20} {str(cd.sample_times[call.block]):<28}"
+              f" out[{widths}]" + (f" states: {', '.join(state)}" if state else "") + flags
+              + split)
+    print(f"\nstates: {cd.n_xc} continuous, {cd.n_xd} discrete, {cd.n_zc} zero-crossing functions")
+    rates = sorted({str(st) for st in cd.sample_times.values()})
+    print(f"rates: {', '.join(rates)}")
+    return 0
+
+
+def cmd_blocks(args) -> int:
+    from .blocks.catalog import describe, markdown
+    if args.markdown:
+        print(markdown())
+        return 0
+    print(describe(args.type))
+    return 0
+
+
+def cmd_plot(args) -> int:
+    from .plotting import plot_run
+    for path in plot_run(args.run, signals=args.signals, variants=args.variants, out=args.out):
+        print(f"wrote {path}")
+    return 0

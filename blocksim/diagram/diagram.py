@@ -1,0 +1,118 @@
+"""A loaded diagram: its validated spec plus how it was loaded (variant, overrides), ready to compile."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from ..blocks.base import BatchValue
+from ..errors import ParameterError
+from .compiler import CompiledDiagram, compile_diagram
+from .spec import DiagramSpec, load_spec
+
+
+class Diagram:
+    """A diagram file loaded with a variant and `set` overrides (DESIGN.md precedence:
+    file < variant < set < batch). Stateless: compile it as often as you like."""
+
+    def __init__(self, path, variant: str | None = None, overrides: dict[str, Any] | None = None):
+        self.path = Path(path)
+        self.variant = variant
+        self.overrides = dict(overrides or {})
+        self.spec: DiagramSpec = load_spec(self.path, variant=variant, overrides=self.overrides)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def variants(self) -> list[str]:
+        return list(self.spec.variants)
+
+    def with_variant(self, variant: str | None) -> "Diagram":
+        return Diagram(self.path, variant, self.overrides)
+
+    def compile(self, batch: dict[str, list] | None = None) -> CompiledDiagram:
+        """Compile for one run, or for a batch: {dotted key: [value per member]}."""
+        if not batch:
+            return compile_diagram(self.spec, 1)
+        sizes = {key: len(values) for key, values in batch.items()}
+        if len(set(sizes.values())) != 1:
+            raise ParameterError(f"batch lists must all have the same length, got {sizes}")
+        size = next(iter(sizes.values()))
+        block_params: dict[tuple[str, str], Any] = {}
+        workspace = {k: v for k, v in batch.items() if k.startswith("parameters.")}
+        for key, values in batch.items():
+            if key in workspace:
+                continue
+            block, _, param = key.partition(".")
+            if block in ("simulation", "log") or block not in self.spec.blocks or not param:
+                raise ParameterError(f"batch key '{key}' must name a block parameter "
+                                     "('block.param') or a workspace parameter ('parameters.X')")
+            block_params[(block, param)] = BatchValue(list(values))
+        if workspace:
+            block_params.update(self._batched_workspace(workspace, size, block_params))
+        return compile_diagram(self.spec, size, block_params)
+
+    def _batched_workspace(self, workspace, size, already):
+        """Per-member specs for workspace-parameter batches; block parameters that differ become
+        batched values (expressions that use the parameter follow it)."""
+        members = []
+        for k in range(size):
+            member_overrides = dict(self.overrides)
+            member_overrides.update({key: values[k] for key, values in workspace.items()})
+            members.append(load_spec(self.path, variant=self.variant, overrides=member_overrides))
+        out = {}
+        for name, bspec in self.spec.blocks.items():
+            for param in bspec.params:
+                if (name, param) in already:
+                    continue
+                values = [m.blocks[name].params[param] for m in members]
+                if all(_same(values[0], v) for v in values[1:]):
+                    continue
+                out[(name, param)] = BatchValue(values)
+        return out
+
+    def resolved_yaml(self) -> str:
+        """The diagram after variants, overrides and expressions, as YAML (saved with each run)."""
+        spec = self.spec
+        doc = {
+            "blocksim": spec.version,
+            "name": spec.name,
+            "variant": spec.variant,
+            "parameters": _plain(spec.parameters),
+            "blocks": {n: {"type": b.type, **_plain(b.params)} for n, b in spec.blocks.items()},
+            "connections": [
+                f"{c.src.block}{'.' + c.src.port if c.src.port else ''} -> "
+                f"{c.dst.block}{'.' + c.dst.port if c.dst.port else ''}" for c in spec.connections],
+            "simulation": _plain(spec.simulation),
+            "log": _plain(spec.log),
+        }
+        return yaml.safe_dump(doc, sort_keys=False, default_flow_style=None)
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return np.array_equal(np.asarray(a), np.asarray(b))
+    return a == b
+
+
+def _plain(value):
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def load(path, variant: str | None = None, set: dict[str, Any] | None = None) -> Diagram:  # noqa: A002
+    """Load a YAML diagram (DESIGN.md "Python API")."""
+    return Diagram(path, variant, set)

@@ -1,0 +1,127 @@
+"""Sample times: inherited rates resolved from their drivers, and the exact base tick of a run."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from math import gcd
+
+from ..blocks.base import SampleTime
+from ..errors import SampleTimeError
+
+
+def resolve_sample_times(blocks: dict, wires: dict, order: list[str]) -> dict[str, SampleTime]:
+    """Each block's sample time, inherited ones taken from the blocks that drive them.
+
+    An inherited block runs at the common rate of its drivers: constant when every driver is
+    constant, discrete when every non-constant driver has the same discrete rate, continuous
+    otherwise (mixed or continuous drivers, or nothing to inherit from in a feedback cycle).
+    """
+    times = {name: blk.sample_time() for name, blk in blocks.items()}
+    drivers: dict[str, list[str]] = {name: [] for name in blocks}
+    for (dst, _), (src, _) in wires.items():
+        drivers[dst].append(src)
+    pending = [n for n in order if times[n].kind == "inherited"]
+    changed = True
+    while pending and changed:
+        changed = False
+        for name in list(pending):
+            srcs = [times[s] for s in drivers[name]]
+            if any(s.kind == "inherited" for s in srcs):
+                continue
+            times[name] = _common_rate(srcs)
+            pending.remove(name)
+            changed = True
+    for name in pending:
+        times[name] = SampleTime.continuous()
+    return times
+
+
+def _common_rate(srcs: list[SampleTime]) -> SampleTime:
+    varying = [s for s in srcs if s.kind != "constant"]
+    if not varying:
+        return SampleTime.constant()
+    first = varying[0]
+    if first.kind == "discrete" and all(s == first for s in varying):
+        return first
+    return SampleTime.continuous()
+
+
+def fraction_gcd(values: list[Fraction]) -> Fraction:
+    """The largest rational that divides every value exactly (0 values ignored)."""
+    values = [v for v in values if v != 0]
+    if not values:
+        return Fraction(0)
+    num = 0
+    den = 1
+    for v in values:
+        den = den * v.denominator // gcd(den, v.denominator)
+    for v in values:
+        num = gcd(num, v.numerator * (den // v.denominator))
+    return Fraction(num, den)
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A discrete rate in base ticks: hits at tick n with n >= offset and (n - offset) % period == 0."""
+
+    period: int
+    offset: int
+    sample_time: SampleTime
+
+    def hits(self, n: int) -> bool:
+        return n >= self.offset and (n - self.offset) % self.period == 0
+
+    def next_hit(self, n: int) -> int:
+        """The first hit at a tick strictly after n."""
+        if n < self.offset:
+            return self.offset
+        return self.offset + ((n - self.offset) // self.period + 1) * self.period
+
+
+@dataclass(frozen=True)
+class Timebase:
+    """Exact time of a run: t = start + n * tick for integer n; rates as tick counts."""
+
+    tick: Fraction
+    start: Fraction
+    rates: tuple[Rate, ...]
+
+    def time(self, n: int) -> float:
+        return float(self.start + n * self.tick)
+
+    def rate_index(self, st: SampleTime) -> int:
+        for k, r in enumerate(self.rates):
+            if r.sample_time == st:
+                return k
+        raise KeyError(st)
+
+
+def make_timebase(sample_times: dict[str, SampleTime], start: Fraction,
+                  fixed_step: Fraction | None, extra: list[Fraction] = ()) -> Timebase:
+    """The base tick dividing every period, offset and the fixed step (exact rationals).
+
+    With a fixed step, every period and offset must be a multiple of it (as in Simulink's
+    fixed-step solvers); otherwise a SampleTimeError names the blocks that do not fit.
+    """
+    discrete = sorted({st for st in sample_times.values() if st.kind == "discrete"},
+                      key=lambda s: (s.period, s.offset))
+    if fixed_step is not None:
+        bad = [name for name, st in sample_times.items() if st.kind == "discrete"
+               and ((st.period / fixed_step).denominator != 1
+                    or (st.offset / fixed_step).denominator != 1)]
+        if bad:
+            st = sample_times[bad[0]]
+            raise SampleTimeError(
+                f"the fixed step {fixed_step} s ({float(fixed_step)} s) does not divide the sample "
+                f"time {st} of block(s) {', '.join(bad)}; choose a step that divides every period "
+                "and offset", block=bad[0])
+    values = [st.period for st in discrete] + [st.offset for st in discrete] + [start] + list(extra)
+    if fixed_step is not None:
+        values.append(fixed_step)
+    tick = fraction_gcd(values) if values else Fraction(1)
+    if tick == 0:
+        tick = Fraction(1)
+    # hits at absolute t = offset + k period; counted from the start time of the run
+    rates = tuple(Rate(int(st.period / tick), int(((st.offset - start) % st.period) / tick), st)
+                  for st in discrete)
+    return Timebase(tick, start, rates)

@@ -1,0 +1,138 @@
+"""Metrics declared in a diagram's `metrics:` section, computed per signal element after a run.
+
+Each metric is `{name, kind, signal, reference, from, to, ...}`; `name` defaults to `kind`.
+Error kinds use e = reference - signal. Values are per element (per joint) in the signal's units
+(s for times, rad s for iae of an angle, and so on), or dimensionless for ratios.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ParameterError
+
+ERROR_KINDS = ("max_abs_error", "rms_error", "iae", "ise", "phase_lag", "amplitude_ratio")
+SIGNAL_KINDS = ("overshoot", "settling_time", "peak", "rms", "energy_drift", "final_value")
+KINDS = ERROR_KINDS + SIGNAL_KINDS
+
+
+def _trapz(y: np.ndarray, t: np.ndarray) -> np.ndarray:
+    return np.sum(0.5 * (y[1:] + y[:-1]) * np.diff(t)[:, None], axis=0)
+
+
+def metric_values(kind: str, t: np.ndarray, y: np.ndarray, ref: np.ndarray | None,
+                  options: dict) -> np.ndarray:
+    """One metric for signal y (n, w) against ref (n, w) or None, on times t (n,); per element."""
+    if kind in ERROR_KINDS:
+        e = ref - y
+        if kind == "max_abs_error":
+            return np.max(np.abs(e), axis=0)
+        if kind == "rms_error":
+            return np.sqrt(_trapz(e ** 2, t) / (t[-1] - t[0])) if len(t) > 1 else np.abs(e[0])
+        if kind == "iae":
+            return _trapz(np.abs(e), t)
+        if kind == "ise":
+            return _trapz(e ** 2, t)
+        if kind == "amplitude_ratio":
+            return np.ptp(y, axis=0) / np.ptp(ref, axis=0)
+        if kind == "phase_lag":
+            return _lag(t, y, ref)
+    if kind == "peak":
+        return np.max(np.abs(y), axis=0)
+    if kind == "rms":
+        return np.sqrt(_trapz(y ** 2, t) / (t[-1] - t[0]))
+    if kind == "final_value":
+        return y[-1]
+    if kind == "energy_drift":
+        return np.max(np.abs(y - y[0]), axis=0) / np.maximum(np.abs(y[0]), np.finfo(float).tiny)
+    if kind == "overshoot":
+        start, final = y[0], y[-1]
+        span = final - start
+        peak = np.where(span >= 0, np.max(y, axis=0), np.min(y, axis=0))
+        return np.where(span != 0, (peak - final) / np.where(span != 0, span, 1.0), 0.0)
+    if kind == "settling_time":
+        tol = float(options.get("tolerance", 0.02))
+        start, final = y[0], y[-1]
+        band = tol * np.maximum(np.abs(final - start), np.finfo(float).tiny)
+        out = np.empty(y.shape[1])
+        for i in range(y.shape[1]):
+            outside = np.nonzero(np.abs(y[:, i] - final[i]) > band[i])[0]
+            out[i] = 0.0 if len(outside) == 0 else t[min(outside[-1] + 1, len(t) - 1)] - t[0]
+        return out
+    raise ParameterError(f"unknown metric kind '{kind}'")
+
+
+def _lag(t: np.ndarray, y: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Delay (s) of y behind ref that maximises their cross-correlation (positive: y lags)."""
+    dt = np.diff(t)
+    if len(t) < 3 or not np.allclose(dt, dt[0], rtol=1e-9, atol=0):
+        grid = np.linspace(t[0], t[-1], len(t))
+        y = np.column_stack([np.interp(grid, t, y[:, i]) for i in range(y.shape[1])])
+        ref = np.column_stack([np.interp(grid, t, ref[:, i]) for i in range(ref.shape[1])])
+        step = grid[1] - grid[0]
+    else:
+        step = dt[0]
+    out = np.empty(y.shape[1])
+    for i in range(y.shape[1]):
+        a = ref[:, i] - ref[:, i].mean()
+        b = y[:, i] - y[:, i].mean()
+        corr = np.correlate(b, a, mode="full")
+        out[i] = (np.argmax(corr) - (len(a) - 1)) * step
+    return out
+
+
+def compute_metrics(spec, result) -> dict:
+    """{metric name: [value per element]} (batched runs: [[per element] per member])."""
+    out = {}
+    for k, item in enumerate(spec.metrics):
+        where = spec.where.get(f"metrics[{k}]")
+        kind = item.get("kind")
+        if kind not in KINDS:
+            from ..blocks.base import closest
+            raise ParameterError(f"metric kind '{kind}' unknown{closest(str(kind), KINDS)}; kinds: "
+                                 f"{', '.join(KINDS)}", where=where)
+        name = item.get("name", kind)
+        if "signal" not in item:
+            raise ParameterError(f"metric '{name}' needs 'signal'", where=where)
+        if kind in ERROR_KINDS and "reference" not in item:
+            raise ParameterError(f"metric '{name}' ({kind}) needs 'reference'", where=where)
+        t = result.t
+        lo, hi = float(item.get("from", t[0])), float(item.get("to", t[-1]))
+        window = (t >= lo - 1e-12) & (t <= hi + 1e-12)
+        members = range(result.batch) if result.batched else [0]
+        values = []
+        for m in members:
+            r = result.member(m) if result.batched else result
+            y = _signal(r, item["signal"], where)[window]
+            ref = _signal(r, item["reference"], where)[window] if "reference" in item else None
+            if ref is not None and ref.shape != y.shape:
+                ref = np.broadcast_to(ref, y.shape)
+            values.append(metric_values(kind, t[window], y, ref, item).tolist())
+        out[name] = values if result.batched else values[0]
+    return out
+
+
+def _signal(result, name, where):
+    try:
+        return result[name]
+    except KeyError as err:
+        raise ParameterError(f"metric signal: {err.args[0]} (add it to log.signals)",
+                             where=where) from None
+
+
+def format_table(metrics_by_variant: dict[str, dict[str, list]]) -> str:
+    """A plain-text table: one row per variant and metric, one column per element (joint)."""
+    rows = []
+    width = 0
+    for variant, metrics in metrics_by_variant.items():
+        for name, values in metrics.items():
+            flat = np.ravel(np.asarray(values, dtype=float))
+            width = max(width, len(flat))
+            rows.append((variant, name, flat))
+    if not rows:
+        return ""
+    header = f"{'variant':<26} {'metric':<22}" + "".join(f"{'[' + str(i) + ']':>14}"
+                                                        for i in range(width))
+    lines = [header, "-" * len(header)]
+    for variant, name, flat in rows:
+        lines.append(f"{variant:<26} {name:<22}" + "".join(f"{v:>14.6g}" for v in flat))
+    return "\n".join(lines)

@@ -1,0 +1,57 @@
+"""Logging of signals on an exact time grid of its own (decimation), into preallocated arrays."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from ..errors import SampleTimeError
+
+
+def log_times(start: Fraction, stop: Fraction, every: Fraction) -> np.ndarray:
+    """start, start + every, ... up to stop, always ending at stop (s); exact rationals to floats."""
+    if every <= 0:
+        raise SampleTimeError(f"log.every must be positive, got {float(every)} s")
+    count = int((stop - start) // every)
+    times = [float(start + k * every) for k in range(count + 1)]
+    if start + count * every != stop:
+        times.append(float(stop))
+    return np.array(times)
+
+
+class Recorder:
+    """Copies the logged output buffers into (B, n_times, width) arrays at each log time.
+
+    signals: name -> the live output buffer (B, width) that the scheduler keeps up to date.
+    """
+
+    def __init__(self, signals: dict[str, np.ndarray], times: np.ndarray):
+        self.times = times
+        self.sources = list(signals.items())
+        self.data = {name: np.full((buf.shape[0], len(times), buf.shape[1]), np.nan)
+                     for name, buf in signals.items()}
+        self._targets = [(self.data[name], buf) for name, buf in self.sources]
+        self.count = 0
+
+    @property
+    def next_time(self) -> float:
+        """The next time to log (s), inf when the grid is exhausted."""
+        return self.times[self.count] if self.count < len(self.times) else np.inf
+
+    def record(self) -> None:
+        k = self.count
+        for store, buf in self._targets:
+            store[:, k, :] = buf
+        self.count = k + 1
+
+    def record_final(self, t: float) -> None:
+        """Log at a stop that is not on the grid (terminal event, interrupt): the last sample is t."""
+        if self.count < len(self.times):
+            self.times = self.times.copy()
+            self.times[self.count] = t
+            self.record()
+
+    def finished(self) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """The times and data actually logged (shorter than the grid after an early stop)."""
+        n = self.count
+        return self.times[:n].copy(), {name: arr[:, :n, :] for name, arr in self.data.items()}

@@ -1,0 +1,147 @@
+"""The logged outcome of a run: times, signals by name, events, solver statistics; saved to a folder."""
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+
+
+class Result:
+    """Logged signals of one run (all batch members).
+
+    t:       (n,) log times in s
+    r[name]: (n, width) for a plain run, (B, n, width) for a batch run; name is 'block.port'
+    names:   the logged signal names
+    metrics: {metric: [value per joint]} once computed (empty otherwise)
+    """
+
+    def __init__(self, t, signals, *, batch: int, batched: bool, events=(), stats=None,
+                 interrupted=False, stopped_by=None, diagram=None, metadata=None, aliases=None):
+        self.t = np.asarray(t)
+        self._signals = signals
+        self.batch = batch
+        self.batched = batched
+        self.events = list(events)
+        self.stats = dict(stats or {})
+        self.interrupted = interrupted
+        self.stopped_by = stopped_by
+        self.diagram = diagram
+        self.metadata = dict(metadata or {})
+        self.metrics: dict[str, list[float]] = {}
+        self._aliases = dict(aliases or {})
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._signals)
+
+    def __contains__(self, name: str) -> bool:
+        return self._key(name) in self._signals
+
+    def _key(self, name: str) -> str:
+        name = self._aliases.get(name, name)
+        if name in self._signals:
+            return name
+        matches = [n for n in self._signals if n.split(".")[0] == name]
+        if len(matches) == 1:
+            return matches[0]
+        return name
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        key = self._key(name)
+        if key not in self._signals:
+            from ..blocks.base import closest
+            raise KeyError(f"no logged signal '{name}'{closest(name, self._signals)}; logged: "
+                           f"{', '.join(self._signals)}")
+        data = self._signals[key]
+        return data if self.batched else data[0]
+
+    def member(self, k: int) -> "Result":
+        """Batch member k as a plain (unbatched) result."""
+        sub = {n: d[k:k + 1] for n, d in self._signals.items()}
+        return Result(self.t, sub, batch=1, batched=False, events=[e for e in self.events
+                      if e.member == k], stats=self.stats, interrupted=self.interrupted,
+                      stopped_by=self.stopped_by, diagram=self.diagram, metadata=self.metadata,
+                      aliases=self._aliases)
+
+    def save(self, folder) -> Path:
+        """Write signals.npz, signals.csv, metrics.json, diagram.yaml and run.json into folder."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        arrays = {"t": self.t}
+        arrays.update({n: (d if self.batched else d[0]) for n, d in self._signals.items()})
+        np.savez_compressed(folder / "signals.npz", **arrays)
+        self._write_csv(folder / "signals.csv")
+        (folder / "metrics.json").write_text(json.dumps(self.metrics, indent=2) + "\n")
+        if self.diagram is not None:
+            (folder / "diagram.yaml").write_text(self.diagram)
+        meta = dict(self.metadata)
+        meta.update(stats=self.stats, interrupted=self.interrupted, stopped_by=self.stopped_by,
+                    batch=self.batch, events=[vars(e) for e in self.events[:10000]])
+        (folder / "run.json").write_text(json.dumps(meta, indent=2, default=_jsonable) + "\n")
+        return folder
+
+    def _write_csv(self, path: Path) -> None:
+        """One column per signal element (and member, for a batch): 'plant.q[0]', 'plant.q[0]#3'."""
+        columns = [("t", self.t)]
+        for name, data in self._signals.items():
+            for m in range(data.shape[0]):
+                for i in range(data.shape[2]):
+                    label = f"{name}[{i}]" + (f"#{m}" if self.batched else "")
+                    columns.append((label, data[m, :, i]))
+        with path.open("w", newline="") as fh:
+            writer = csv.writer(fh)
+            writer.writerow([c[0] for c in columns])
+            for row in zip(*[c[1] for c in columns]):
+                writer.writerow([repr(float(v)) for v in row])
+
+    @classmethod
+    def load(cls, folder) -> "Result":
+        """Read a folder written by save()."""
+        folder = Path(folder)
+        with np.load(folder / "signals.npz") as npz:
+            t = npz["t"]
+            raw = {k: npz[k] for k in npz.files if k != "t"}
+        meta = json.loads((folder / "run.json").read_text()) if (folder / "run.json").exists() else {}
+        batch = int(meta.get("batch", 1))
+        batched = any(v.ndim == 3 for v in raw.values())
+        signals = {k: (v if v.ndim == 3 else v[None]) for k, v in raw.items()}
+        res = cls(t, signals, batch=batch, batched=batched, stats=meta.get("stats"),
+                  interrupted=meta.get("interrupted", False), metadata=meta)
+        mpath = folder / "metrics.json"
+        if mpath.exists():
+            res.metrics = json.loads(mpath.read_text())
+        dpath = folder / "diagram.yaml"
+        if dpath.exists():
+            res.diagram = dpath.read_text()
+        return res
+
+
+def _jsonable(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return str(value)
+
+
+def run_metadata(seed=None) -> dict:
+    """Versions and provenance stored with every saved run."""
+    import platform
+
+    import numpy
+    import scipy
+
+    from .. import __version__
+    meta = {"blocksim": __version__, "numpy": numpy.__version__, "scipy": scipy.__version__,
+            "python": platform.python_version(), "seed": seed}
+    try:
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=2, cwd=Path(__file__).parent)
+        if rev.returncode == 0:
+            meta["git_revision"] = rev.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return meta
