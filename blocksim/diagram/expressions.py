@@ -36,7 +36,7 @@ class Resolved:
 
 def closest(name: str, candidates: Iterable[str]) -> str | None:
     """The candidate most like `name` (difflib), or None when none is close."""
-    matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    matches = difflib.get_close_matches(name, [str(c) for c in candidates], n=1, cutoff=0.5)
     return matches[0] if matches else None
 
 
@@ -267,8 +267,8 @@ class _Evaluator:
         self.names = names
         self.known = set(known) | set(names) | set(CONSTANTS)
 
-    def refuse(self, what: str) -> ExpressionError:
-        return ExpressionError(f"{what} in '{self.text}'")
+    def refuse(self, what: str, hint: str = "") -> ExpressionError:
+        return ExpressionError(f"{what} in '{self.text}'{hint}")
 
     def visit(self, node: ast.AST) -> Any:
         method = getattr(self, f"visit_{type(node).__name__}", None)
@@ -298,7 +298,7 @@ class _Evaluator:
             return CONSTANTS[name]
         if name in FUNCTIONS:
             raise self.refuse(f"'{name}' is a function; call it as {name}(...)")
-        raise self.refuse(f"unknown name '{name}'{did_you_mean(name, self.known)}")
+        raise self.refuse(f"unknown name '{name}'", did_you_mean(name, self.known))
 
     def visit_List(self, node: ast.List | ast.Tuple) -> np.ndarray:
         return as_array([self.visit(item) for item in node.elts])
@@ -386,7 +386,7 @@ class _Evaluator:
             raise self.refuse(f"calling '{name}' is not allowed (names starting with '__' are forbidden)")
         function = FUNCTIONS.get(name)
         if function is None:
-            raise self.refuse(f"unknown function '{name}'{did_you_mean(name, FUNCTIONS)} "
+            raise self.refuse(f"unknown function '{name}'", f"{did_you_mean(name, FUNCTIONS)} "
                               f"(functions: {', '.join(sorted(FUNCTIONS))})")
         count = len(node.args)
         if count < function.min_args or (function.max_args is not None and count > function.max_args):

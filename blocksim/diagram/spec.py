@@ -97,13 +97,22 @@ class Override:
     """One dotted-key override ("pid.Kp") with its value and where it came from.
 
     `origin` names the source in messages: "variant 'pid'" or "set". For a variant, `where` is the
-    line of the key in the variant table; for `set`, a pseudo-location naming the key.
+    line of the key in the variant table; for `set`, a pseudo-location "set <key>". `label` is the
+    key as the user wrote it (`key` loses its leading path when passed into a subsystem).
     """
 
     key: str
     value: Any
     where: SourceLoc
     origin: str
+    label: str = ""
+
+    def __post_init__(self):
+        self.label = self.label or self.key
+
+    def context(self) -> str:
+        """The message prefix naming this override (empty for `set`: its location already does)."""
+        return "" if self.origin == "set" else f"{self.origin}, override '{self.label}': "
 
 
 # ---------------------------------------------------------------------------------------------
@@ -292,15 +301,17 @@ def _set(table: YamlMap, key: str, value: Any, where: SourceLoc) -> None:
     table.key_where[key] = where
 
 
-def _override_target(doc: YamlMap, override: Override, subsystem: bool) -> tuple[str, Any, str]:
+def _override_target(doc: YamlMap, override: Override, scope: str) -> tuple[str, Any, str]:
     """Check where an override lands; returns (kind, table or block name, key).
 
     kind is "table" (set table[key]) or "nested" (pass key on to subsystem block `name`).
+    `scope` is "" for the top diagram, else the subsystem's path with a trailing "/".
     """
+    subsystem = bool(scope)
     key, where = override.key, override.where
-    prefix = f"{override.origin}: '{key}'"
+    prefix = override.context()
     if not isinstance(key, str) or "." not in key:
-        raise ParameterError(f"{prefix}: an override key is block.param, parameters.NAME, simulation.KEY "
+        raise ParameterError(f"{prefix}an override key is block.param, parameters.NAME, simulation.KEY "
                              "or log.KEY", where=where)
     head, rest = key.split(".", 1)
     if head == "parameters" or (head in ("simulation", "log") and not subsystem):
@@ -308,37 +319,40 @@ def _override_target(doc: YamlMap, override: Override, subsystem: bool) -> tuple
         valid = tuple(table) if head == "parameters" else (SIMULATION_KEYS if head == "simulation" else LOG_KEYS)
         if rest not in valid:
             what = "workspace parameter" if head == "parameters" else f"{head} key"
-            raise ParameterError(f"{prefix}: no {what} '{rest}'{did_you_mean(rest, valid)}", where=where)
+            raise ParameterError(f"{prefix}no {what} '{rest}'{did_you_mean(rest, valid)}", where=where)
         return "table", table, rest
     if head in DIAGRAM_KEYS:
-        raise ParameterError(f"{prefix}: '{head}' cannot be overridden; override block.param, "
+        raise ParameterError(f"{prefix}'{head}' cannot be overridden; override block.param, "
                              "parameters.NAME, simulation.KEY or log.KEY", where=where)
     blocks = doc["blocks"]
     top, _, inner = head.partition("/")
     if top not in blocks:
-        raise ParameterError(f"{prefix}: unknown block '{top}'{did_you_mean(top, blocks)}", where=where)
+        raise ParameterError(f"{prefix}unknown block '{scope}{top}'"
+                             f"{did_you_mean(scope + top, [scope + name for name in blocks])}", where=where)
     if inner:
         return "nested", top, f"{inner}.{rest}"
     if not _IDENTIFIER.match(rest):
-        raise ParameterError(f"{prefix}: '{rest}' is not a parameter name", where=where, block=top)
+        raise ParameterError(f"{prefix}'{rest}' is not a parameter name", where=where, block=scope + top)
     if rest == "type":
-        raise ParameterError(f"{prefix}: a block's type cannot be overridden", where=where, block=top)
+        raise ParameterError(f"{prefix}a block's type cannot be overridden", where=where, block=scope + top)
     return "table", blocks[top], rest
 
 
-def apply_overrides(doc: YamlMap, overrides: list[Override], *, subsystem: bool = False) -> dict[str, list[Override]]:
+def apply_overrides(doc: YamlMap, overrides: list[Override], scope: str = "") -> dict[str, list[Override]]:
     """Write overrides into the raw file data, in order (later wins), before anything is evaluated.
 
     Returns the overrides meant for blocks inside subsystems ("act/pi.Kp"), by subsystem block,
     with their keys made relative to it ("pi.Kp"); the caller applies them when it expands that block.
+    `scope` is "" for the top diagram, else the subsystem's path with a trailing "/".
     """
     nested: dict[str, list[Override]] = {}
     for override in overrides:
-        kind, target, key = _override_target(doc, override, subsystem)
+        kind, target, key = _override_target(doc, override, scope)
         if kind == "table":
             _set(target, key, override.value, override.where)
         else:
-            nested.setdefault(target, []).append(Override(key, override.value, override.where, override.origin))
+            nested.setdefault(target, []).append(Override(key, override.value, override.where, override.origin,
+                                                          override.label))
     return nested
 
 
@@ -356,7 +370,7 @@ def _variant_overrides(doc: YamlMap) -> dict[str, list[Override]]:
                                    "{ff.enabled: false}", where=variants.loc(name))
         tables[name] = [Override(key, value, table.loc(key), f"variant '{name}'") for key, value in table.items()]
         for override in tables[name]:
-            _override_target(doc, override, subsystem=False)
+            _override_target(doc, override, scope="")
     return tables
 
 
@@ -441,8 +455,8 @@ def load_spec(path: str | Path, variant: str | None = None,
     raw_parameters = doc["parameters"]
     workspace = evaluate_workspace(raw_parameters, raw_parameters.loc)
     nested = {block: [Override(o.key, Resolved(resolve_value(o.value, workspace, o.where,
-                                                             f"{o.origin}: '{block}/{o.key}'", known=workspace)),
-                               o.where, o.origin) for o in items]
+                                                             f"{o.context()}value", known=workspace)),
+                               o.where, o.origin, o.label) for o in items]
               for block, items in nested.items()}
     flat = flatten(doc, path=Path(path), display=display, workspace=workspace, nested_overrides=nested)
 

@@ -121,8 +121,8 @@ class _Scope:
             if sub_path is None:
                 if name in self.nested_overrides:
                     override = self.nested_overrides[name][0]
-                    raise ParameterError(f"{override.origin}: '{full}/{override.key}': block '{full}' is a "
-                                         f"{raw['type']} block, not a subsystem", where=override.where, block=full)
+                    raise ParameterError(f"{override.context()}'{full}' is a {raw['type']} block, not a "
+                                         f"subsystem, so '{override.label}' names nothing", where=override.where)
                 self.out.blocks[full] = BlockSpec(full, raw["type"], params, where, param_where)
             else:
                 self.children[name] = self.expand_subsystem(name, raw, sub_path, params, param_where, where)
@@ -133,7 +133,8 @@ class _Scope:
         block_type = raw["type"]
         resolved = sub_path.resolve()
         if resolved in self.stack:
-            chain = " > ".join(_display(p) for p in (*self.stack, resolved))
+            cycle = self.stack[self.stack.index(resolved):]
+            chain = " > ".join(_display(p) for p in (*cycle, resolved))
             raise DiagramFileError(f"subsystem {block_type} contains itself ({chain})", where=where, block=full)
         display = _display(sub_path)
         via = _via(where) + (f"{plain_loc(where)} (subsystem '{full}', {block_type})",)
@@ -141,7 +142,7 @@ class _Scope:
             raise DiagramFileError(f"subsystem file {block_type} not found (looked for {display})",
                                    where=raw.loc("type"), block=full)
         doc = read_diagram_file(sub_path, display, via, subsystem=True)
-        nested = apply_overrides(doc, self.nested_overrides.get(name, []), subsystem=True)
+        nested = apply_overrides(doc, self.nested_overrides.get(name, []), scope=f"{full}/")
         mask = doc["parameters"]
         enabled = None
         for key, value in params.items():
