@@ -240,7 +240,8 @@ def parse_endpoint(text: Any, where: SourceLoc, wire: str) -> Endpoint:
     """"block" or "block.port" -> Endpoint; anything else is a DiagramFileError at `where`."""
     match = _ENDPOINT.match(text) if isinstance(text, str) else None
     if match is None:
-        raise DiagramFileError(f"connection '{wire}': '{text}' is not an endpoint; write block.port or "
+        shown = text.strip() if isinstance(text, str) else text
+        raise DiagramFileError(f"connection '{wire}': '{shown}' is not an endpoint; write block.port or "
                                "block (names of letters, digits and _)", where=where)
     return Endpoint(match.group(1), match.group(2))
 

@@ -64,13 +64,8 @@ def subsystem_file(block_type: str, including_dir: Path) -> Path | None:
 
 
 def _display(path: Path) -> str:
-    """How messages name a subsystem file: relative to the working folder when it is inside it."""
-    if not path.is_absolute():
-        return os.path.normpath(path)
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
+    """How messages name a subsystem file: its path joined to the including file's, as the user gave it."""
+    return os.path.normpath(path)
 
 
 def _via(where: SourceLoc) -> tuple[str, ...]:
