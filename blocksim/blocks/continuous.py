@@ -1,37 +1,398 @@
 """Continuous-time blocks: integrators and linear systems, with states the solver integrates."""
 from __future__ import annotations
 
-import numpy as np
+import math
 
-from .base import Block, Param, register
+import numpy as np
+from numba import njit
+
+from ..errors import ParameterError, WidthError
+from .base import Block, Param, common_width, register
+
+RESETS = ("none", "rising", "falling", "either")
+RESET_DIRECTIONS = {"rising": 1, "falling": -1, "either": 0}
+
+
+# ---- Integrator -------------------------------------------------------------------------------------
+
+@njit(cache=True)
+def clamp_kernel(x, lower, upper, y):
+    """y = min(max(x, lower), upper), elementwise (x (B, w) or (B, 1) broadcast)."""
+    wx = x.shape[1]
+    for b in range(y.shape[0]):
+        for i in range(y.shape[1]):
+            v = x[b, i if wx > 1 else 0]
+            y[b, i] = lower[b, i] if v < lower[b, i] else (upper[b, i] if v > upper[b, i] else v)
+
+
+@njit(cache=True)
+def limited_rate_kernel(x, u, lower, upper, dx):
+    """dx = u, except 0 where x sits on a limit and u pushes outward (x >= upper and u > 0, or
+    x <= lower and u < 0): the state stops at the limit and leaves as soon as u points back in."""
+    wu = u.shape[1]
+    for b in range(dx.shape[0]):
+        for i in range(dx.shape[1]):
+            v = u[b, i if wu > 1 else 0]
+            if (v > 0.0 and x[b, i] >= upper[b, i]) or (v < 0.0 and x[b, i] <= lower[b, i]):
+                dx[b, i] = 0.0
+            else:
+                dx[b, i] = v
+
+
+@njit(cache=True)
+def integrator_crossings(x, lower, upper, limits, reset, g):
+    """g = [x - upper, x - lower] per channel (when `limits`; +-1 for an infinite limit), then the
+    reset signal's channels."""
+    w = x.shape[1]
+    for b in range(g.shape[0]):
+        j = 0
+        if limits:
+            for i in range(w):
+                g[b, i] = x[b, i] - upper[b, i] if math.isfinite(upper[b, i]) else -1.0
+                g[b, w + i] = x[b, i] - lower[b, i] if math.isfinite(lower[b, i]) else 1.0
+            j = 2 * w
+        for i in range(reset.shape[1]):
+            g[b, j + i] = reset[b, i]
 
 
 @register
 class Integrator(Block):
-    """x' = u, y = x, from x0."""
+    """x' = u, y = x, from x0, optionally limited to [lower, upper] and reset by an input.
+
+    Limits are exact: crossings x - upper (rising) and x - lower (falling) put a major step on the
+    instant the state reaches a limit, `on_event` clamps it there, and the state stays exactly on
+    the limit while u pushes outward; it leaves as soon as u points back inside.
+    Reset (`reset`: rising | falling | either): input port `reset` (width 1: all channels, or one
+    per channel); when it crosses zero in that direction the state restarts from x0.
+    `initial_condition: external` takes x0 from the input port `x0` instead of the parameter (read
+    at the first major step and at each reset; the output reads it directly until then).
+    """
 
     type_name = "Integrator"
-    summary = "integrates its input: x' = u, y = x"
-    params = {"x0": Param(0.0, "units of y", "initial state (scalar or vector)")}
+    summary = "integrates its input: x' = u, y = x (limits, reset, external x0)"
+    params = {"x0": Param(0.0, "units of y", "initial state (scalar or vector)"),
+              "lower": Param(-np.inf, "units of y", "lower limit of the state (may be -inf)"),
+              "upper": Param(np.inf, "units of y", "upper limit of the state (may be inf)"),
+              "reset": Param("none", "-", "reset the state to x0 when input `reset` crosses zero",
+                             kind="str", choices=RESETS),
+              "initial_condition": Param("internal", "-", "x0 from the parameter (internal) or the "
+                                         "input port x0 (external)", kind="str",
+                                         choices=("internal", "external"))}
     sample = "continuous"
     direct_feedthrough = False
 
+    def setup(self):
+        if np.any(self.p.lower > self.p.upper):
+            raise ParameterError("lower must be <= upper", block=self.name)
+        self._param_width = common_width(self, ("x0", "lower", "upper"))
+        self._external = self.p.initial_condition == "external"
+        self._has_limits = bool(np.any(np.isfinite(self.p.lower)) or np.any(np.isfinite(self.p.upper)))
+
+    def input_names(self):
+        names = ["in"]
+        if self.p.reset != "none":
+            names.append("reset")
+        if self._external:
+            names.append("x0")
+        return names
+
+    def feedthrough(self):
+        return {("x0", "out")} if self._external else set()
+
     def resolve_widths(self, in_widths):
-        w = in_widths["in"]
-        wx = self.param_width("x0")
-        if w is None:
-            return {"out": wx if wx > 1 else None}
-        return {"out": max(w, wx)}
+        known = [w for w in in_widths.values() if w is not None] + [self._param_width]
+        width = max(known)
+        if any(w is None for w in in_widths.values()):
+            return {"out": width if width > 1 else None}
+        for port, w in in_widths.items():
+            if w not in (1, width):
+                raise WidthError(f"input has width {w}, the state has width {width}",
+                                 block=self.name, port=port)
+        if self._param_width not in (1, width):
+            raise ParameterError(f"x0 / lower / upper have {self._param_width} elements, the input "
+                                 f"has width {width}", block=self.name)
+        return {"out": width}
 
     def configure(self, in_widths, out_widths):
-        self.n_xc = out_widths["out"]
-        self._x0 = self.param_as_row("x0", self.n_xc)
+        width = out_widths["out"]
+        self.n_xc = width
+        self._x0 = self.param_as_row("x0", width)
+        self._lower = self.param_as_row("lower", width)
+        self._upper = self.param_as_row("upper", width)
+        self.n_xd = 1 if self._external else 0
+        self._index = {name: k for k, name in enumerate(self.input_names())}
+        self._reset_width = in_widths.get("reset", 0)
+        self._no_reset = np.zeros((self.batch, 0))
+        directions = [1] * width + [-1] * width if self._has_limits else []
+        directions += [RESET_DIRECTIONS.get(self.p.reset, 0)] * self._reset_width
+        self.n_zc = len(directions)
+        self.zc_directions = np.array(directions, dtype=np.int64)
+
+    def state_names(self):
+        return [f"x[{i}]" for i in range(self.n_xc)], ["x0 loaded"] * self.n_xd
+
+    def initial_state(self, xc, xd):
+        clamp_kernel(self._x0, self._lower, self._upper, xc)
+        xd[...] = 0.0
+
+    def start_value(self, u, out):
+        """x0 (parameter or input port) within the limits, into out (B, width)."""
+        x0 = u[self._index["x0"]] if self._external else self._x0
+        clamp_kernel(x0, self._lower, self._upper, out)
+
+    def output(self, t, xc, xd, u, y):
+        if self._external and not xd[0, 0]:
+            self.start_value(u, y[0])
+        else:
+            clamp_kernel(xc, self._lower, self._upper, y[0])
+
+    def update(self, t, xc, xd, u):
+        if self._external and not xd[0, 0]:
+            self.start_value(u, xc)
+            xd[...] = 1.0
+
+    def derivative(self, t, xc, xd, u, dxc):
+        limited_rate_kernel(xc, u[0], self._lower, self._upper, dxc)
+
+    def zero_crossings(self, t, xc, xd, u, g):
+        reset = u[self._index["reset"]] if self._reset_width else self._no_reset
+        integrator_crossings(xc, self._lower, self._upper, self._has_limits, reset, g)
+
+    def on_event(self, t, xc, xd, u, mask):
+        width = self.n_xc
+        if self._has_limits:
+            hit = mask[:, :width] | mask[:, width:2 * width]
+            clamped = np.clip(xc, self._lower, self._upper)
+            xc[hit] = clamped[hit]
+        if self._reset_width:
+            resets = mask[:, self.n_zc - self._reset_width:]
+            if self._reset_width == 1:
+                resets = np.repeat(resets, width, axis=1)
+            start = np.empty_like(xc)
+            self.start_value(u, start)
+            xc[resets] = start[resets]
+        return False
+
+
+# ---- linear systems ---------------------------------------------------------------------------------
+
+@njit(cache=True)
+def ss_output(x, u, C, D, y):
+    """y = C x + D u for each of nch independent channels: C (B, nch, p, n), D (B, nch, p, m),
+    x (B, nch n), u (B, nch m), y (B, nch p)."""
+    nch, p, n = C.shape[1], C.shape[2], C.shape[3]
+    m = D.shape[3]
+    for b in range(y.shape[0]):
+        for c in range(nch):
+            for k in range(p):
+                acc = 0.0
+                for i in range(n):
+                    acc += C[b, c, k, i] * x[b, c * n + i]
+                for j in range(m):
+                    acc += D[b, c, k, j] * u[b, c * m + j]
+                y[b, c * p + k] = acc
+
+
+@njit(cache=True)
+def ss_rate(x, u, A, Bm, dx):
+    """dx = A x + B u per channel: A (B, nch, n, n), Bm (B, nch, n, m); dx may not alias x."""
+    nch, n, m = A.shape[1], A.shape[2], Bm.shape[3]
+    for b in range(x.shape[0]):
+        for c in range(nch):
+            for k in range(n):
+                acc = 0.0
+                for i in range(n):
+                    acc += A[b, c, k, i] * x[b, c * n + i]
+                for j in range(m):
+                    acc += Bm[b, c, k, j] * u[b, c * m + j]
+                dx[b, c * n + k] = acc
+
+
+def normalized_tf(block, num, den):
+    """Batched (B, L) numerator and denominator with shared leading zeros removed, den[:, 0] != 0,
+    as (b (B, n + 1), a (B, n + 1)) scaled so that a[:, 0] = 1 and b padded to the same length."""
+    num = num.reshape(block.batch, -1)
+    den = den.reshape(block.batch, -1)
+    while den.shape[1] > 1 and np.all(den[:, 0] == 0):
+        den = den[:, 1:]
+    while num.shape[1] > 1 and np.all(num[:, 0] == 0):
+        num = num[:, 1:]
+    if np.any(den[:, 0] == 0):
+        raise ParameterError("den must have a nonzero leading coefficient", block=block.name)
+    if num.shape[1] > den.shape[1]:
+        raise ParameterError(f"the transfer function is improper: num has degree {num.shape[1] - 1}, "
+                             f"den {den.shape[1] - 1}", block=block.name)
+    b = np.zeros_like(den)
+    b[:, den.shape[1] - num.shape[1]:] = num
+    return b / den[:, :1], den / den[:, :1], num.shape[1] == den.shape[1]
+
+
+def companion(b, a):
+    """Controllable canonical realisation of (b0 s^n + ... + bn) / (s^n + a1 s^(n-1) + ... + an) for
+    each batch member: x1 is the lowest derivative, x' = A x + B u, y = C x + D u.
+    Returns A (B, n, n), B (B, n, 1), C (B, 1, n), D (B, 1, 1). The same form realises a discrete
+    transfer function in z."""
+    batch, n = a.shape[0], a.shape[1] - 1
+    A = np.zeros((batch, n, n))
+    Bm = np.zeros((batch, n, 1))
+    C = np.zeros((batch, 1, n))
+    if n:
+        A[:, np.arange(n - 1), np.arange(1, n)] = 1.0
+        A[:, n - 1, :] = -a[:, :0:-1]
+        Bm[:, n - 1, 0] = 1.0
+        C[:, 0, :] = b[:, :0:-1] - a[:, :0:-1] * b[:, :1]
+    return A, Bm, C, b[:, :1].reshape(batch, 1, 1)
+
+
+def per_channel(matrix, channels):
+    """(B, r, c) -> (B, channels, r, c), C-contiguous, for the per-channel kernels."""
+    return np.ascontiguousarray(np.repeat(matrix[:, None], channels, axis=1))
+
+
+class LinearSystem(Block):
+    """Shared runtime of linear blocks: per-channel matrices A, B, C, D (B, nch, ...) and x0."""
+
+    sample = "continuous"
+
+    def set_matrices(self, A, Bm, C, D, x0=None):
+        self._A, self._B, self._C, self._D = A, Bm, C, D
+        self.n_xc = A.shape[1] * A.shape[2]
+        self._x0 = np.zeros((self.batch, self.n_xc)) if x0 is None else x0
 
     def initial_state(self, xc, xd):
         xc[...] = self._x0
 
     def output(self, t, xc, xd, u, y):
-        y[0][...] = xc
+        ss_output(xc, u[0], self._C, self._D, y[0])
 
     def derivative(self, t, xc, xd, u, dxc):
-        dxc[...] = u[0]
+        ss_rate(xc, u[0], self._A, self._B, dxc)
+
+
+@register
+class TransferFunction(LinearSystem):
+    """y = num(s) / den(s) u, coefficients in descending powers of s (proper: deg num <= deg den),
+    realised in controllable canonical form with zero initial state; a vector input gets one copy
+    per channel. Direct feedthrough only when deg num == deg den."""
+
+    type_name = "TransferFunction"
+    summary = "continuous transfer function num(s)/den(s), per channel"
+    params = {"num": Param(units="-", doc="numerator coefficients, descending powers of s"),
+              "den": Param(units="-", doc="denominator coefficients, descending powers of s")}
+
+    def setup(self):
+        self._b, self._a, self._feedthrough = normalized_tf(self, self.p.num, self.p.den)
+
+    def feedthrough(self):
+        return {("in", "out")} if self._feedthrough else set()
+
+    def resolve_widths(self, in_widths):
+        return {"out": in_widths["in"]}
+
+    def configure(self, in_widths, out_widths):
+        width = in_widths["in"]
+        self.set_matrices(*(per_channel(m, width) for m in companion(self._b, self._a)))
+
+
+def as_matrix(block, key, rows=None, cols=None):
+    """A batched matrix parameter (B, r, c): a scalar is 1x1 (D: filled to rows x cols), a vector is
+    a column for B and a row for C."""
+    value = getattr(block.p, key)
+    if value.ndim == 1:
+        if key == "D" and rows is not None:
+            return np.ascontiguousarray(np.repeat(np.repeat(value[:, None, None], rows, 1), cols, 2))
+        return value.reshape(block.batch, 1, 1)
+    if value.ndim == 2:
+        return value[:, None, :] if key == "C" else value[:, :, None]
+    if value.ndim == 3:
+        return value
+    raise ParameterError(f"{key} must be a matrix, got shape {value.shape[1:]}", block=block.name)
+
+
+def state_space_matrices(block):
+    """Checked (A, B, C, D, x0) of a StateSpace-like block, batched: A (B, n, n), B (B, n, m),
+    C (B, p, n), D (B, p, m), x0 (B, n)."""
+    A, Bm, C = as_matrix(block, "A"), as_matrix(block, "B"), as_matrix(block, "C")
+    n, m, p = A.shape[1], Bm.shape[2], C.shape[1]
+    D = as_matrix(block, "D", p, m)
+    problems = []
+    if A.shape[2] != n:
+        problems.append(f"A is {n}x{A.shape[2]}, it must be square")
+    if Bm.shape[1] != n:
+        problems.append(f"B has {Bm.shape[1]} rows, A has {n}")
+    if C.shape[2] != n:
+        problems.append(f"C has {C.shape[2]} columns, A has {n}")
+    if D.shape[1:] != (p, m):
+        problems.append(f"D is {D.shape[1]}x{D.shape[2]}, it must be {p}x{m} (rows of C x columns of B)")
+    if problems:
+        raise ParameterError("; ".join(problems), block=block.name)
+    x0 = block.p.x0.reshape(block.batch, -1)
+    if x0.shape[1] not in (1, n):
+        raise ParameterError(f"x0 has {x0.shape[1]} elements, the system has {n} states",
+                             block=block.name)
+    x0 = np.ascontiguousarray(np.broadcast_to(x0, (block.batch, n)))
+    return A, Bm, C, D, x0
+
+
+STATE_SPACE_PARAMS = {
+    "A": Param(units="-", doc="state matrix (n x n)"),
+    "B": Param(units="-", doc="input matrix (n x m; a vector is a column)"),
+    "C": Param(units="-", doc="output matrix (p x n; a vector is a row)"),
+    "D": Param(0.0, "-", "feedthrough matrix (p x m; a scalar fills it)"),
+    "x0": Param(0.0, "units of x", "initial state (scalar or n-vector)"),
+}
+
+
+@register
+class StateSpace(LinearSystem):
+    """x' = A x + B u, y = C x + D u, from x0: input width m, output width p; direct feedthrough
+    iff D has a nonzero entry."""
+
+    type_name = "StateSpace"
+    summary = "continuous state-space system"
+    params = dict(STATE_SPACE_PARAMS)
+
+    def setup(self):
+        self._matrices = state_space_matrices(self)
+
+    def feedthrough(self):
+        return {("in", "out")} if np.any(self._matrices[3] != 0) else set()
+
+    def resolve_widths(self, in_widths):
+        A, Bm, C, D, x0 = self._matrices
+        w = in_widths["in"]
+        if w is not None and w != Bm.shape[2]:
+            raise WidthError(f"input has width {w}, B has {Bm.shape[2]} columns",
+                             block=self.name, port="in")
+        return {"out": C.shape[1]}
+
+    def configure(self, in_widths, out_widths):
+        A, Bm, C, D, x0 = self._matrices
+        self.set_matrices(*(per_channel(m, 1) for m in (A, Bm, C, D)), x0)
+
+
+@register
+class FilteredDerivative(LinearSystem):
+    """y = N s / (s + N) u per channel: a derivative rolled off above N rad/s (x' = -N x + u,
+    y = N u - N^2 x, from x = 0, so y(0) = N u(0))."""
+
+    type_name = "FilteredDerivative"
+    summary = "derivative with a first-order filter, N s/(s + N)"
+    params = {"N": Param(100.0, "rad/s", "filter bandwidth (> 0); scalar or per channel")}
+
+    def setup(self):
+        if np.any(self.p.N <= 0):
+            raise ParameterError("N must be > 0", block=self.name)
+        self._param_width = self.param_width("N")
+
+    def resolve_widths(self, in_widths):
+        w = in_widths["in"]
+        if w is not None and self._param_width not in (1, w):
+            raise WidthError(f"input has width {w}, N has {self._param_width} elements",
+                             block=self.name, port="in")
+        return {"out": w}
+
+    def configure(self, in_widths, out_widths):
+        N = self.param_as_row("N", in_widths["in"])[:, :, None, None]
+        self.set_matrices(np.ascontiguousarray(-N), np.ones_like(N), np.ascontiguousarray(-N * N),
+                          np.ascontiguousarray(N))

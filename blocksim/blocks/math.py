@@ -266,6 +266,7 @@ def check_expression(text: str, variables, block: str) -> ast.Expression:
         if not isinstance(node, allowed):
             raise ExpressionError(f"expression '{text}': {type(node).__name__} is not allowed; "
                                   f"only arithmetic, subscripts and math functions", block=block)
+    for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and (isinstance(node.value, bool)
                                                or not isinstance(node.value, (int, float))):
             raise ExpressionError(f"expression '{text}': only numbers are allowed as constants, "

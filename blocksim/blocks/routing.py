@@ -1,0 +1,246 @@
+"""Signal routing: joining, splitting, picking and switching vector signals, without arithmetic."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..errors import ParameterError, WidthError
+from .base import Block, Param, numbered_ports, register
+
+
+@njit(cache=True)
+def concatenate_kernel(inputs, y):
+    """y = [in1, in2, ...] along the signal axis."""
+    for b in range(y.shape[0]):
+        j = 0
+        for k in range(len(inputs)):
+            u = inputs[k]
+            for i in range(u.shape[1]):
+                y[b, j] = u[b, i]
+                j += 1
+
+
+@njit(cache=True)
+def split_kernel(u, outputs):
+    """outputs = consecutive pieces of u along the signal axis."""
+    for b in range(u.shape[0]):
+        j = 0
+        for k in range(len(outputs)):
+            y = outputs[k]
+            for i in range(y.shape[1]):
+                y[b, i] = u[b, j]
+                j += 1
+
+
+@njit(cache=True)
+def gather_kernel(u, indices, y):
+    """y[:, i] = u[:, indices[i]]."""
+    for b in range(y.shape[0]):
+        for i in range(y.shape[1]):
+            y[b, i] = u[b, indices[i]]
+
+
+def positive_ints(value, what, block):
+    """A list of positive integers from a YAML list (or a single integer), else ParameterError."""
+    items = value if isinstance(value, (list, tuple, np.ndarray)) else [value]
+    out = []
+    for item in items:
+        if isinstance(item, (bool, np.bool_)) or not float(item).is_integer() or item < 1:
+            raise ParameterError(f"{what} must be positive integers, got {value!r}", block=block)
+        out.append(int(item))
+    if not out:
+        raise ParameterError(f"{what} must not be empty", block=block)
+    return out
+
+
+@register
+class Mux(Block):
+    """Joins its inputs into one vector: out = [in1, in2, ..., inN].
+
+    `inputs` is the number of inputs, or the list of their widths (checked; -1 accepts any width).
+    """
+
+    type_name = "Mux"
+    summary = "concatenate inputs into one vector"
+    params = {"inputs": Param(2, "-", "number of inputs, or the list of their widths (-1: any)",
+                              kind="any")}
+
+    def setup(self):
+        spec = self.p.inputs
+        if isinstance(spec, (list, tuple)):
+            self._widths = [None if w == -1 else w for w in spec]
+            positive_ints([w for w in self._widths if w is not None] or [1], "input widths",
+                          self.name)
+            if not self._widths:
+                raise ParameterError("inputs must not be empty", block=self.name)
+        else:
+            self._widths = [None] * positive_ints(spec, "inputs", self.name)[0]
+
+    def input_names(self):
+        return numbered_ports("in", len(self._widths))
+
+    def resolve_widths(self, in_widths):
+        total = 0
+        for port, declared in zip(self.input_names(), self._widths):
+            w = in_widths[port]
+            if w is not None and declared is not None and w != declared:
+                raise WidthError(f"input has width {w}, parameter inputs says {declared}",
+                                 block=self.name, port=port)
+            w = w if w is not None else declared
+            if w is None:
+                return {"out": None}
+            total += w
+        return {"out": total}
+
+    def output(self, t, xc, xd, u, y):
+        concatenate_kernel(u, y[0])
+
+
+@register
+class Demux(Block):
+    """Splits a vector into consecutive pieces out1..outN: of the widths in `sizes`, or into
+    `outputs` pieces of equal width."""
+
+    type_name = "Demux"
+    summary = "split a vector into consecutive pieces"
+    params = {"sizes": Param(None, "-", "width of each output, in order", kind="any"),
+              "outputs": Param(None, "-", "number of equal pieces (when sizes is not given; "
+                                          "default 2)", kind="int")}
+
+    def setup(self):
+        if self.p.sizes is not None and self.p.outputs is not None:
+            raise ParameterError("give sizes or outputs, not both", block=self.name)
+        if self.p.sizes is not None:
+            self._sizes = positive_ints(self.p.sizes, "sizes", self.name)
+            self._count = len(self._sizes)
+        else:
+            self._sizes = None
+            self._count = 2 if self.p.outputs is None else self.p.outputs
+            if self._count < 1:
+                raise ParameterError("outputs must be >= 1", block=self.name)
+
+    def output_names(self):
+        return numbered_ports("out", self._count)
+
+    def resolve_widths(self, in_widths):
+        w = in_widths["in"]
+        names = self.output_names()
+        if self._sizes is not None:
+            if w is not None and w != sum(self._sizes):
+                raise WidthError(f"input has width {w}, sizes {self._sizes} add up to "
+                                 f"{sum(self._sizes)}", block=self.name, port="in")
+            return dict(zip(names, self._sizes))
+        if w is None:
+            return {o: None for o in names}
+        if w % self._count:
+            raise WidthError(f"input has width {w}, which does not split into {self._count} equal "
+                             f"outputs", block=self.name, port="in")
+        return {o: w // self._count for o in names}
+
+    def output(self, t, xc, xd, u, y):
+        split_kernel(u[0], y)
+
+
+@register
+class Selector(Block):
+    """out[i] = in[indices[i]] (0-based): picks, reorders or repeats elements."""
+
+    type_name = "Selector"
+    summary = "pick elements of a vector by 0-based index"
+    params = {"indices": Param(units="-", doc="0-based indices of the input elements to output",
+                               kind="any")}
+
+    def setup(self):
+        raw = self.p.indices
+        items = list(raw) if isinstance(raw, (list, tuple, np.ndarray)) else [raw]
+        if not items or any(isinstance(i, (bool, np.bool_)) or not float(i).is_integer() or i < 0
+                            for i in items):
+            raise ParameterError(f"indices must be a non-empty list of integers >= 0, got {raw!r}",
+                                 block=self.name)
+        self._indices = np.array([int(i) for i in items], dtype=np.int64)
+
+    def resolve_widths(self, in_widths):
+        w = in_widths["in"]
+        if w is not None and self._indices.max() >= w:
+            raise WidthError(f"index {int(self._indices.max())} is out of range for an input of "
+                             f"width {w}", block=self.name, port="in")
+        return {"out": len(self._indices)}
+
+    def output(self, t, xc, xd, u, y):
+        gather_kernel(u[0], self._indices, y[0])
+
+
+CRITERIA = (">=", ">", "~=0")
+
+
+@njit(cache=True)
+def switch_kernel(first, control, third, threshold, criterion, y):
+    """y = first where the control passes (criterion 0: c >= threshold, 1: c > threshold,
+    2: c != 0), else third; width-1 signals broadcast."""
+    w1, wc, w3, wt = first.shape[1], control.shape[1], third.shape[1], threshold.shape[1]
+    for b in range(y.shape[0]):
+        for i in range(y.shape[1]):
+            c = control[b, i if wc > 1 else 0]
+            th = threshold[b, i if wt > 1 else 0]
+            if criterion == 0:
+                passed = c >= th
+            elif criterion == 1:
+                passed = c > th
+            else:
+                passed = c != 0.0
+            y[b, i] = first[b, i if w1 > 1 else 0] if passed else third[b, i if w3 > 1 else 0]
+
+
+@njit(cache=True)
+def switch_crossings(control, threshold, criterion, g):
+    """g = control - threshold (control itself for criterion ~=0), per crossing channel."""
+    wc, wt = control.shape[1], threshold.shape[1]
+    for b in range(g.shape[0]):
+        for i in range(g.shape[1]):
+            c = control[b, i if wc > 1 else 0]
+            g[b, i] = c if criterion == 2 else c - threshold[b, i if wt > 1 else 0]
+
+
+@register
+class Switch(Block):
+    """out = in1 where the control in2 passes the criterion, else in3, elementwise.
+
+    criteria: ">=" (in2 >= threshold), ">" (in2 > threshold) or "~=0" (in2 != 0). A crossing on
+    in2 - threshold (in2 for "~=0") makes the solver step onto the switching instant.
+    """
+
+    type_name = "Switch"
+    summary = "pass in1 or in3 depending on the control in2"
+    params = {"threshold": Param(0.0, "units of in2", "switching threshold (scalar or vector)"),
+              "criteria": Param(">=", "-", "when in1 passes", kind="str", choices=CRITERIA)}
+    inputs = ("in1", "in2", "in3")
+
+    def resolve_widths(self, in_widths):
+        w1, w2, w3 = in_widths["in1"], in_widths["in2"], in_widths["in3"]
+        if w1 is None or w2 is None or w3 is None:
+            return {"out": None}
+        if w1 > 1 and w3 > 1 and w1 != w3:
+            raise WidthError(f"input has width {w3}, in1 has width {w1}", block=self.name,
+                             port="in3")
+        data = max(w1, w3)
+        if data > 1 and w2 not in (1, data):
+            raise WidthError(f"control has width {w2}, the data inputs have width {data}",
+                             block=self.name, port="in2")
+        width = max(data, w2)
+        tw = self.param_width("threshold")
+        if tw not in (1, width):
+            raise ParameterError(f"threshold has {tw} elements, the signals have {width}",
+                                 block=self.name)
+        return {"out": max(width, tw)}
+
+    def configure(self, in_widths, out_widths):
+        self._criterion = CRITERIA.index(self.p.criteria)
+        self._threshold = np.ascontiguousarray(self.p.threshold.reshape(self.batch, -1))
+        self.n_zc = max(in_widths["in2"], self._threshold.shape[1])
+        self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
+
+    def output(self, t, xc, xd, u, y):
+        switch_kernel(u[0], u[1], u[2], self._threshold, self._criterion, y[0])
+
+    def zero_crossings(self, t, xc, xd, u, g):
+        switch_crossings(u[1], self._threshold, self._criterion, g)

@@ -1,0 +1,85 @@
+"""Sinks: blocks that end a signal path (scopes to log, terminators, a stop condition)."""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..errors import ParameterError
+from .base import Block, Param, numbered_ports, register
+
+
+class Sink(Block):
+    """No outputs, nothing computed; every input may have any width."""
+
+    outputs = ()
+    direct_feedthrough = False
+
+    def resolve_widths(self, in_widths):
+        return {}
+
+    def output(self, t, xc, xd, u, y):
+        pass
+
+
+@register
+class Scope(Sink):
+    """Marks signals to log and plot: the engine logs whatever is wired to its inputs."""
+
+    type_name = "Scope"
+    summary = "log and plot the signals wired to it"
+    params = {"inputs": Param(1, "-", "number of inputs (`in` for one, else in1..inN)", kind="int"),
+              "title": Param("", "-", "figure title (default: the block name)", kind="str")}
+
+    def setup(self):
+        if self.p.inputs < 1:
+            raise ParameterError("inputs must be >= 1", block=self.name)
+
+    def input_names(self):
+        return numbered_ports("in", self.p.inputs)
+
+
+@register
+class Terminator(Sink):
+    """Ends a signal nobody reads (so that an output need not be left dangling)."""
+
+    type_name = "Terminator"
+    summary = "accepts a signal and does nothing"
+    params = {}
+
+
+@njit(cache=True)
+def nonzero_indicator(u, g):
+    """g = +1 where u != 0, -1 where u == 0 (a NaN counts as nonzero)."""
+    for b in range(g.shape[0]):
+        for i in range(g.shape[1]):
+            g[b, i] = -1.0 if u[b, i] == 0.0 else 1.0
+
+
+@register
+class StopSimulation(Sink):
+    """Stops the run at the first instant its input becomes nonzero (any channel, any batch member).
+
+    Its event function is g = +1 where the input is nonzero and -1 where it is zero, rising: the
+    scheduler locates the instant on the solver's dense output (to its event tolerance; for an
+    input that jumps at a sample hit, the hit itself), makes a major step there, so that instant is
+    logged, and `on_event` returns True, which ends the run. The input is read through the event
+    function only; an input already nonzero at the start stops the run at the first check.
+    """
+
+    type_name = "StopSimulation"
+    summary = "stop the run when the input becomes nonzero"
+    params = {}
+
+    def configure(self, in_widths, out_widths):
+        self.n_zc = in_widths["in"]
+        self.zc_directions = np.ones(self.n_zc, dtype=np.int64)
+
+    def zero_crossings(self, t, xc, xd, u, g):
+        nonzero_indicator(u[0], g)
+
+    def stop_requested(self, t, xc, xd, u) -> bool:
+        """True when the input is nonzero now (a check the scheduler may make at the start)."""
+        return bool(np.any(u[0] != 0.0))
+
+    def on_event(self, t, xc, xd, u, mask):
+        return bool(mask.any())
