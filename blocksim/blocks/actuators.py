@@ -1,0 +1,787 @@
+"""Actuator blocks: joint friction (static maps, Karnopp stick-slip, LuGre), DC and PMSM motors behind a
+gear, and the current loop of field-oriented control (TorqueToCurrent, CurrentController).
+
+Every block is vector-valued, one channel per joint; a scalar parameter applies to every joint and a
+scalar input expands to the width. Friction torques enter the joint equation as
+`M qdd + c + G + tau_f = tau`: they oppose the motion. The physics lives in `blocksim.models`; the
+kernels here take per-member parameter rows (B, n) so a batch may sweep any parameter.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..errors import ParameterError, WidthError
+from ..models.foc import tune_current_pi
+from ..models.friction import _stribeck_level, _stribeck_scalar
+from .base import Block, Param, register
+from .discrete import OFFSET, PERIOD
+
+
+class JointBlock(Block):
+    """A per-joint block: its width is that of its widest input or vector parameter.
+
+    `width_params` are the array parameters that may be per-joint vectors (None values skipped);
+    configure() leaves each of them as a (B, width) row in `self.rows[key]`.
+    """
+
+    width_params: tuple[str, ...] = ()
+
+    def setup(self):
+        widths = {k: self.param_width(k) for k in self.width_params if getattr(self.p, k) is not None}
+        vectors = {k: w for k, w in widths.items() if w > 1}
+        if len(set(vectors.values())) > 1:
+            listed = ", ".join(f"'{k}' has {w}" for k, w in vectors.items())
+            raise ParameterError(f"per-joint parameters must have one length: {listed} elements",
+                                 block=self.name)
+        self._param_width = max(vectors.values(), default=1)
+        self.check()
+
+    def check(self) -> None:
+        """Parameter checks of the subclass (raise ParameterError)."""
+
+    def resolve_widths(self, in_widths):
+        pw = self._param_width
+        known = {p: w for p, w in in_widths.items() if w is not None}
+        required = [p for p in self.input_names() if p not in self.optional_inputs]
+        if any(in_widths.get(p) is None for p in required):
+            return {o: (pw if pw > 1 else None) for o in self.output_names()}
+        width = max(list(known.values()) + [pw])
+        for port, w in known.items():
+            if w not in (1, width):
+                raise WidthError(f"input has width {w}, the block has {width} joints",
+                                 block=self.name, port=port)
+        if pw not in (1, width):
+            raise WidthError(f"the parameters have {pw} joints, the inputs {width}", block=self.name)
+        return {o: width for o in self.output_names()}
+
+    def configure(self, in_widths, out_widths):
+        self.width = max(out_widths.values())
+        self.rows = {k: self.param_as_row(k, self.width) for k in self.width_params
+                     if getattr(self.p, k) is not None}
+
+    def positive(self, *keys, allow_zero=False):
+        for key in keys:
+            value = getattr(self.p, key)
+            if value is not None and (np.any(value < 0) if allow_zero else np.any(value <= 0)):
+                raise ParameterError(f"{key} must be {'>= 0' if allow_zero else '> 0'}, got "
+                                     f"{value[0].tolist()}", block=self.name)
+
+
+# =====================================================================================================
+# friction
+# =====================================================================================================
+
+@njit(cache=True)
+def static_friction_kernel(qd, Fc, Fs, vs, delta, Fv, eps, tau, p_diss):
+    """tau = (Fc + (Fs - Fc) exp(-|qd/vs|^delta)) sgn(qd) + Fv qd (N m), p_diss = tau qd (W).
+
+    qd (B, n or 1) rad/s; parameter rows (B, n); sgn is exact (sgn(0) = 0) where eps == 0, else
+    tanh(qd / eps).
+    """
+    wq = qd.shape[1]
+    for b in range(tau.shape[0]):
+        for j in range(tau.shape[1]):
+            v = qd[b, j if wq > 1 else 0]
+            f = _stribeck_scalar(v, Fc[b, j], Fs[b, j], vs[b, j], delta[b, j], Fv[b, j], eps[b, j])
+            tau[b, j] = f
+            p_diss[b, j] = f * v
+
+
+@njit(cache=True)
+def expand_kernel(u, g):
+    """g = u, a width-1 input expanded to g's width."""
+    wu = u.shape[1]
+    for b in range(g.shape[0]):
+        for j in range(g.shape[1]):
+            g[b, j] = u[b, j if wu > 1 else 0]
+
+
+FRICTION_MODELS = ("viscous", "coulomb", "stribeck")
+
+
+@register
+class JointFriction(JointBlock):
+    """Static joint friction map, per joint: the torque that opposes the joint speed qd.
+
+        viscous:  tau = Fv qd
+        coulomb:  tau = Fc sgn(qd) + Fv qd
+        stribeck: tau = (Fc + (Fs - Fc) exp(-|qd / vs|^delta)) sgn(qd) + Fv qd
+
+    With eps = 0 the sign is exact (sgn(0) = 0) and a zero crossing is declared at qd = 0, so an
+    adaptive solver steps onto the jump; eps > 0 replaces sgn(qd) by tanh(qd / eps) (smooth, for
+    fixed-step solvers: W1's plant uses eps = 1e-3 rad/s). A joint that should come to rest under
+    exact Coulomb friction chatters around qd = 0: use KarnoppFriction or LuGreFriction for sticking.
+    Outputs tau (N m, to be subtracted from the driving torque) and p_diss = tau qd (W, >= 0), the
+    power the friction takes out of the joint.
+    """
+
+    type_name = "JointFriction"
+    summary = "static friction map per joint (viscous, Coulomb, Stribeck), tau opposes qd"
+    params = {
+        "model": Param("coulomb", "-", "which terms act: viscous | coulomb | stribeck", kind="str",
+                       choices=FRICTION_MODELS),
+        "Fv": Param(0.0, "N m s/rad", "viscous coefficient (>= 0)"),
+        "Fc": Param(0.0, "N m", "Coulomb level (>= 0; coulomb and stribeck models)"),
+        "Fs": Param(None, "N m", "static (breakaway) level, stribeck model (default: Fc)"),
+        "vs": Param(None, "rad/s", "Stribeck speed (> 0), stribeck model"),
+        "delta": Param(2.0, "-", "Stribeck shape exponent (> 0; 2 Gaussian, 1 Tustin)"),
+        "eps": Param(0.0, "rad/s", "smoothing speed: 0 exact sign with a zero crossing, "
+                                   "> 0 tanh(qd / eps)"),
+    }
+    inputs = ("qd",)
+    outputs = ("tau", "p_diss")
+    width_params = ("Fv", "Fc", "Fs", "vs", "delta", "eps")
+
+    def check(self):
+        p = self.p
+        self.positive("Fv", "Fc", "Fs", "eps", allow_zero=True)
+        self.positive("vs", "delta")
+        if p.model != "stribeck" and (p.Fs is not None or p.vs is not None):
+            raise ParameterError(f"Fs and vs belong to the stribeck model, not model '{p.model}'",
+                                 block=self.name)
+        if p.model == "viscous" and np.any(p.Fc != 0):
+            raise ParameterError("model 'viscous' has no Coulomb level: drop Fc or use model "
+                                 "'coulomb'", block=self.name)
+        if p.model == "stribeck" and p.vs is None and p.Fs is not None and np.any(p.Fs != p.Fc):
+            raise ParameterError("model 'stribeck' with Fs != Fc needs the Stribeck speed vs",
+                                 block=self.name)
+
+    def configure(self, in_widths, out_widths):
+        super().configure(in_widths, out_widths)
+        w, B = self.width, self.batch
+        rows = self.rows
+        self._Fs = rows.get("Fs", rows["Fc"])
+        self._vs = rows.get("vs", np.ones((B, w)))
+        self.n_zc = w if (self.p.model != "viscous" and np.any(self.p.eps == 0)) else 0
+        self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
+
+    def output(self, t, xc, xd, u, y):
+        r = self.rows
+        static_friction_kernel(u[0], r["Fc"], self._Fs, self._vs, r["delta"], r["Fv"], r["eps"],
+                               y[0], y[1])
+
+    def zero_crossings(self, t, xc, xd, u, g):
+        expand_kernel(u[0], g)
+
+
+@njit(cache=True)
+def karnopp_kernel(qd, tau_applied, Fc, Fs, vs, delta, Fv, dv, tau, p_diss):
+    """Karnopp friction (N m) and its power tau qd (W); signals (B, n or 1), parameter rows (B, n).
+
+    |qd| < dv: stick, tau = tau_applied clamped to +-Fs; else slip on the Stribeck curve.
+    """
+    wq = qd.shape[1]
+    wt = tau_applied.shape[1]
+    for b in range(tau.shape[0]):
+        for j in range(tau.shape[1]):
+            v = qd[b, j if wq > 1 else 0]
+            if abs(v) < dv[b, j]:
+                a = tau_applied[b, j if wt > 1 else 0]
+                lim = Fs[b, j]
+                f = lim if a > lim else (-lim if a < -lim else a)
+            else:
+                f = _stribeck_scalar(v, Fc[b, j], Fs[b, j], vs[b, j], delta[b, j], Fv[b, j], 0.0)
+            tau[b, j] = f
+            p_diss[b, j] = f * v
+
+
+@njit(cache=True)
+def karnopp_crossings_kernel(qd, tau_applied, Fs, dv, g):
+    """g[:, j] = |qd_j| - dv_j (band edge), g[:, n + j] = |tau_applied_j| - Fs_j (static limit)."""
+    n = Fs.shape[1]
+    wq = qd.shape[1]
+    wt = tau_applied.shape[1]
+    for b in range(g.shape[0]):
+        for j in range(n):
+            g[b, j] = abs(qd[b, j if wq > 1 else 0]) - dv[b, j]
+            g[b, n + j] = abs(tau_applied[b, j if wt > 1 else 0]) - Fs[b, j]
+
+
+@register
+class KarnoppFriction(JointBlock):
+    """Karnopp stick-slip friction per joint (Karnopp 1985): sticks inside a small speed band.
+
+    While |qd| < dv the joint sticks: the friction equals the applied torque tau_applied (so the net
+    torque and the acceleration are zero) up to the static limit Fs; beyond Fs it breaks away.
+    Outside the band it slips: tau = (Fc + (Fs - Fc) exp(-|qd/vs|^delta)) sgn(qd) + Fv qd.
+    tau_applied is the net non-friction torque driving the joint (spring force, motor torque minus
+    gravity...), N m. Zero crossings at the band edges |qd| = dv and at the static limit
+    |tau_applied| = Fs make adaptive solvers step onto every mode switch. dv must be small against
+    the speeds of interest and large against the speed change of one step. Outputs tau (N m) and
+    p_diss = tau qd (W; inside the band friction may push, so keep dv small).
+    """
+
+    type_name = "KarnoppFriction"
+    summary = "stick-slip friction: stick band |qd| < dv, static limit Fs, Stribeck slip curve"
+    params = {
+        "Fc": Param(units="N m", doc="Coulomb (sliding) level (>= 0)"),
+        "Fs": Param(None, "N m", "static (breakaway) limit (default: Fc)"),
+        "vs": Param(1.0, "rad/s", "Stribeck speed (> 0)"),
+        "delta": Param(2.0, "-", "Stribeck shape exponent (> 0)"),
+        "Fv": Param(0.0, "N m s/rad", "viscous coefficient (>= 0)"),
+        "dv": Param(1e-4, "rad/s", "half-width of the stick band (> 0)"),
+    }
+    inputs = ("qd", "tau_applied")
+    outputs = ("tau", "p_diss")
+    width_params = ("Fc", "Fs", "vs", "delta", "Fv", "dv")
+
+    def check(self):
+        self.positive("Fc", "Fs", "Fv", allow_zero=True)
+        self.positive("vs", "delta", "dv")
+
+    def configure(self, in_widths, out_widths):
+        super().configure(in_widths, out_widths)
+        self._Fs = self.rows.get("Fs", self.rows["Fc"])
+        self.n_zc = 2 * self.width
+        self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
+
+    def output(self, t, xc, xd, u, y):
+        r = self.rows
+        karnopp_kernel(u[0], u[1], r["Fc"], self._Fs, r["vs"], r["delta"], r["Fv"], r["dv"], y[0], y[1])
+
+    def zero_crossings(self, t, xc, xd, u, g):
+        karnopp_crossings_kernel(u[0], u[1], self._Fs, self.rows["dv"], g)
+
+
+@njit(cache=True)
+def lugre_derivative_kernel(qd, z, sigma0, Fc, Fs, vs, delta, zdot):
+    """dz/dt = qd - sigma0 |qd| z / g(qd) (rad/s), g the Stribeck level; rows (B, n)."""
+    wq = qd.shape[1]
+    for b in range(z.shape[0]):
+        for j in range(z.shape[1]):
+            v = qd[b, j if wq > 1 else 0]
+            g = _stribeck_level(v, Fc[b, j], Fs[b, j], vs[b, j], delta[b, j])
+            zdot[b, j] = v - sigma0[b, j] * abs(v) * z[b, j] / g
+
+
+@njit(cache=True)
+def lugre_output_kernel(qd, z, sigma0, sigma1, sigma2, Fc, Fs, vs, delta, tau, p_diss, z_out):
+    """tau = sigma0 z + sigma1 dz/dt + sigma2 qd (N m), p_diss = tau qd (W), z_out = z (rad)."""
+    wq = qd.shape[1]
+    for b in range(z.shape[0]):
+        for j in range(z.shape[1]):
+            v = qd[b, j if wq > 1 else 0]
+            g = _stribeck_level(v, Fc[b, j], Fs[b, j], vs[b, j], delta[b, j])
+            zz = z[b, j]
+            zdot = v - sigma0[b, j] * abs(v) * zz / g
+            f = sigma0[b, j] * zz + sigma1[b, j] * zdot + sigma2[b, j] * v
+            tau[b, j] = f
+            p_diss[b, j] = f * v
+            z_out[b, j] = zz
+
+
+@register
+class LuGreFriction(JointBlock):
+    """LuGre dynamic friction per joint (Canudas de Wit, Olsson, Astrom, Lischinsky, IEEE TAC 1995).
+
+        dz/dt = qd - sigma0 |qd| z / g(qd),   g(v) = Fc + (Fs - Fc) exp(-|v / vs|^delta)
+        tau   = sigma0 z + sigma1 dz/dt + sigma2 qd
+
+    z is the mean bristle deflection (rad), a continuous state per joint. Near rest the contact is a
+    spring of stiffness sigma0 (pre-sliding: sticking without a mode switch, so no events); at
+    constant speed tau settles on the Stribeck curve g(qd) sgn(qd) + sigma2 qd. The bristle dynamics
+    are fast (rate sigma0 |qd| / g): prefer an adaptive or stiff solver. Outputs tau (N m),
+    p_diss = tau qd (W: dissipation plus the power into the bristle spring) and z (rad).
+    """
+
+    type_name = "LuGreFriction"
+    summary = "LuGre dynamic friction: bristle state z, pre-sliding spring, Stribeck curve"
+    params = {
+        "sigma0": Param(units="N m/rad", doc="bristle stiffness (> 0)"),
+        "sigma1": Param(0.0, "N m s/rad", "bristle damping (>= 0)"),
+        "sigma2": Param(0.0, "N m s/rad", "viscous coefficient (>= 0)"),
+        "Fc": Param(units="N m", doc="Coulomb level (> 0)"),
+        "Fs": Param(None, "N m", "static level (default: Fc)"),
+        "vs": Param(1e-2, "rad/s", "Stribeck speed (> 0)"),
+        "delta": Param(2.0, "-", "Stribeck shape exponent (> 0)"),
+        "z0": Param(0.0, "rad", "initial bristle deflection"),
+    }
+    inputs = ("qd",)
+    outputs = ("tau", "p_diss", "z")
+    sample = "continuous"
+    width_params = ("sigma0", "sigma1", "sigma2", "Fc", "Fs", "vs", "delta", "z0")
+
+    def check(self):
+        self.positive("sigma1", "sigma2", allow_zero=True)
+        self.positive("sigma0", "Fc", "Fs", "vs", "delta")
+
+    def feedthrough(self):
+        return {("qd", "tau"), ("qd", "p_diss")}
+
+    def configure(self, in_widths, out_widths):
+        super().configure(in_widths, out_widths)
+        self._Fs = self.rows.get("Fs", self.rows["Fc"])
+        self.n_xc = self.width
+
+    def state_names(self):
+        return [f"z[{j}]" for j in range(self.n_xc)], []
+
+    def initial_state(self, xc, xd):
+        xc[...] = self.rows["z0"]
+
+    def output(self, t, xc, xd, u, y):
+        r = self.rows
+        lugre_output_kernel(u[0], xc, r["sigma0"], r["sigma1"], r["sigma2"], r["Fc"], self._Fs,
+                            r["vs"], r["delta"], y[0], y[1], y[2])
+
+    def derivative(self, t, xc, xd, u, dxc):
+        r = self.rows
+        lugre_derivative_kernel(u[0], xc, r["sigma0"], r["Fc"], self._Fs, r["vs"], r["delta"], dxc)
+
+
+# =====================================================================================================
+# motors
+# =====================================================================================================
+
+@njit(cache=True)
+def dc_motor_derivative_kernel(i, v, qd, R, L, Ke, N, di):
+    """L di/dt = v - R i - Ke N qd (A/s); signals (B, n or 1), rows (B, n)."""
+    wv = v.shape[1]
+    wq = qd.shape[1]
+    for b in range(i.shape[0]):
+        for j in range(i.shape[1]):
+            di[b, j] = (v[b, j if wv > 1 else 0] - R[b, j] * i[b, j]
+                        - Ke[b, j] * N[b, j] * qd[b, j if wq > 1 else 0]) / L[b, j]
+
+
+@njit(cache=True)
+def dc_motor_output_kernel(i, v, qd, R, L, Kt, N, i_out, tau, p_elec, p_copper, e_mag, p_mech):
+    """Current (A), joint torque N Kt i (N m) and the power terms v i, R i^2, tau qd (W), 0.5 L i^2 (J)."""
+    wv = v.shape[1]
+    wq = qd.shape[1]
+    for b in range(i.shape[0]):
+        for j in range(i.shape[1]):
+            ik = i[b, j]
+            t = N[b, j] * Kt[b, j] * ik
+            i_out[b, j] = ik
+            tau[b, j] = t
+            p_elec[b, j] = v[b, j if wv > 1 else 0] * ik
+            p_copper[b, j] = R[b, j] * ik * ik
+            e_mag[b, j] = 0.5 * L[b, j] * ik * ik
+            p_mech[b, j] = t * qd[b, j if wq > 1 else 0]
+
+
+@register
+class DCMotor(JointBlock):
+    """Brushed-DC motor behind a gear, per joint; also the q-axis model of a PMSM under FOC (W2).
+
+        L di/dt = v - R i - Ke N qd,   joint torque tau = N Kt i
+
+    v is the terminal voltage (V), qd the joint speed (rad/s; the motor turns at N qd), i the
+    armature current (A), a continuous state. Power outputs, so that energy balances can be
+    integrated: p_elec = v i, p_copper = R i^2, p_mech = tau qd (W), and the magnetic energy
+    e_mag = 0.5 L i^2 (J); with Ke = Kt, p_elec = p_copper + d(e_mag)/dt + p_mech exactly.
+    Jm is the rotor inertia: the joint feels N^2 Jm, which belongs in the plant's mass matrix (this
+    block has no mechanical state); it is listed here so the motor is described in one place.
+    """
+
+    type_name = "DCMotor"
+    summary = "DC motor (q-axis equivalent) behind a gear: L di/dt = v - R i - Ke N qd, tau = N Kt i"
+    params = {
+        "R": Param(units="ohm", doc="armature (phase) resistance (> 0)"),
+        "L": Param(units="H", doc="armature inductance (> 0)"),
+        "Kt": Param(units="N m/A", doc="torque constant of the motor shaft (> 0)"),
+        "Ke": Param(None, "V s/rad", "back-EMF constant of the motor shaft (default: Kt)"),
+        "N": Param(1.0, "-", "gear ratio: motor speed N qd, joint torque N Kt i (> 0)"),
+        "Jm": Param(0.0, "kg m^2", "rotor inertia (>= 0), seen at the joint as N^2 Jm"),
+        "i0": Param(0.0, "A", "initial current"),
+    }
+    inputs = ("v", "qd")
+    outputs = ("i", "tau", "p_elec", "p_copper", "e_mag", "p_mech")
+    sample = "continuous"
+    width_params = ("R", "L", "Kt", "Ke", "N", "Jm", "i0")
+
+    def check(self):
+        self.positive("R", "L", "Kt", "Ke", "N")
+        self.positive("Jm", allow_zero=True)
+
+    def feedthrough(self):
+        return {("v", "p_elec"), ("qd", "p_mech")}
+
+    def configure(self, in_widths, out_widths):
+        super().configure(in_widths, out_widths)
+        self._Ke = self.rows.get("Ke", self.rows["Kt"])
+        self.n_xc = self.width
+
+    def state_names(self):
+        return [f"i[{j}]" for j in range(self.n_xc)], []
+
+    def initial_state(self, xc, xd):
+        xc[...] = self.rows["i0"]
+
+    def output(self, t, xc, xd, u, y):
+        r = self.rows
+        dc_motor_output_kernel(xc, u[0], u[1], r["R"], r["L"], r["Kt"], r["N"], *y)
+
+    def derivative(self, t, xc, xd, u, dxc):
+        r = self.rows
+        dc_motor_derivative_kernel(xc, u[0], u[1], r["R"], r["L"], self._Ke, r["N"], dxc)
+
+
+@njit(cache=True)
+def pmsm_derivative_kernel(i_d, i_q, vd, vq, qd, R, Ld, Lq, psi, p, N, did, diq):
+    """dq stator equations (A/s), we = p N qd:
+    Ld did/dt = vd - R id + we Lq iq,  Lq diq/dt = vq - R iq - we (Ld id + psi)."""
+    wd = vd.shape[1]
+    wq = vq.shape[1]
+    ws = qd.shape[1]
+    for b in range(i_d.shape[0]):
+        for j in range(i_d.shape[1]):
+            we = p[b, j] * N[b, j] * qd[b, j if ws > 1 else 0]
+            a = i_d[b, j]
+            c = i_q[b, j]
+            did[b, j] = (vd[b, j if wd > 1 else 0] - R[b, j] * a + we * Lq[b, j] * c) / Ld[b, j]
+            diq[b, j] = (vq[b, j if wq > 1 else 0] - R[b, j] * c
+                         - we * (Ld[b, j] * a + psi[b, j])) / Lq[b, j]
+
+
+@njit(cache=True)
+def pmsm_output_kernel(i_d, i_q, vd, vq, qd, q, R, Ld, Lq, psi, p, N,
+                       id_out, iq_out, tau, theta_e, p_elec, p_copper, e_mag, p_mech):
+    """Currents (A), joint torque N 1.5 p (psi iq + (Ld - Lq) id iq) (N m), electrical angle p N q
+    (rad) and the amplitude-invariant power terms 1.5 (vd id + vq iq), 1.5 R (id^2 + iq^2),
+    tau qd (W) and the magnetic energy 0.75 (Ld id^2 + Lq iq^2) (J)."""
+    wd = vd.shape[1]
+    wq = vq.shape[1]
+    ws = qd.shape[1]
+    wa = q.shape[1]
+    for b in range(i_d.shape[0]):
+        for j in range(i_d.shape[1]):
+            a = i_d[b, j]
+            c = i_q[b, j]
+            t = N[b, j] * 1.5 * p[b, j] * (psi[b, j] * c + (Ld[b, j] - Lq[b, j]) * a * c)
+            id_out[b, j] = a
+            iq_out[b, j] = c
+            tau[b, j] = t
+            theta_e[b, j] = p[b, j] * N[b, j] * q[b, j if wa > 1 else 0]
+            p_elec[b, j] = 1.5 * (vd[b, j if wd > 1 else 0] * a + vq[b, j if wq > 1 else 0] * c)
+            p_copper[b, j] = 1.5 * R[b, j] * (a * a + c * c)
+            e_mag[b, j] = 0.75 * (Ld[b, j] * a * a + Lq[b, j] * c * c)
+            p_mech[b, j] = t * qd[b, j if ws > 1 else 0]
+
+
+@register
+class PMSM(JointBlock):
+    """Permanent-magnet synchronous motor behind a gear, in the rotor dq frame, per joint.
+
+        Ld did/dt = vd - R id + we Lq iq
+        Lq diq/dt = vq - R iq - we (Ld id + psi),      we = p N qd (electrical speed, rad/s)
+        tau = N 1.5 p (psi iq + (Ld - Lq) id iq)       (joint torque, N m)
+
+    dq quantities are amplitude-invariant (Park with the 2/3 factor), hence the 1.5 factors:
+    p_elec = 1.5 (vd id + vq iq), p_copper = 1.5 R (id^2 + iq^2), e_mag = 0.75 (Ld id^2 + Lq iq^2),
+    p_mech = tau qd, and p_elec = p_copper + d(e_mag)/dt + p_mech exactly. Give the flux linkage
+    psi or the torque constant Kt = 1.5 p psi. theta_e = p N q (rad, not wrapped; the rotor's d axis
+    is on phase a at q = 0) feeds Park / InversePark; input q is optional (theta_e = 0 without it).
+    Jm is the rotor inertia, seen at the joint as N^2 Jm (add it to the plant's mass matrix).
+    """
+
+    type_name = "PMSM"
+    summary = "PMSM in dq behind a gear: currents id, iq, torque 1.5 p (psi iq + (Ld-Lq) id iq) N"
+    params = {
+        "R": Param(units="ohm", doc="phase resistance (> 0)"),
+        "Ld": Param(units="H", doc="d-axis inductance (> 0)"),
+        "Lq": Param(None, "H", "q-axis inductance (> 0; default: Ld, a surface magnet)"),
+        "psi": Param(None, "Wb", "permanent-magnet flux linkage (give psi or Kt)"),
+        "Kt": Param(None, "N m/A", "torque constant 1.5 p psi (give psi or Kt)"),
+        "p": Param(1.0, "-", "pole pairs (> 0)"),
+        "N": Param(1.0, "-", "gear ratio: rotor speed N qd (> 0)"),
+        "Jm": Param(0.0, "kg m^2", "rotor inertia (>= 0), seen at the joint as N^2 Jm"),
+        "id0": Param(0.0, "A", "initial d current"),
+        "iq0": Param(0.0, "A", "initial q current"),
+    }
+    inputs = ("vd", "vq", "qd", "q")
+    optional_inputs = ("q",)
+    outputs = ("id", "iq", "tau", "theta_e", "p_elec", "p_copper", "e_mag", "p_mech")
+    sample = "continuous"
+    width_params = ("R", "Ld", "Lq", "psi", "Kt", "p", "N", "Jm", "id0", "iq0")
+
+    def check(self):
+        if (self.p.psi is None) == (self.p.Kt is None):
+            raise ParameterError("give exactly one of psi (flux linkage, Wb) and Kt (N m/A)",
+                                 block=self.name)
+        self.positive("R", "Ld", "Lq", "psi", "Kt", "p", "N")
+        self.positive("Jm", allow_zero=True)
+
+    def feedthrough(self):
+        return {("q", "theta_e"), ("vd", "p_elec"), ("vq", "p_elec"), ("qd", "p_mech")}
+
+    def configure(self, in_widths, out_widths):
+        super().configure(in_widths, out_widths)
+        r = self.rows
+        self._Lq = r.get("Lq", r["Ld"])
+        self._psi = r["psi"] if "psi" in r else r["Kt"] / (1.5 * r["p"])
+        self.n_xc = 2 * self.width
+
+    def state_names(self):
+        w = self.width
+        return [f"id[{j}]" for j in range(w)] + [f"iq[{j}]" for j in range(w)], []
+
+    def initial_state(self, xc, xd):
+        w = self.width
+        xc[:, :w] = self.rows["id0"]
+        xc[:, w:] = self.rows["iq0"]
+
+    def output(self, t, xc, xd, u, y):
+        w, r = self.width, self.rows
+        pmsm_output_kernel(xc[:, :w], xc[:, w:], u[0], u[1], u[2], u[3], r["R"], r["Ld"], self._Lq,
+                           self._psi, r["p"], r["N"], *y)
+
+    def derivative(self, t, xc, xd, u, dxc):
+        w, r = self.width, self.rows
+        pmsm_derivative_kernel(xc[:, :w], xc[:, w:], u[0], u[1], u[2], r["R"], r["Ld"], self._Lq,
+                               self._psi, r["p"], r["N"], dxc[:, :w], dxc[:, w:])
+
+
+# =====================================================================================================
+# current loop
+# =====================================================================================================
+
+@njit(cache=True)
+def torque_to_current_kernel(tau, N, Kt, iq, i_d):
+    """iq* = tau* / (N Kt) (A), id* = 0."""
+    wt = tau.shape[1]
+    for b in range(iq.shape[0]):
+        for j in range(iq.shape[1]):
+            iq[b, j] = tau[b, j if wt > 1 else 0] / (N[b, j] * Kt[b, j])
+            i_d[b, j] = 0.0
+
+
+@register
+class TorqueToCurrent(JointBlock):
+    """Current set-point for a joint torque command: iq* = tau* / (N Kt), and id* = 0 (optional output).
+
+    tau in N m at the joint, N the gear ratio, Kt the motor's torque constant (N m/A; for a PMSM the
+    amplitude-invariant 1.5 p psi). With `with_id` the block also outputs id* = 0 (A) for a dq
+    current controller (maximum torque per ampere of a surface magnet).
+    """
+
+    type_name = "TorqueToCurrent"
+    summary = "iq* = tau* / (N Kt) (and id* = 0)"
+    params = {
+        "N": Param(1.0, "-", "gear ratio (> 0)"),
+        "Kt": Param(units="N m/A", doc="motor torque constant (> 0)"),
+        "with_id": Param(False, "-", "also output id = 0", kind="bool"),
+    }
+    inputs = ("tau",)
+    width_params = ("N", "Kt")
+
+    def check(self):
+        self.positive("N", "Kt")
+
+    def output_names(self):
+        return ["iq", "id"] if self.p.with_id else ["iq"]
+
+    def configure(self, in_widths, out_widths):
+        super().configure(in_widths, out_widths)
+        self._id = np.zeros((self.batch, self.width))
+
+    def output(self, t, xc, xd, u, y):
+        torque_to_current_kernel(u[0], self.rows["N"], self.rows["Kt"], y[0],
+                                 y[1] if len(y) > 1 else self._id)
+
+
+@njit(cache=True)
+def current_pi_q_kernel(iq_ref, iq, qd, z, Kp, Ki, psi, p, N, v_max, decouple, Ts, v, z_next):
+    """Single-axis current PI with clamp and conditional integration (WORKLOADS.md W2), per member:
+
+        e = iq* - iq;  u = Kp e + Ki z (+ p N qd psi with decoupling);  v = clamp(u, +-v_max)
+        z_next = z + Ts e while |u| <= v_max, else z.
+
+    Signals (B, n or 1), z (B, n) A s, rows (B, n); v (B, n) V, z_next (B, n) (may alias z).
+    """
+    wr = iq_ref.shape[1]
+    wm = iq.shape[1]
+    ws = qd.shape[1]
+    for b in range(v.shape[0]):
+        for j in range(v.shape[1]):
+            e = iq_ref[b, j if wr > 1 else 0] - iq[b, j if wm > 1 else 0]
+            zk = z[b, j]
+            u = Kp[b, j] * e + Ki[b, j] * zk
+            if decouple:
+                u += p[b, j] * N[b, j] * qd[b, j if ws > 1 else 0] * psi[b, j]
+            lim = v_max[b, j]
+            if u > lim:
+                v[b, j] = lim
+                z_next[b, j] = zk
+            elif u < -lim:
+                v[b, j] = -lim
+                z_next[b, j] = zk
+            else:
+                v[b, j] = u
+                z_next[b, j] = zk + Ts * e
+
+
+@njit(cache=True)
+def current_pi_dq_kernel(id_ref, iq_ref, i_d, i_q, qd, zd, zq, Kp_d, Ki_d, Kp_q, Ki_q,
+                         Ld, Lq, psi, p, N, v_max, decouple, Ts, vd, vq, zd_next, zq_next):
+    """dq current PI of field-oriented control, per member and joint:
+
+        u_d = Kp_d e_d + Ki_d z_d (- we Lq iq),  u_q = Kp_q e_q + Ki_q z_q (+ we (Ld id + psi))
+        |u| > v_max: v = u v_max / |u| (direction kept) and both integrators hold;
+        else v = u and z += Ts e on both axes.     we = p N qd, rad/s.
+    """
+    w1, w2, w3, w4, w5 = id_ref.shape[1], iq_ref.shape[1], i_d.shape[1], i_q.shape[1], qd.shape[1]
+    for b in range(vd.shape[0]):
+        for j in range(vd.shape[1]):
+            a = i_d[b, j if w3 > 1 else 0]
+            c = i_q[b, j if w4 > 1 else 0]
+            ed = id_ref[b, j if w1 > 1 else 0] - a
+            eq = iq_ref[b, j if w2 > 1 else 0] - c
+            zdk = zd[b, j]
+            zqk = zq[b, j]
+            ud = Kp_d[b, j] * ed + Ki_d[b, j] * zdk
+            uq = Kp_q[b, j] * eq + Ki_q[b, j] * zqk
+            if decouple:
+                we = p[b, j] * N[b, j] * qd[b, j if w5 > 1 else 0]
+                ud -= we * Lq[b, j] * c
+                uq += we * (Ld[b, j] * a + psi[b, j])
+            mag = math.sqrt(ud * ud + uq * uq)
+            lim = v_max[b, j]
+            if mag > lim:
+                s = lim / mag
+                vd[b, j] = ud * s
+                vq[b, j] = uq * s
+                zd_next[b, j] = zdk
+                zq_next[b, j] = zqk
+            else:
+                vd[b, j] = ud
+                vq[b, j] = uq
+                zd_next[b, j] = zdk + Ts * ed
+                zq_next[b, j] = zqk + Ts * eq
+
+
+@register
+class CurrentController(JointBlock):
+    """Discrete PI current controller of field-oriented control, at its own period, per joint.
+
+    At each hit k: e = i* - i, u = Kp e + Ki z[k] (+ decoupling feed-forward), the voltage is u
+    limited to v_max and held until the next hit; the integral z (A s) is updated after the output,
+    by forward Euler z[k+1] = z[k] + Ts e[k], only while the limit is not active (anti-windup by
+    conditional integration, exactly as WORKLOADS.md W2).
+      axes q:  inputs iq_ref, iq (and qd); output vq; u clamped to +-v_max (a DC motor or the q axis).
+      axes dq: inputs id_ref (optional, 0), iq_ref, id, iq (and qd); outputs vd, vq; the vector is
+               scaled onto the circle |v| <= v_max keeping its direction (Vdc / sqrt(3) for SVPWM).
+    Gains: Kp, Ki, or `bandwidth` wc (rad/s) with the motor's R and L (or Ld, Lq): Kp = L wc,
+    Ki = R wc per axis, which cancels the R-L pole so the closed loop is first order at wc while wc
+    stays well below the sampling rate (a fiftieth of it keeps the error within a few per cent).
+    Decoupling (`decouple: true`, needs qd wired): vd += -we Lq iq, vq += we (Ld id + psi) with
+    we = p N qd (for a DC motor: p = 1 and psi = Ke, i.e. back-EMF compensation Ke N qd).
+    """
+
+    type_name = "CurrentController"
+    summary = "discrete PI current loop (q or dq), voltage limit, conditional-integration anti-windup"
+    params = {
+        "period": PERIOD, "offset": OFFSET,
+        "axes": Param("dq", "-", "dq: both axes, circle limit; q: q axis only, clamp", kind="str",
+                      choices=("dq", "q")),
+        "Kp": Param(None, "V/A", "proportional gain (or give bandwidth)"),
+        "Ki": Param(None, "V/(A s)", "integral gain (or give bandwidth)"),
+        "Kp_d": Param(None, "V/A", "d-axis proportional gain (default: Kp, or Ld wc)"),
+        "Ki_d": Param(None, "V/(A s)", "d-axis integral gain (default: Ki, or R wc)"),
+        "bandwidth": Param(None, "rad/s", "closed-loop bandwidth wc: Kp = L wc, Ki = R wc"),
+        "R": Param(None, "ohm", "motor resistance, for bandwidth tuning"),
+        "L": Param(None, "H", "motor inductance (both axes), for tuning and decoupling"),
+        "Ld": Param(None, "H", "d-axis inductance (default: L)"),
+        "Lq": Param(None, "H", "q-axis inductance (default: L)"),
+        "psi": Param(0.0, "Wb", "flux linkage for decoupling (a DC motor: Ke, V s/rad)"),
+        "p": Param(1.0, "-", "pole pairs, for decoupling"),
+        "N": Param(1.0, "-", "gear ratio, for decoupling (we = p N qd)"),
+        "decouple": Param(False, "-", "add the dq decoupling / back-EMF feed-forward", kind="bool"),
+        "v_max": Param(np.inf, "V", "voltage limit (> 0, may be inf)"),
+    }
+    sample = "discrete"
+    width_params = ("Kp", "Ki", "Kp_d", "Ki_d", "bandwidth", "R", "L", "Ld", "Lq", "psi", "p", "N",
+                    "v_max")
+
+    def infinite_ok(self):
+        return ("v_max",)
+
+    def check(self):
+        p = self.p
+        tuned = p.bandwidth is not None
+        if tuned == (p.Kp is not None or p.Ki is not None):
+            raise ParameterError("give the gains Kp and Ki, or bandwidth (with R and L), not both",
+                                 block=self.name)
+        if not tuned and (p.Kp is None or p.Ki is None):
+            raise ParameterError("give both Kp and Ki", block=self.name)
+        self._Lq_given = p.Lq if p.Lq is not None else p.L
+        self._Ld_given = p.Ld if p.Ld is not None else p.L
+        if tuned:
+            self.positive("bandwidth")
+            if p.R is None or self._Lq_given is None or (p.axes == "dq" and self._Ld_given is None):
+                raise ParameterError("bandwidth tuning needs the motor's R and L (or Ld, Lq)",
+                                     block=self.name)
+        if p.decouple and (self._Lq_given is None or self._Ld_given is None) and p.axes == "dq":
+            raise ParameterError("decoupling needs the motor's L (or Ld and Lq)", block=self.name)
+        self.positive("Kp", "Ki", "Kp_d", "Ki_d", "R", "psi", allow_zero=True)
+        self.positive("L", "Ld", "Lq", "p", "N", "v_max")
+
+    def input_names(self):
+        if self.p.axes == "q":
+            return ["iq_ref", "iq", "qd"]
+        return ["id_ref", "iq_ref", "id", "iq", "qd"]
+
+    @property
+    def optional_inputs(self):
+        return ("id_ref", "qd")
+
+    def output_names(self):
+        return ["vq"] if self.p.axes == "q" else ["vd", "vq"]
+
+    def configure(self, in_widths, out_widths):
+        super().configure(in_widths, out_widths)
+        if self.p.decouple and "qd" not in self.connected:
+            raise ParameterError("decouple: true needs the joint speed qd wired", block=self.name)
+        w, B, r = self.width, self.batch, self.rows
+        zeros = np.zeros((B, w))
+        L = r.get("L")
+        Ld = r.get("Ld", L if L is not None else zeros)
+        Lq = r.get("Lq", L if L is not None else zeros)
+        if self.p.bandwidth is not None:
+            gains = tune_current_pi(r["R"], Ld if self.p.axes == "dq" else Lq, r["bandwidth"], Lq)
+            Kp_q, Ki_q = gains.Kp_q, gains.Ki_q
+            Kp_d, Ki_d = r.get("Kp_d", gains.Kp_d), r.get("Ki_d", gains.Ki_d)
+        else:
+            Kp_q, Ki_q = r["Kp"], r["Ki"]
+            Kp_d, Ki_d = r.get("Kp_d", Kp_q), r.get("Ki_d", Ki_q)
+        self._gains = tuple(np.ascontiguousarray(g) for g in (Kp_d, Ki_d, Kp_q, Ki_q))
+        self._Ld, self._Lq = Ld, Lq
+        self._Ts = float(self.p.period)
+        self.n_xd = w if self.p.axes == "q" else 2 * w
+        self._v = np.zeros((B, w))
+        self._z = np.zeros((B, self.n_xd))
+        self._vd = np.zeros((B, w))
+        self._vq = np.zeros((B, w))
+
+    @property
+    def gains(self) -> dict[str, np.ndarray]:
+        """The gains in use, (B, n) each: Kp_d, Ki_d, Kp_q, Ki_q (after bandwidth tuning)."""
+        return dict(zip(("Kp_d", "Ki_d", "Kp_q", "Ki_q"), self._gains))
+
+    def state_names(self):
+        w = self.width
+        names = [f"zq[{j}]" for j in range(w)]
+        return [], names if self.p.axes == "q" else [f"zd[{j}]" for j in range(w)] + names
+
+    def step(self, xd, u, v_out, z_next):
+        """One PI sample: the held voltage(s) into v_out, the next integral into z_next."""
+        w, r = self.width, self.rows
+        Kp_d, Ki_d, Kp_q, Ki_q = self._gains
+        if self.p.axes == "q":
+            current_pi_q_kernel(u[0], u[1], u[2], xd, Kp_q, Ki_q, r["psi"], r["p"], r["N"],
+                                r["v_max"], self.p.decouple, self._Ts, v_out[0], z_next)
+        else:
+            current_pi_dq_kernel(u[0], u[1], u[2], u[3], u[4], xd[:, :w], xd[:, w:],
+                                 Kp_d, Ki_d, Kp_q, Ki_q, self._Ld, self._Lq, r["psi"], r["p"],
+                                 r["N"], r["v_max"], self.p.decouple, self._Ts,
+                                 v_out[0], v_out[1], z_next[:, :w], z_next[:, w:])
+
+    def output(self, t, xc, xd, u, y):
+        self.step(xd, u, y, self._z)
+
+    def update(self, t, xc, xd, u):
+        self.step(xd, u, (self._vd, self._vq) if self.p.axes == "dq" else (self._v,), xd)

@@ -1,0 +1,243 @@
+"""Field-oriented-control blocks: Clarke and Park transforms and their inverses, an average-value
+inverter (the voltage circle of the DC bus) and space-vector PWM duty cycles.
+
+Transforms are amplitude-invariant (the 2/3 factor), as in `blocksim.models.foc`: a balanced
+three-phase set of amplitude A is a vector of length A, and power is 1.5 (vd id + vq iq).
+Every block works per channel (one motor per joint); scalar inputs expand to the width.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..errors import ParameterError
+from .actuators import JointBlock
+from .base import Param, register
+
+SQRT3 = math.sqrt(3.0)
+
+
+@njit(cache=True)
+def clarke_kernel(a, b, c, alpha, beta, zero):
+    """alpha = (2a - b - c) / 3, beta = (b - c) / sqrt(3), zero = (a + b + c) / 3; (B, n or 1) in."""
+    wa, wb, wc = a.shape[1], b.shape[1], c.shape[1]
+    for k in range(alpha.shape[0]):
+        for j in range(alpha.shape[1]):
+            x = a[k, j if wa > 1 else 0]
+            y = b[k, j if wb > 1 else 0]
+            z = c[k, j if wc > 1 else 0]
+            alpha[k, j] = (2.0 * x - y - z) / 3.0
+            beta[k, j] = (y - z) / SQRT3
+            zero[k, j] = (x + y + z) / 3.0
+
+
+@njit(cache=True)
+def inverse_clarke_kernel(alpha, beta, zero, a, b, c):
+    """a = alpha + 0, b = -alpha/2 + sqrt(3)/2 beta + 0, c = -alpha/2 - sqrt(3)/2 beta + 0."""
+    w1, w2, w3 = alpha.shape[1], beta.shape[1], zero.shape[1]
+    for k in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            al = alpha[k, j if w1 > 1 else 0]
+            be = beta[k, j if w2 > 1 else 0]
+            z = zero[k, j if w3 > 1 else 0]
+            a[k, j] = al + z
+            b[k, j] = -0.5 * al + 0.5 * SQRT3 * be + z
+            c[k, j] = -0.5 * al - 0.5 * SQRT3 * be + z
+
+
+@njit(cache=True)
+def rotate_kernel(x, y, theta, sign, x_out, y_out):
+    """Rotation by sign * theta: Park (sign -1: d = x cos + y sin, q = -x sin + y cos) and inverse
+    Park (sign +1: alpha = d cos - q sin, beta = d sin + q cos); theta in rad."""
+    w1, w2, w3 = x.shape[1], y.shape[1], theta.shape[1]
+    for k in range(x_out.shape[0]):
+        for j in range(x_out.shape[1]):
+            th = theta[k, j if w3 > 1 else 0]
+            c = math.cos(th)
+            s = sign * math.sin(th)
+            u = x[k, j if w1 > 1 else 0]
+            v = y[k, j if w2 > 1 else 0]
+            x_out[k, j] = u * c - v * s
+            y_out[k, j] = u * s + v * c
+
+
+class Transform(JointBlock):
+    """The shared shape of the FOC transforms: memoryless, every output reads every input."""
+
+    params = {}
+
+
+@register
+class Clarke(Transform):
+    """Amplitude-invariant Clarke transform: phase quantities (a, b, c) -> (alpha, beta, zero).
+
+    alpha = (2a - b - c) / 3, beta = (b - c) / sqrt(3), zero = (a + b + c) / 3 (A or V).
+    """
+
+    type_name = "Clarke"
+    summary = "abc -> alpha, beta, zero (amplitude-invariant)"
+    inputs = ("a", "b", "c")
+    outputs = ("alpha", "beta", "zero")
+
+    def output(self, t, xc, xd, u, y):
+        clarke_kernel(u[0], u[1], u[2], y[0], y[1], y[2])
+
+
+@register
+class InverseClarke(Transform):
+    """Inverse Clarke transform: (alpha, beta, zero) -> phase quantities (a, b, c); zero is optional."""
+
+    type_name = "InverseClarke"
+    summary = "alpha, beta (, zero) -> abc"
+    inputs = ("alpha", "beta", "zero")
+    optional_inputs = ("zero",)
+    outputs = ("a", "b", "c")
+
+    def output(self, t, xc, xd, u, y):
+        inverse_clarke_kernel(u[0], u[1], u[2], y[0], y[1], y[2])
+
+
+@register
+class Park(Transform):
+    """Park transform into the rotor frame at electrical angle theta_e (rad):
+    d = alpha cos(theta_e) + beta sin(theta_e), q = -alpha sin(theta_e) + beta cos(theta_e)."""
+
+    type_name = "Park"
+    summary = "alpha, beta -> d, q at the electrical angle theta_e"
+    inputs = ("alpha", "beta", "theta_e")
+    outputs = ("d", "q")
+
+    def output(self, t, xc, xd, u, y):
+        rotate_kernel(u[0], u[1], u[2], -1.0, y[0], y[1])
+
+
+@register
+class InversePark(Transform):
+    """Inverse Park transform from the rotor frame at electrical angle theta_e (rad):
+    alpha = d cos(theta_e) - q sin(theta_e), beta = d sin(theta_e) + q cos(theta_e)."""
+
+    type_name = "InversePark"
+    summary = "d, q -> alpha, beta at the electrical angle theta_e"
+    inputs = ("d", "q", "theta_e")
+    outputs = ("alpha", "beta")
+
+    def output(self, t, xc, xd, u, y):
+        rotate_kernel(u[0], u[1], u[2], 1.0, y[0], y[1])
+
+
+@njit(cache=True)
+def circle_limit_kernel(v1, v2, vdc, v1_out, v2_out, saturated):
+    """(v1, v2) scaled onto |v| <= vdc / sqrt(3), direction kept; saturated = 1 where it was."""
+    w1, w2 = v1.shape[1], v2.shape[1]
+    for k in range(v1_out.shape[0]):
+        for j in range(v1_out.shape[1]):
+            x = v1[k, j if w1 > 1 else 0]
+            y = v2[k, j if w2 > 1 else 0]
+            lim = vdc[k, j] / SQRT3
+            mag = math.sqrt(x * x + y * y)
+            if mag > lim:
+                s = lim / mag
+                x *= s
+                y *= s
+                saturated[k, j] = 1.0
+            else:
+                saturated[k, j] = 0.0
+            v1_out[k, j] = x
+            v2_out[k, j] = y
+
+
+@njit(cache=True)
+def circle_crossings_kernel(v1, v2, vdc, g):
+    """g = |v| - vdc / sqrt(3): the kink of the limit."""
+    w1, w2 = v1.shape[1], v2.shape[1]
+    for k in range(g.shape[0]):
+        for j in range(g.shape[1]):
+            x = v1[k, j if w1 > 1 else 0]
+            y = v2[k, j if w2 > 1 else 0]
+            g[k, j] = math.sqrt(x * x + y * y) - vdc[k, j] / SQRT3
+
+
+@register
+class Inverter(JointBlock):
+    """Average-value three-phase inverter: the commanded voltage vector, limited to what the DC bus
+    can make with space-vector modulation, |v| <= Vdc / sqrt(3) (V), its direction kept.
+
+    Works in either frame (the length of a vector is the same in dq and alpha-beta): `frame: dq`
+    has inputs vd_ref, vq_ref and outputs vd, vq; `frame: alphabeta` inputs v_alpha_ref, v_beta_ref
+    and outputs v_alpha, v_beta. Output `saturated` is 1 while the limit acts. Switching ripple and
+    dead time are averaged out (one PWM period is far below the current loop's time constant).
+    """
+
+    type_name = "Inverter"
+    summary = "average-value inverter: voltage vector limited to the circle Vdc / sqrt(3)"
+    params = {
+        "vdc": Param(units="V", doc="DC-link voltage (> 0)"),
+        "frame": Param("dq", "-", "port names: dq or alphabeta", kind="str",
+                       choices=("dq", "alphabeta")),
+    }
+    width_params = ("vdc",)
+
+    def check(self):
+        self.positive("vdc")
+
+    def input_names(self):
+        return ["vd_ref", "vq_ref"] if self.p.frame == "dq" else ["v_alpha_ref", "v_beta_ref"]
+
+    def output_names(self):
+        return (["vd", "vq"] if self.p.frame == "dq" else ["v_alpha", "v_beta"]) + ["saturated"]
+
+    def configure(self, in_widths, out_widths):
+        super().configure(in_widths, out_widths)
+        self.n_zc = self.width
+        self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
+
+    def output(self, t, xc, xd, u, y):
+        circle_limit_kernel(u[0], u[1], self.rows["vdc"], y[0], y[1], y[2])
+
+    def zero_crossings(self, t, xc, xd, u, g):
+        circle_crossings_kernel(u[0], u[1], self.rows["vdc"], g)
+
+
+@njit(cache=True)
+def svpwm_kernel(v_alpha, v_beta, vdc, da, db, dc):
+    """Centred SVPWM duties by min-max injection: d_x = 1/2 + (v_x - (max + min)/2) / vdc, clipped."""
+    w1, w2 = v_alpha.shape[1], v_beta.shape[1]
+    for k in range(da.shape[0]):
+        for j in range(da.shape[1]):
+            al = v_alpha[k, j if w1 > 1 else 0]
+            be = v_beta[k, j if w2 > 1 else 0]
+            va = al
+            vb = -0.5 * al + 0.5 * SQRT3 * be
+            vc = -0.5 * al - 0.5 * SQRT3 * be
+            off = -0.5 * (max(va, max(vb, vc)) + min(va, min(vb, vc)))
+            inv = 1.0 / vdc[k, j]
+            da[k, j] = min(1.0, max(0.0, 0.5 + (va + off) * inv))
+            db[k, j] = min(1.0, max(0.0, 0.5 + (vb + off) * inv))
+            dc[k, j] = min(1.0, max(0.0, 0.5 + (vc + off) * inv))
+
+
+@register
+class SVPWM(JointBlock):
+    """Space-vector PWM duty cycles (da, db, dc) in [0, 1] for a stator voltage (v_alpha, v_beta) (V).
+
+    Min-max zero-sequence injection, centred in the carrier: the phase references (inverse Clarke)
+    are shifted by -(max + min) / 2 and d_x = 1/2 + v_x / vdc. Inside the hexagon (always within
+    |v| <= vdc / sqrt(3)) the average phase-to-neutral voltages give the command back exactly;
+    outside it the duties clip to [0, 1].
+    """
+
+    type_name = "SVPWM"
+    summary = "space-vector PWM duties from v_alpha, v_beta and the DC link"
+    params = {"vdc": Param(units="V", doc="DC-link voltage (> 0)")}
+    inputs = ("v_alpha", "v_beta")
+    outputs = ("da", "db", "dc")
+    width_params = ("vdc",)
+
+    def check(self):
+        if np.any(self.p.vdc <= 0):
+            raise ParameterError("vdc must be > 0", block=self.name)
+
+    def output(self, t, xc, xd, u, y):
+        svpwm_kernel(u[0], u[1], self.rows["vdc"], y[0], y[1], y[2])

@@ -1,0 +1,157 @@
+"""Sensor blocks: an encoder's angle quantisation, seeded measurement noise and an N-sample delay, the
+imperfections between a joint and the controller that reads it."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..errors import ParameterError
+from .actuators import JointBlock
+from .base import Param, register
+from .discrete import OFFSET, PERIOD
+from .sources import gaussian
+
+
+@njit(cache=True)
+def encoder_kernel(q, resolution, nearest, q_out, count):
+    """count = floor(q / resolution) (or the nearest integer), q_out = count * resolution (rad)."""
+    wq = q.shape[1]
+    for b in range(q_out.shape[0]):
+        for j in range(q_out.shape[1]):
+            r = q[b, j if wq > 1 else 0] / resolution[b, j]
+            n = math.floor(r + 0.5) if nearest else math.floor(r)
+            count[b, j] = n
+            q_out[b, j] = n * resolution[b, j]
+
+
+@register
+class Encoder(JointBlock):
+    """Incremental encoder: the joint angle q (rad) quantised to whole counts.
+
+    One joint revolution gives counts * gear counts (an encoder with `counts` lines per revolution,
+    after quadrature decoding, on a motor shaft turning `gear` times faster than the joint), so the
+    resolution is 2 pi / (counts gear) rad. `rounding: floor` is what a counter reads (a bias of half
+    a count); `nearest` rounds to the closest count (halves up). Outputs q (rad) and count.
+    The staircase declares no zero crossings: read it from a discrete controller.
+    """
+
+    type_name = "Encoder"
+    summary = "angle quantised to counts per revolution (optionally on the motor side of a gear)"
+    params = {
+        "counts": Param(units="1/rev", doc="counts per revolution of the encoder's shaft (> 0)"),
+        "gear": Param(1.0, "-", "revolutions of the encoder's shaft per joint revolution (> 0)"),
+        "rounding": Param("floor", "-", "floor (a counter) or nearest", kind="str",
+                          choices=("floor", "nearest")),
+    }
+    inputs = ("q",)
+    outputs = ("q", "count")
+    width_params = ("counts", "gear")
+
+    def check(self):
+        self.positive("counts", "gear")
+
+    def configure(self, in_widths, out_widths):
+        super().configure(in_widths, out_widths)
+        self._resolution = 2.0 * math.pi / (self.rows["counts"] * self.rows["gear"])
+
+    def output(self, t, xc, xd, u, y):
+        encoder_kernel(u[0], self._resolution, self.p.rounding == "nearest", y[0], y[1])
+
+
+@njit(cache=True)
+def noisy_sample_kernel(seed, hit, u, mean, std, y):
+    """y[b, i] = u[b, i] + mean + std N(seed, b, i, k), k = hit[b, 0] (the WhiteNoise generator)."""
+    wu = u.shape[1]
+    for b in range(y.shape[0]):
+        k = np.uint64(hit[b, 0])
+        for i in range(y.shape[1]):
+            y[b, i] = u[b, i if wu > 1 else 0] + mean[b, i] + std[b, i] * gaussian(seed, b, i, k)
+
+
+@register
+class MeasurementNoise(JointBlock):
+    """A sampled measurement: y = u + mean + std n, n standard normal, held between hits.
+
+    Sample k of channel i in batch member b is a pure function of (seed, b, i, k), drawn by the same
+    counter-based generator as the WhiteNoise source, with k the block's discrete state: reruns and
+    batch members are reproducible and independent.
+    """
+
+    type_name = "MeasurementNoise"
+    summary = "sampled signal plus seeded Gaussian noise"
+    params = {"period": PERIOD, "offset": OFFSET,
+              "variance": Param(1.0, "(units of u)^2", "noise variance (>= 0)"),
+              "mean": Param(0.0, "units of u", "noise mean (a sensor bias)"),
+              "seed": Param(0, "-", "seed of the generator", kind="int")}
+    sample = "discrete"
+    width_params = ("variance", "mean")
+
+    def check(self):
+        self.positive("variance", allow_zero=True)
+        self._seed = np.uint64(self.p.seed % 2 ** 64)
+
+    def configure(self, in_widths, out_widths):
+        super().configure(in_widths, out_widths)
+        self.n_xd = 1
+        self._std = np.sqrt(self.rows["variance"])
+
+    def state_names(self):
+        return [], ["sample index k"]
+
+    def output(self, t, xc, xd, u, y):
+        noisy_sample_kernel(self._seed, xd, u[0], self.rows["mean"], self._std, y[0])
+
+    def update(self, t, xc, xd, u):
+        xd += 1.0
+
+
+@njit(cache=True)
+def shift_in_kernel(buffer, u, width):
+    """Drop the oldest sample (the first `width` columns), append u at the end."""
+    n = buffer.shape[1]
+    wu = u.shape[1]
+    for b in range(buffer.shape[0]):
+        for i in range(n - width):
+            buffer[b, i] = buffer[b, i + width]
+        for i in range(width):
+            buffer[b, n - width + i] = u[b, i if wu > 1 else 0]
+
+
+@register
+class SampleDelay(JointBlock):
+    """N-sample discrete delay: y[k] = u[k - N] at the block's hits, x0 for the first N samples.
+
+    Models a sensor's or a bus's transport delay of N periods; N = 1 is a UnitDelay.
+    """
+
+    type_name = "SampleDelay"
+    summary = "delay of N sample periods"
+    params = {"period": PERIOD, "offset": OFFSET,
+              "delay": Param(1, "samples", "N, the delay in periods (>= 1)", kind="int"),
+              "x0": Param(0.0, "units of u", "output during the first N samples")}
+    sample = "discrete"
+    direct_feedthrough = False
+    width_params = ("x0",)
+
+    def check(self):
+        if self.p.delay < 1:
+            raise ParameterError(f"delay must be >= 1 sample, got {self.p.delay}", block=self.name)
+
+    def configure(self, in_widths, out_widths):
+        super().configure(in_widths, out_widths)
+        self.n_xd = self.p.delay * self.width
+
+    def state_names(self):
+        w = self.width
+        return [], [f"u[k-{self.p.delay - s}][{i}]" for s in range(self.p.delay) for i in range(w)]
+
+    def initial_state(self, xc, xd):
+        xd[...] = np.tile(self.rows["x0"], self.p.delay)
+
+    def output(self, t, xc, xd, u, y):
+        y[0][...] = xd[:, :self.width]
+
+    def update(self, t, xc, xd, u):
+        shift_in_kernel(xd, u[0], self.width)
