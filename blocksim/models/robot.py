@@ -687,7 +687,8 @@ class RobotModel:
 
         Damped least squares (Levenberg-Marquardt with adaptive damping) on the 6-vector error
         [p_target - p; rotation vector of R_target R^T] (m, rad), from q0 (default: zeros).
-        Planar 2R presets use the closed form (the elbow branch nearest q0). Converged when the
+        Planar 2R presets use the closed form (for a position alone, the elbow branch nearest
+        q0; a full pose must lie in the arm's plane and fixes the branch). Converged when the
         error norm is below `tol`; raises IKError naming the remaining error otherwise.
         """
         pose = np.asarray(pose, dtype=float)
@@ -743,18 +744,22 @@ class RobotModel:
             sols = [ik_2r(x, y, l1, l2, s) for s in (1.0, -1.0)]
         except ValueError as exc:
             raise IKError(f"inverse kinematics of '{self.name}': {exc}") from None
-        best = None
+        best, best_key, e = None, None, None
         for s in sols:
             qs = np.array(s)
             qs = q0 + (qs - q0 + math.pi) % (2 * math.pi) - math.pi
-            if best is None or np.linalg.norm(qs - q0) < np.linalg.norm(best - q0):
-                best = qs
-        T = self.fk(best)
-        e = np.empty(6)
-        e[:3] = pose[:3, 3] - T[:3, 3]
-        e[3:] = _rotation_vector(pose[:3, :3] @ T[:3, :3].T)
-        if position_only:
-            e = e[:3]
+            T = self.fk(qs)
+            err = np.empty(6)
+            err[:3] = pose[:3, 3] - T[:3, 3]
+            err[3:] = _rotation_vector(pose[:3, :3] @ T[:3, :3].T)
+            if position_only:
+                err = err[:3]
+            # a full pose fixes q1 + q2, so the branch with the smaller error wins; a position
+            # alone has two branches, and the one nearest q0 wins
+            key = (0.0 if position_only else round(float(np.linalg.norm(err)), 9),
+                   float(np.linalg.norm(qs - q0)))
+            if best is None or key < best_key:
+                best, best_key, e = qs, key, err
         if np.linalg.norm(e) > max(tol, 1e-9):
             raise IKError(f"inverse kinematics of '{self.name}' (planar 2R): the pose is not reachable "
                           f"in the arm's plane, remaining error {_describe_error(e, position_only)}")
