@@ -276,6 +276,25 @@ class Simulation:
                     f"{kind} state {names[index]} became NaN/Inf at t = {t:.9g} s{member_text}",
                     where=cd.spec.blocks[name].where, block=name)
 
+    def blame_non_finite(self, solver, err: SolverError) -> None:
+        """When a solver gives up on a non-finite state or derivative, name the block it belongs to."""
+        t = solver.t
+        np.copyto(self.xc, solver.x)
+        self.check_finite(t)
+        with np.errstate(all="ignore"):
+            self.rhs(t, solver.x)
+        cd = self.cd
+        for name in self.order:
+            a, b = cd.xc_slices[name]
+            bad = ~np.isfinite(self.dxc[:, a:b])
+            if bad.any():
+                member, index = np.argwhere(bad)[0]
+                member_text = f", batch member {member}" if cd.batch > 1 else ""
+                raise NonFiniteStateError(
+                    f"the derivative of continuous state {cd.blocks[name].state_names()[0][index]} "
+                    f"became NaN/Inf at t = {t:.9g} s{member_text} ({err.message})",
+                    where=cd.spec.blocks[name].where, block=name) from None
+
     # ---- the run ------------------------------------------------------------------------------
     def run(self) -> RunOutput:
         s = self.settings
@@ -412,7 +431,11 @@ class Simulation:
             return t1, None, None
         solver.restart(t0, self.xc.copy(), t1)
         while True:
-            solver.step()
+            try:
+                solver.step()
+            except SolverError as err:
+                self.blame_non_finite(solver, err)
+                raise err.located(where=self.cd.spec.where.get("simulation.solver"))
             t_new = solver.t
             dense = None
             if rec.next_time < min(t_new, t1) or (rec.next_time == t_new and t_new < t1):

@@ -1,0 +1,238 @@
+"""Every user mistake gets one clear message naming file, line, block and port, and a non-zero exit."""
+import subprocess
+import sys
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+
+import blocksim
+from blocksim.errors import (AlgebraicLoopError, BlocksimError, DiagramFileError, ExpressionError,
+                             NonFiniteStateError, ParameterError, SampleTimeError,
+                             UnknownBlockTypeError, WidthError, WiringError)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def write(tmp_path, text, name="bad.yaml"):
+    path = tmp_path / name
+    path.write_text(dedent(text).lstrip())
+    return path
+
+
+def error_of(path, **kw):
+    with pytest.raises(BlocksimError) as info:
+        blocksim.simulate(blocksim.load(path, **kw))
+    return info.value
+
+
+def test_unknown_block_type_suggests_closest(tmp_path):
+    path = write(tmp_path, """
+    blocksim: 1
+    blocks:
+      g: {type: Gian, gain: 2}
+    connections: []
+    """)
+    err = error_of(path)
+    assert isinstance(err, UnknownBlockTypeError)
+    assert f"{path}:3" in str(err) and "block 'g'" in str(err) and "did you mean 'Gain'" in str(err)
+
+
+def test_unknown_parameter_suggests_closest_and_names_its_line(tmp_path):
+    path = write(tmp_path, """
+    blocksim: 1
+    blocks:
+      src: {type: Constant, value: 1.0}
+      g:
+        type: Gain
+        gian: 2
+    connections: [src -> g]
+    """)
+    err = error_of(path)
+    assert isinstance(err, ParameterError)
+    assert f"{path}:6" in str(err) and "block 'g'" in str(err)
+    assert "'gian'" in str(err) and "did you mean 'gain'" in str(err)
+
+
+def test_unconnected_input_names_block_and_port(tmp_path):
+    path = write(tmp_path, """
+    blocksim: 1
+    blocks:
+      a: {type: Constant, value: 1.0}
+      s: {type: Sum, signs: "+-"}
+    connections: [a -> s.in1]
+    """)
+    err = error_of(path)
+    assert isinstance(err, WiringError)
+    assert f"{path}:4" in str(err) and "block 's'" in str(err) and "port 'in2'" in str(err)
+    assert "not connected" in str(err)
+
+
+def test_second_driver_on_an_input_is_an_error(tmp_path):
+    path = write(tmp_path, """
+    blocksim: 1
+    blocks:
+      a: {type: Constant, value: 1.0}
+      b: {type: Constant, value: 2.0}
+      g: {type: Gain, gain: 1}
+    connections:
+      - a -> g
+      - b -> g
+    """)
+    err = error_of(path)
+    assert isinstance(err, WiringError)
+    assert f"{path}:8" in str(err) and "already driven by a.out" in str(err)
+
+
+def test_unknown_port_suggests_closest(tmp_path):
+    path = write(tmp_path, """
+    blocksim: 1
+    blocks:
+      a: {type: Constant, value: 1.0}
+      s: {type: Sum, signs: "++"}
+    connections:
+      - a -> s.in1
+      - a -> s.inn2
+    """)
+    err = error_of(path)
+    assert isinstance(err, WiringError)
+    assert f"{path}:7" in str(err) and "port 'inn2'" in str(err) and "did you mean 'in2'" in str(err)
+
+
+def test_width_mismatch_names_the_wire(tmp_path):
+    path = write(tmp_path, """
+    blocksim: 1
+    blocks:
+      a: {type: Constant, value: [1.0, 2.0]}
+      b: {type: Constant, value: [1.0, 2.0, 3.0]}
+      s: {type: Sum, signs: "++"}
+    connections:
+      - a -> s.in1
+      - b -> s.in2
+    """)
+    err = error_of(path)
+    assert isinstance(err, WidthError)
+    assert "block 's'" in str(err) and "width" in str(err) and f"{path}:" in str(err)
+
+
+def test_algebraic_loop_names_every_block_on_it(tmp_path):
+    path = write(tmp_path, """
+    blocksim: 1
+    blocks:
+      ref: {type: Constant, value: 1.0}
+      e:   {type: Sum, signs: "+-"}
+      k:   {type: Gain, gain: 2.0}
+      h:   {type: Gain, gain: 0.5}
+    connections:
+      - ref -> e.in1
+      - e -> k
+      - k -> h
+      - h -> e.in2
+    """)
+    err = error_of(path)
+    assert isinstance(err, AlgebraicLoopError)
+    for name in ("e", "k", "h"):
+        assert f"{name}." in str(err)
+    assert "blocks on it: e, k, h" in str(err)
+
+
+def test_fixed_step_that_does_not_divide_a_period(tmp_path):
+    path = write(tmp_path, """
+    blocksim: 1
+    blocks:
+      a: {type: Constant, value: 1.0}
+      z: {type: UnitDelay, period: 0.001}
+      x: {type: Integrator}
+    connections: [a -> z, z -> x]
+    simulation: {solver: rk4, step: 0.0003, stop_time: 0.01}
+    """)
+    err = error_of(path)
+    assert isinstance(err, SampleTimeError)
+    assert "does not divide" in str(err) and "block 'z'" in str(err)
+
+
+def test_non_finite_state_names_block_and_time(tmp_path):
+    path = write(tmp_path, """
+    blocksim: 1
+    blocks:
+      sq: {type: Function, expr: "u * u"}
+      x:  {type: Integrator, x0: 1.0}
+    connections: [x -> sq, sq -> x]
+    simulation: {solver: rk4, step: 0.01, stop_time: 2.0}
+    """)
+    err = error_of(path)                  # x' = x^2 from 1 blows up at t = 1
+    assert isinstance(err, NonFiniteStateError)
+    assert "block 'x'" in str(err) and f"{path}:4" in str(err)
+    t = float(str(err).split("at t = ")[1].split(" s")[0])
+    assert 0.9 < t <= 1.1
+
+
+def test_adaptive_solver_that_cannot_meet_its_tolerance(tmp_path):
+    path = write(tmp_path, """
+    blocksim: 1
+    blocks:
+      sq: {type: Function, expr: "u * u"}
+      x:  {type: Integrator, x0: 1.0}
+    connections: [x -> sq, sq -> x]
+    simulation: {solver: dopri5, stop_time: 2.0}
+    """)
+    err = error_of(path)
+    assert "dopri5" in str(err) and "t = " in str(err)
+    t = float(str(err).split("t = ")[1].split(" s")[0])
+    assert 0.99 < t <= 1.0 + 1e-6
+
+
+def test_malformed_yaml_names_file_and_line(tmp_path):
+    path = write(tmp_path, """
+    blocksim: 1
+    blocks:
+      a: {type: Constant, value: [1.0, 2.0}
+    """)
+    with pytest.raises(DiagramFileError) as info:
+        blocksim.load(path)
+    assert str(path) in str(info.value) and ":3" in str(info.value)
+
+
+def test_expression_beyond_arithmetic_is_refused(tmp_path):
+    path = write(tmp_path, """
+    blocksim: 1
+    parameters:
+      evil: "${__import__('os').system('echo hi')}"
+    blocks:
+      a: {type: Constant, value: $evil}
+    connections: []
+    """)
+    with pytest.raises(ExpressionError) as info:
+        blocksim.load(path)
+    assert f"{path}:3" in str(info.value)
+
+
+def cli(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, str(ROOT / "cli.py"), *map(str, args)],
+                          capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+def test_cli_reports_errors_on_stderr_with_nonzero_exit(tmp_path):
+    path = write(tmp_path, """
+    blocksim: 1
+    blocks:
+      g: {type: Gian}
+    connections: []
+    """)
+    for command in ("simulate", "check"):
+        proc = cli(command, path)
+        assert proc.returncode == 1
+        assert f"{path}:3" in proc.stderr and "did you mean 'Gain'" in proc.stderr
+
+
+def test_cli_never_overwrites_a_non_empty_output_folder(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    keep = out / "notes.txt"
+    keep.write_text("mine")
+    proc = cli("simulate", ROOT / "examples" / "mass_spring_damper.yaml", "--out", out)
+    assert proc.returncode != 0 and "not empty" in proc.stderr
+    assert keep.read_text() == "mine" and sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    proc = cli("simulate", ROOT / "examples" / "mass_spring_damper.yaml", "--out", out, "--force")
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "default" / "signals.npz").exists() and keep.read_text() == "mine"
