@@ -143,7 +143,7 @@ def _section(doc: YamlMap, key: str, kind: type) -> Any:
     return value
 
 
-def _check_names(items: Any, key: str, doc: YamlMap) -> None:
+def _check_names(items: YamlList, key: str) -> None:
     """inports/outports: a list of distinct port names."""
     seen: set[str] = set()
     for index, name in enumerate(items):
@@ -224,8 +224,8 @@ def read_diagram_file(path: str | Path, display: str, via: tuple[str, ...] = (),
         if key in valid:
             _section(doc, key, list)
     if subsystem:
-        _check_names(doc["inports"], "inports", doc)
-        _check_names(doc["outports"], "outports", doc)
+        _check_names(doc["inports"], "inports")
+        _check_names(doc["outports"], "outports")
     elif not doc["blocks"]:
         raise DiagramFileError("the diagram has no blocks", where=doc.loc("blocks"))
     _check_blocks(doc["blocks"])
