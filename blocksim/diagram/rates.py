@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from fractions import Fraction
 from math import gcd
 
@@ -86,8 +87,18 @@ class Timebase:
     start: Fraction
     rates: tuple[Rate, ...]
 
+    @cached_property
+    def integer_form(self) -> tuple[int, int, int]:
+        """(num0, dnum, den) with t(n) = (num0 + n * dnum) / den exactly, all integers."""
+        den = self.start.denominator * self.tick.denominator // gcd(self.start.denominator,
+                                                                    self.tick.denominator)
+        return (self.start.numerator * (den // self.start.denominator),
+                self.tick.numerator * (den // self.tick.denominator), den)
+
     def time(self, n: int) -> float:
-        return float(self.start + n * self.tick)
+        """t = start + n tick (s), the correctly rounded float of the exact rational."""
+        num0, dnum, den = self.integer_form
+        return (num0 + n * dnum) / den   # int / int is correctly rounded in Python
 
     def rate_index(self, st: SampleTime) -> int:
         for k, r in enumerate(self.rates):

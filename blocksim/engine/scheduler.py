@@ -137,9 +137,9 @@ class Simulation:
         self.out_bufs = {(n, o): np.zeros((B, w)) for n, ws in cd.out_widths.items()
                          for o, w in ws.items()}
         self.events: list[Event] = []
-        self._build_plan()
         fixed_step = settings.step if not SOLVERS[settings.solver].adaptive else None
         self.timebase = make_timebase(cd.sample_times, settings.start, fixed_step)
+        self._build_plan()
         self.log_grid = log_times(settings.start, settings.stop, settings.log_every)
         self.recorder = Recorder({name: self.out_bufs[bp] for name, bp in logged.items()},
                                  self.log_grid)
@@ -166,8 +166,9 @@ class Simulation:
         cd = self.cd
         enabled = {n for n, b in cd.blocks.items() if b.enabled}
         self.views = {n: self._views(n) for n in cd.blocks}
-        rate_of = {}
-        self.major_calls = []      # (rate sample time or None = every major step, method, args)
+        rate_index = {r.sample_time: k for k, r in enumerate(self.timebase.rates)}
+        self.rate_index = rate_index
+        self.major_calls = []      # (rate index or -1 = every major step, method, args)
         self.constant_calls = []
         self.minor_calls = []
         for call in cd.calls:
@@ -181,8 +182,7 @@ class Simulation:
             if st.kind == "constant":
                 self.constant_calls.append(entry)
                 continue
-            rate_of[name] = st if st.kind == "discrete" else None
-            self.major_calls.append((rate_of[name], *entry))
+            self.major_calls.append((rate_index[st] if st.kind == "discrete" else -1, *entry))
             if name in cd.varying:
                 self.minor_calls.append(entry)
         order = []
@@ -199,8 +199,8 @@ class Simulation:
             st = cd.sample_times[n]
             if n in enabled and (st.kind == "discrete" or blk.n_xd > 0):
                 xc, xd, u, _, _, _ = self.views[n]
-                self.update_calls.append((st if st.kind == "discrete" else None, blk.update,
-                                          (xc, xd, u)))
+                self.update_calls.append((rate_index[st] if st.kind == "discrete" else -1,
+                                          blk.update, (xc, xd, u)))
         self.zc_blocks = [(n, cd.blocks[n]) for n in order
                           if n in enabled and cd.blocks[n].n_zc > 0]
         self.zc_directions = np.concatenate(
@@ -211,10 +211,22 @@ class Simulation:
                                                                float(self.settings.stop))})
 
     # ---- evaluation ---------------------------------------------------------------------------
-    def outputs_major(self, t: float, hits) -> None:
+    def outputs_major(self, t: float, hits: np.ndarray) -> None:
+        """Outputs in sorted order; discrete blocks only where hits[rate] (else held)."""
         for rate, method, args in self.major_calls:
-            if rate is None or rate in hits:
+            if rate < 0 or hits[rate]:
                 method(t, *args)
+
+    def run_updates(self, t: float, hits: np.ndarray) -> None:
+        """Discrete updates at their hits; continuous blocks' memory at every major step."""
+        for rate, method, args in self.update_calls:
+            if rate < 0 or hits[rate]:
+                method(t, *args)
+
+    def hits_at(self, n: int | None) -> np.ndarray:
+        """Which rates hit at tick n (none off the tick grid, n None)."""
+        rates = self.timebase.rates
+        return np.array([n is not None and r.hits(n) for r in rates], dtype=np.bool_)
 
     def outputs_minor(self, t: float) -> None:
         for method, args in self.minor_calls:
@@ -323,7 +335,7 @@ class Simulation:
         t = float(s.start)
         g_prev = None
         try:
-            hits = {r.sample_time for r in tb.rates if r.hits(0)}
+            hits = self.hits_at(0)
             while True:
                 # -- major step at t
                 self.outputs_major(t, hits)
@@ -340,9 +352,7 @@ class Simulation:
                     g_prev = g_now
                 if self.recorder.next_time == t:
                     self.recorder.record()
-                for rate, method, args in self.update_calls:
-                    if rate is None or rate in hits:
-                        method(t, *args)
+                self.run_updates(t, hits)
                 self.check_finite(t)
                 stats["major_steps"] += 1
                 progress.update(t)
@@ -364,9 +374,9 @@ class Simulation:
                 t_end, event_mask, g_end = self._advance(solver, t, t_next, adaptive, g_prev)
                 if t_end == t_next and isinstance(next_tick, int):
                     n = next_tick
-                    hits = {r.sample_time for r in tb.rates if r.hits(n)}
                 else:
-                    n, hits = None, set()
+                    n = None
+                hits = self.hits_at(n)
                 t = t_end
                 if event_mask is not None:
                     # the event's major step: outputs at the event state, then its reactions
