@@ -1,0 +1,1 @@
+from .robot import RobotModel

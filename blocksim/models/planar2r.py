@@ -195,7 +195,7 @@ def ik_2r(x, y, l1, l2, elbow_up_sign=1.0):
     return q1, q2
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def mass_matrix_into(p, q, out):
     """out (B, 2, 2) = M(q) of the distributed 2R with p = (m1, m2, l1, l2, c1, c2, I1, I2, g)."""
     m1, m2, l1, c1, c2, I1, I2 = p[0], p[1], p[2], p[4], p[5], p[6], p[7]
@@ -208,7 +208,7 @@ def mass_matrix_into(p, q, out):
         out[k, 1, 1] = I2 + m2 * c2 * c2
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def rnea_into(p, q, qd, qdd, out):
     """out (B, 2) = M qdd + c + G of the distributed 2R (N m)."""
     m1, m2, l1, c1, c2, I1, I2, g = p[0], p[1], p[2], p[4], p[5], p[6], p[7], p[8]
@@ -226,7 +226,7 @@ def rnea_into(p, q, qd, qdd, out):
         out[k, 1] = m12 * qdd[k, 0] + m22 * qdd[k, 1] + b * w1 * w1 + g2
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def aba_into(p, q, qd, tau, out):
     """out (B, 2) = M^-1 (tau - c - G) of the distributed 2R (rad/s^2), by Cramer's rule."""
     m1, m2, l1, c1, c2, I1, I2, g = p[0], p[1], p[2], p[4], p[5], p[6], p[7], p[8]

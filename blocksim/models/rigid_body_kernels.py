@@ -38,7 +38,10 @@ written in place, nothing is allocated per call except the per-call scratch the 
     friction_into(viscous, coulomb_pos, coulomb_neg, smoothing, qd, out)
 
 `ws` is scratch of shape (n + 1, WS_COLS) from `workspace(n)`; one per thread. Spatial vectors
-follow Featherstone: motion [w; v], force [n; f], both in body coordinates about the body origin.
+follow Featherstone: motion [w; v], force [n; f], both in body coordinates about the body origin
+(ABA and the Coriolis matrix work in base coordinates about the base origin instead). Kernels are
+compiled with error_model="numpy": a singular model gives inf/nan instead of raising, and callable
+from other numba functions (the compiled diagram step).
 """
 from __future__ import annotations
 
@@ -62,7 +65,6 @@ _U = 36       # 6: IA S (ABA)
 _D = 42       # 1: S^T IA S + armature
 _UU = 43      # 1: u = tau - S^T pA
 _IA = 44      # 36: articulated inertia (row-major 6x6); composite inertia params (CRBA, 10)
-_TMP = 80     # 36: scratch 6x6
 _T = 116      # 12: absolute pose of the body (R, p)
 _BC = 128     # 36: composite B matrix (Coriolis)
 _S = 164      # 6: joint axis in base coordinates (Coriolis)
@@ -75,7 +77,7 @@ def workspace(n: int) -> np.ndarray:
     return np.zeros((n + 1, WS_COLS))
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _joint_transform(jt, xt, qi, ws_row):
     """Write body i's transform in its parent, xtree * Rz(q) or xtree * Tz(q), into ws_row[0:12]."""
     r00 = xt[0]
@@ -110,7 +112,7 @@ def _joint_transform(jt, xt, qi, ws_row):
         ws_row[11] = xt[11] + r22 * qi
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _motion_to_child(X, src, dst):
     """dst = X src for a motion vector given in the parent: [R^T w; R^T (v - p x w)]."""
     wx = src[0]
@@ -130,7 +132,7 @@ def _motion_to_child(X, src, dst):
     dst[5] = X[2] * vx + X[5] * vy + X[8] * vz
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _add_force_to_parent(X, src, dst):
     """dst += X^T src for a force given in the child: [R n + p x (R f); R f]."""
     fx = X[0] * src[3] + X[1] * src[4] + X[2] * src[5]
@@ -147,28 +149,7 @@ def _add_force_to_parent(X, src, dst):
     dst[5] += fz
 
 
-@njit(cache=True)
-def _inertia_times(I, v, out):
-    """out = I v for the rigid-body inertia with parameters I (m, h, inertia about the origin)."""
-    m = I[0]
-    hx = I[1]
-    hy = I[2]
-    hz = I[3]
-    wx = v[0]
-    wy = v[1]
-    wz = v[2]
-    ux = v[3]
-    uy = v[4]
-    uz = v[5]
-    out[0] = I[4] * wx + I[5] * wy + I[6] * wz + hy * uz - hz * uy
-    out[1] = I[5] * wx + I[7] * wy + I[8] * wz + hz * ux - hx * uz
-    out[2] = I[6] * wx + I[8] * wy + I[9] * wz + hx * uy - hy * ux
-    out[3] = m * ux - (hy * wz - hz * wy)
-    out[4] = m * uy - (hz * wx - hx * wz)
-    out[5] = m * uz - (hx * wy - hy * wx)
-
-
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _body_force(I, v, a, out):
     """out = I a + v x* (I v): the net spatial force on a body (Newton-Euler)."""
     m = I[0]
@@ -206,7 +187,7 @@ def _body_force(I, v, a, out):
     out[5] = m * bz - (hx * ay - hy * ax) + wx * fy - wy * fx
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _inertia_to_parent(X, I, out):
     """out += I expressed in the parent frame (10 parameters): rotate by R, shift the origin by p."""
     m = I[0]
@@ -255,7 +236,7 @@ def _inertia_to_parent(X, I, out):
     out[9] += k22 + 2.0 * ph - 2.0 * pz * hz + m * (pp - pz * pz)
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _compose(Ta, Tb, out):
     """out = Ta Tb for poses stored as R (9, row-major), p (3); out must not alias the inputs."""
     for r in range(3):
@@ -264,7 +245,7 @@ def _compose(Ta, Tb, out):
         out[9 + r] = Ta[3 * r] * Tb[9] + Ta[3 * r + 1] * Tb[10] + Ta[3 * r + 2] * Tb[11] + Ta[9 + r]
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _set_identity(T):
     for j in range(12):
         T[j] = 0.0
@@ -273,7 +254,7 @@ def _set_identity(T):
     T[8] = 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _subtract_tool_wrench(T_last, tool, fext_k, f_last):
     """f_last -= the tool wrench fext_k (base frame, about the tool origin) in body coordinates."""
     # tool origin offset from the body origin, in base coordinates: R_last p_tool
@@ -291,7 +272,7 @@ def _subtract_tool_wrench(T_last, tool, fext_k, f_last):
         f_last[3 + r] -= T_last[r] * fx + T_last[3 + r] * fy + T_last[6 + r] * fz
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def rnea_into(jtype, xtree, inertia, armature, tool, q, qd, qdd, gravity, fext, out, ws):
     """Inverse dynamics by the recursive Newton-Euler algorithm (Featherstone, Table 5.1).
 
@@ -350,7 +331,7 @@ def rnea_into(jtype, xtree, inertia, armature, tool, q, qd, qdd, gravity, fext, 
                 _add_force_to_parent(row[_X:_X + 12], row[_F:_F + 6], ws[i - 1, _F:_F + 6])
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def mass_matrix_into(jtype, xtree, inertia, armature, q, out, ws):
     """Joint-space inertia matrix by the composite-rigid-body algorithm (Featherstone, Table 6.2).
 
@@ -401,7 +382,7 @@ def mass_matrix_into(jtype, xtree, inertia, armature, q, out, ws):
                 out[k, j, i] = val
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _inertia_to_matrix(I, out):
     """out (36, row-major 6x6) = the spatial inertia with parameters I, [[J, hx], [hx^T, m 1]]."""
     m = I[0]
@@ -438,196 +419,160 @@ def _inertia_to_matrix(I, out):
     out[35] = m
 
 
-@njit(cache=True)
-def _articulated_to_parent(X, Ia, tmp, out):
-    """out += X^T Ia X: a 6x6 articulated inertia moved from the child to the parent frame.
-
-    Block form with Ia = [[A, Bm], [Bm^T, C]], R = parent-from-child rotation, rx = skew(p):
-    A1 = R A R^T, B1 = R Bm R^T, C1 = R C R^T, then
-    A' = A1 - B1 rx + rx B1^T - rx C1 rx, B' = B1 + rx C1, C' = C1.
-    """
-    # tmp[0:36]: rotated blocks stored as a 6x6 (row-major)
-    for bi in range(2):
-        for bj in range(2):
-            # T = R Blk
-            for r in range(3):
-                for c in range(3):
-                    s = 0.0
-                    for l in range(3):
-                        s += X[3 * r + l] * Ia[(3 * bi + l) * 6 + 3 * bj + c]
-                    tmp[(3 * bi + r) * 6 + 3 * bj + c] = s
-    for bi in range(2):
-        for bj in range(2):
-            # Blk1 = T R^T, computed in place row by row
-            for r in range(3):
-                t0 = tmp[(3 * bi + r) * 6 + 3 * bj]
-                t1 = tmp[(3 * bi + r) * 6 + 3 * bj + 1]
-                t2 = tmp[(3 * bi + r) * 6 + 3 * bj + 2]
-                for c in range(3):
-                    tmp[(3 * bi + r) * 6 + 3 * bj + c] = t0 * X[3 * c] + t1 * X[3 * c + 1] + t2 * X[3 * c + 2]
-    px = X[9]
-    py = X[10]
-    pz = X[11]
-    # rx C1 (3x3) and rx B1^T
-    for c in range(3):
-        c0 = tmp[(3 + 0) * 6 + 3 + c]
-        c1 = tmp[(3 + 1) * 6 + 3 + c]
-        c2 = tmp[(3 + 2) * 6 + 3 + c]
-        # rows of rx: [0, -pz, py], [pz, 0, -px], [-py, px, 0]
-        rc0 = -pz * c1 + py * c2
-        rc1 = pz * c0 - px * c2
-        rc2 = -py * c0 + px * c1
-        # B' = B1 + rx C1
-        out[0 * 6 + 3 + c] += tmp[0 * 6 + 3 + c] + rc0
-        out[1 * 6 + 3 + c] += tmp[1 * 6 + 3 + c] + rc1
-        out[2 * 6 + 3 + c] += tmp[2 * 6 + 3 + c] + rc2
-        out[(3 + c) * 6 + 0] += tmp[0 * 6 + 3 + c] + rc0
-        out[(3 + c) * 6 + 1] += tmp[1 * 6 + 3 + c] + rc1
-        out[(3 + c) * 6 + 2] += tmp[2 * 6 + 3 + c] + rc2
-        # stash rx C1 in tmp's lower-left block (unused otherwise; B1^T is read from upper right)
-        tmp[(3 + 0) * 6 + c] = rc0
-        tmp[(3 + 1) * 6 + c] = rc1
-        tmp[(3 + 2) * 6 + c] = rc2
-    for c in range(3):
-        for r in range(3):
-            out[(3 + r) * 6 + 3 + c] += tmp[(3 + r) * 6 + 3 + c]
-    # A' = A1 - B1 rx + rx B1^T - rx C1 rx ;  with W = B1 - rx C1 / 2 ... computed directly
-    for r in range(3):
-        for c in range(3):
-            # (B1 rx)[r, c] = sum_l B1[r, l] rx[l, c]
-            b0 = tmp[r * 6 + 3]
-            b1 = tmp[r * 6 + 4]
-            b2 = tmp[r * 6 + 5]
-            if c == 0:
-                b1rx = b1 * pz - b2 * py
-            elif c == 1:
-                b1rx = -b0 * pz + b2 * px
-            else:
-                b1rx = b0 * py - b1 * px
-            # (rx B1^T)[r, c] = -(B1 rx)^T[r, c]... rx^T = -rx so rx B1^T = -(B1 rx)^T
-            e0 = tmp[c * 6 + 3]
-            e1 = tmp[c * 6 + 4]
-            e2 = tmp[c * 6 + 5]
-            if r == 0:
-                rxb = -(e1 * pz - e2 * py)
-            elif r == 1:
-                rxb = -(-e0 * pz + e2 * px)
-            else:
-                rxb = -(e0 * py - e1 * px)
-            # (rx C1 rx)[r, c] = sum_l (rx C1)[r, l] rx[l, c]
-            d0 = tmp[(3 + r) * 6 + 0]
-            d1 = tmp[(3 + r) * 6 + 1]
-            d2 = tmp[(3 + r) * 6 + 2]
-            if c == 0:
-                rcr = d1 * pz - d2 * py
-            elif c == 1:
-                rcr = -d0 * pz + d2 * px
-            else:
-                rcr = d0 * py - d1 * px
-            out[r * 6 + c] += tmp[r * 6 + c] - b1rx + rxb - rcr
-
-
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def aba_into(jtype, xtree, inertia, armature, tool, q, qd, tau, gravity, fext, out, ws):
     """Forward dynamics by the articulated-body algorithm (Featherstone, Table 7.1), O(n).
 
     out[k] = qdd solving M qdd + c + g - J^T fext = tau (rad/s^2 or m/s^2).
+    Run in base coordinates (spatial vectors about the base origin, as Pinocchio does), so the
+    articulated inertias are summed without 6x6 frame changes on the way to the base.
     """
     nb = q.shape[0]
     n = q.shape[1]
     has_fext = fext.shape[0] > 0
     base = ws[n]
-    for j in range(6):
-        base[_V + j] = 0.0
-        base[_A + j] = 0.0
-    base[_A + 3] = -gravity[0]
-    base[_A + 4] = -gravity[1]
-    base[_A + 5] = -gravity[2]
-    if has_fext:
-        _set_identity(base[_T:_T + 12])
+    _set_identity(base[_T:_T + 12])
     for k in range(nb):
-        # pass 1: velocities, bias accelerations and forces
+        # pass 1: poses, joint axes, velocities, bias accelerations, rigid inertias and bias forces
+        vx = 0.0
+        vy = 0.0
+        vz = 0.0
+        ux = 0.0
+        uy = 0.0
+        uz = 0.0
         for i in range(n):
             row = ws[i]
-            parent = ws[i - 1]
             _joint_transform(jtype[i], xtree[i], q[k, i], row)
-            X = row[_X:_X + 12]
-            v = row[_V:_V + 6]
-            c = row[_C:_C + 6]
-            _motion_to_child(X, parent[_V:_V + 6], v)
-            qdi = qd[k, i]
-            for j in range(6):
-                c[j] = 0.0
+            T = row[_T:_T + 12]
+            _compose(ws[i - 1, _T:_T + 12], row[_X:_X + 12], T)
+            S = row[_S:_S + 6]
+            zx = T[2]
+            zy = T[5]
+            zz = T[8]
             if jtype[i] == 0:
-                c[0] = v[1] * qdi
-                c[1] = -v[0] * qdi
-                c[3] = v[4] * qdi
-                c[4] = -v[3] * qdi
-                v[2] += qdi
+                S[0] = zx
+                S[1] = zy
+                S[2] = zz
+                S[3] = T[10] * zz - T[11] * zy
+                S[4] = T[11] * zx - T[9] * zz
+                S[5] = T[9] * zy - T[10] * zx
             else:
-                c[3] = v[1] * qdi
-                c[4] = -v[0] * qdi
-                v[5] += qdi
-            _inertia_to_matrix(inertia[i], row[_IA:_IA + 36])
-            # pA = v x* I v  (the body-force routine with zero acceleration)
+                S[0] = 0.0
+                S[1] = 0.0
+                S[2] = 0.0
+                S[3] = zx
+                S[4] = zy
+                S[5] = zz
+            qdi = qd[k, i]
+            # c = v_parent x (S qd)  (equal to v x S qd since S x S = 0)
+            c = row[_C:_C + 6]
+            c[0] = (vy * S[2] - vz * S[1]) * qdi
+            c[1] = (vz * S[0] - vx * S[2]) * qdi
+            c[2] = (vx * S[1] - vy * S[0]) * qdi
+            c[3] = (vy * S[5] - vz * S[4] + uy * S[2] - uz * S[1]) * qdi
+            c[4] = (vz * S[3] - vx * S[5] + uz * S[0] - ux * S[2]) * qdi
+            c[5] = (vx * S[4] - vy * S[3] + ux * S[1] - uy * S[0]) * qdi
+            vx += S[0] * qdi
+            vy += S[1] * qdi
+            vz += S[2] * qdi
+            ux += S[3] * qdi
+            uy += S[4] * qdi
+            uz += S[5] * qdi
+            v = row[_V:_V + 6]
+            v[0] = vx
+            v[1] = vy
+            v[2] = vz
+            v[3] = ux
+            v[4] = uy
+            v[5] = uz
+            Iw = row[_IC:_IC + 10]
+            for j in range(10):
+                Iw[j] = 0.0
+            _inertia_to_parent(T, inertia[i], Iw)
+            _inertia_to_matrix(Iw, row[_IA:_IA + 36])
+            # pA = v x* I v (the body-force routine with zero acceleration)
+            a = row[_A:_A + 6]
             for j in range(6):
-                row[_A + j] = 0.0
-            _body_force(inertia[i], v, row[_A:_A + 6], row[_F:_F + 6])
-            if has_fext:
-                _compose(parent[_T:_T + 12], X, row[_T:_T + 12])
+                a[j] = 0.0
+            _body_force(Iw, v, a, row[_F:_F + 6])
         if has_fext:
             last = ws[n - 1]
-            _subtract_tool_wrench(last[_T:_T + 12], tool, fext[k], last[_F:_F + 6])
+            T = last[_T:_T + 12]
+            # tool origin in base coordinates; the wrench moved to the base origin
+            px = T[9] + T[0] * tool[9] + T[1] * tool[10] + T[2] * tool[11]
+            py = T[10] + T[3] * tool[9] + T[4] * tool[10] + T[5] * tool[11]
+            pz = T[11] + T[6] * tool[9] + T[7] * tool[10] + T[8] * tool[11]
+            fx = fext[k, 0]
+            fy = fext[k, 1]
+            fz = fext[k, 2]
+            pA = last[_F:_F + 6]
+            pA[0] -= fext[k, 3] + py * fz - pz * fy
+            pA[1] -= fext[k, 4] + pz * fx - px * fz
+            pA[2] -= fext[k, 5] + px * fy - py * fx
+            pA[3] -= fx
+            pA[4] -= fy
+            pA[5] -= fz
         # pass 2: articulated inertias and bias forces, tip to base
         for i in range(n - 1, -1, -1):
             row = ws[i]
             IA = row[_IA:_IA + 36]
             pA = row[_F:_F + 6]
             U = row[_U:_U + 6]
-            col = 2 if jtype[i] == 0 else 5
-            for j in range(6):
-                U[j] = IA[j * 6 + col]
-            D = U[col] + armature[i]
-            u = tau[k, i] - pA[col]
+            S = row[_S:_S + 6]
+            D = armature[i]
+            u = tau[k, i]
+            for r in range(6):
+                acc = 0.0
+                for j in range(6):
+                    acc += IA[r * 6 + j] * S[j]
+                U[r] = acc
+                D += S[r] * acc
+                u -= S[r] * pA[r]
             row[_D] = D
             row[_UU] = u
             if i > 0:
                 parent = ws[i - 1]
+                PIA = parent[_IA:_IA + 36]
+                PpA = parent[_F:_F + 6]
                 c = row[_C:_C + 6]
                 uD = u / D
-                # Ia = IA - U U^T / D (in place), pa = pA + Ia c + U u / D
                 for r in range(6):
                     Ur = U[r] / D
-                    for s in range(6):
-                        IA[r * 6 + s] -= Ur * U[s]
-                for r in range(6):
                     acc = pA[r] + U[r] * uD
-                    for s in range(6):
-                        acc += IA[r * 6 + s] * c[s]
-                    row[_A + r] = acc  # pa stored in the A slot (free until pass 3)
-                _articulated_to_parent(row[_X:_X + 12], IA, row[_TMP:_TMP + 36], parent[_IA:_IA + 36])
-                _add_force_to_parent(row[_X:_X + 12], row[_A:_A + 6], parent[_F:_F + 6])
-        # pass 3: accelerations, base to tip
+                    for j in range(6):
+                        ia = IA[r * 6 + j] - Ur * U[j]
+                        PIA[r * 6 + j] += ia
+                        acc += ia * c[j]
+                    PpA[r] += acc
+        # pass 3: accelerations, base to tip (a_0 = -gravity)
+        ax = 0.0
+        ay = 0.0
+        az = 0.0
+        bx = -gravity[0]
+        by = -gravity[1]
+        bz = -gravity[2]
         for i in range(n):
             row = ws[i]
-            parent = ws[i - 1]
-            a = row[_A:_A + 6]
-            _motion_to_child(row[_X:_X + 12], parent[_A:_A + 6], a)
-            for j in range(6):
-                a[j] += row[_C + j]
+            c = row[_C:_C + 6]
             U = row[_U:_U + 6]
-            acc = row[_UU]
-            for j in range(6):
-                acc -= U[j] * a[j]
-            qddi = acc / row[_D]
+            S = row[_S:_S + 6]
+            ax += c[0]
+            ay += c[1]
+            az += c[2]
+            bx += c[3]
+            by += c[4]
+            bz += c[5]
+            qddi = (row[_UU] - (U[0] * ax + U[1] * ay + U[2] * az + U[3] * bx + U[4] * by + U[5] * bz)) / row[_D]
             out[k, i] = qddi
-            if jtype[i] == 0:
-                a[2] += qddi
-            else:
-                a[5] += qddi
+            ax += S[0] * qddi
+            ay += S[1] * qddi
+            az += S[2] * qddi
+            bx += S[3] * qddi
+            by += S[4] * qddi
+            bz += S[5] * qddi
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def body_poses_into(jtype, xtree, q, out):
     """out[k, i] = pose of body frame i in the base frame, R (9, row-major) then p (3, m)."""
     nb = q.shape[0]
@@ -644,7 +589,7 @@ def body_poses_into(jtype, xtree, q, out):
                 _compose(out[k, i - 1], X, out[k, i])
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def fk_into(jtype, xtree, tool, q, out):
     """out[k] = 4x4 homogeneous pose of the tool frame in the base frame (m)."""
     nb = q.shape[0]
@@ -668,7 +613,7 @@ def fk_into(jtype, xtree, tool, q, out):
         out[k, 3, 3] = 1.0
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def jacobian_into(jtype, xtree, tool, q, out):
     """out[k] = 6 x n geometric Jacobian of the tool origin in the base frame, rows [v; w].
 
@@ -713,7 +658,7 @@ def jacobian_into(jtype, xtree, tool, q, out):
                 out[k, 5, i] = 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _mat6_times(Mt, x, out):
     for r in range(6):
         s = 0.0
@@ -722,7 +667,7 @@ def _mat6_times(Mt, x, out):
         out[r] = s
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def coriolis_matrix_into(jtype, xtree, inertia, q, qd, out, ws):
     """out[k] = Coriolis matrix C(q, qd) in Christoffel form (N m s/rad).
 
@@ -888,7 +833,7 @@ def coriolis_matrix_into(jtype, xtree, inertia, q, qd, out, ws):
                 out[k, i, j] = s
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _body_regressor_block(v, a, out):
     """out (6, 10): the spatial force I a + v x* I v as a linear map of the 10 inertia parameters."""
     unit = np.zeros(10)
@@ -901,7 +846,7 @@ def _body_regressor_block(v, a, out):
         unit[p] = 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def body_regressor_into(jtype, xtree, q, qd, qdd, gravity, out, ws):
     """out[k] (n, 10 n): tau_rigid = out[k] @ theta_body, theta_body the body-frame `inertia` rows.
 
@@ -968,7 +913,7 @@ def body_regressor_into(jtype, xtree, q, qd, qdd, gravity, out, ws):
                 j -= 1
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def friction_into(viscous, coulomb_pos, coulomb_neg, smoothing, qd, out):
     """out[k, i] = viscous_i qd + Coulomb term (N m): coulomb_pos_i s if s > 0, -coulomb_neg_i s if s < 0.
 
