@@ -1,0 +1,517 @@
+"""Joint-space trajectory generators: vector references q, qd, qdd (one value per joint) with exact
+analytic derivatives, for tracking controllers and feedforward (rad, rad/s, rad/s^2 for revolute
+joints; m, m/s, m/s^2 for prismatic ones)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+from scipy.interpolate import CubicSpline
+
+from ..errors import ParameterError
+from .base import Block, Param, common_width, register
+
+
+class Trajectory(Block):
+    """Shared shape of the generators: no inputs, outputs q, qd, qdd of one width (the number of
+    joints, from the vector parameters listed in `width_params`), continuous and time varying.
+
+    Segment ends (where qdd or a higher derivative jumps) are breakpoints, so adaptive solvers stop
+    on them instead of stepping across a kink in the reference.
+    """
+
+    inputs = ()
+    outputs = ("q", "qd", "qdd")
+    sample = "continuous"
+    time_varying = True
+    width_params: tuple[str, ...] = ()
+
+    def setup(self):
+        self._width = common_width(self, self.width_params)
+        self.check()
+
+    def check(self) -> None:
+        """Check parameters against each other (override; raise ParameterError)."""
+
+    def resolve_widths(self, in_widths):
+        return {o: self._width for o in self.outputs}
+
+    def row(self, key):
+        """An array parameter as (B, width) for the kernels (a scalar repeated over the joints)."""
+        return np.ascontiguousarray(self.param_as_row(key, self._width))
+
+    def positive(self, *keys):
+        for key in keys:
+            if np.any(getattr(self.p, key) <= 0):
+                raise ParameterError(f"{key} must be > 0", block=self.name)
+
+
+def times_within(values, t0: float, t1: float) -> list[float]:
+    """Sorted distinct finite values in (t0, t1] (s)."""
+    values = np.unique(np.asarray(values, dtype=float).ravel())
+    return [float(v) for v in values if np.isfinite(v) and t0 < v <= t1]
+
+
+# ---- periodic references ------------------------------------------------------------------------
+
+@njit(cache=True)
+def cosine_ramp_kernel(t, amplitude, period, offset, q, qd, qdd):
+    """q = offset + A (1 - cos(w t)), qd = A w sin(w t), qdd = A w^2 cos(w t), w = 2 pi / period."""
+    for b in range(q.shape[0]):
+        for i in range(q.shape[1]):
+            w = 2.0 * math.pi / period[b, i]
+            a = amplitude[b, i]
+            c = math.cos(w * t)
+            s = math.sin(w * t)
+            q[b, i] = offset[b, i] + a * (1.0 - c)
+            qd[b, i] = a * w * s
+            qdd[b, i] = a * w * w * c
+
+
+@register
+class CosineRamp(Trajectory):
+    """q = offset + amplitude (1 - cos(2 pi t / period)), with its exact qd and qdd.
+
+    Starts at rest at q = offset and reaches offset + 2 amplitude at t = period / 2 (the seeds'
+    reference q_d = A (1 - cos(pi t)) is period 2 s). Smooth for all t: no breakpoints.
+    """
+
+    type_name = "CosineRamp"
+    summary = "q = offset + A (1 - cos(2 pi t / period)), with exact qd, qdd"
+    params = {"amplitude": Param(units="rad", doc="A per joint (scalar or vector)"),
+              "period": Param(units="s", doc="period of the cosine (> 0)"),
+              "offset": Param(0.0, "rad", "q0 added to the ramp (the value at t = 0)")}
+    width_params = ("amplitude", "period", "offset")
+
+    def check(self):
+        self.positive("period")
+
+    def configure(self, in_widths, out_widths):
+        self._rows = [self.row(k) for k in self.width_params]
+
+    def output(self, t, xc, xd, u, y):
+        cosine_ramp_kernel(t, *self._rows, *y)
+
+
+@njit(cache=True)
+def sine_trajectory_kernel(t, amplitude, frequency, phase, offset, q, qd, qdd):
+    """q = offset + A sin(w t + phase), qd = A w cos(.), qdd = -A w^2 sin(.), w = 2 pi frequency."""
+    for b in range(q.shape[0]):
+        for i in range(q.shape[1]):
+            w = 2.0 * math.pi * frequency[b, i]
+            a = amplitude[b, i]
+            arg = w * t + phase[b, i]
+            s = math.sin(arg)
+            q[b, i] = offset[b, i] + a * s
+            qd[b, i] = a * w * math.cos(arg)
+            qdd[b, i] = -a * w * w * s
+
+
+@register
+class SineTrajectory(Trajectory):
+    """q = offset + amplitude sin(2 pi frequency t + phase), with its exact qd and qdd (frequency in
+    Hz, phase in rad)."""
+
+    type_name = "SineTrajectory"
+    summary = "q = offset + A sin(2 pi f t + phase), with exact qd, qdd"
+    params = {"amplitude": Param(1.0, "rad", "A per joint"),
+              "frequency": Param(1.0, "Hz", "f per joint (>= 0)"),
+              "phase": Param(0.0, "rad", "phase at t = 0"),
+              "offset": Param(0.0, "rad", "mean value q0")}
+    width_params = ("amplitude", "frequency", "phase", "offset")
+
+    def check(self):
+        if np.any(self.p.frequency < 0):
+            raise ParameterError("frequency must be >= 0", block=self.name)
+
+    def configure(self, in_widths, out_widths):
+        self._rows = [self.row(k) for k in self.width_params]
+
+    def output(self, t, xc, xd, u, y):
+        sine_trajectory_kernel(t, *self._rows, *y)
+
+
+# ---- point to point -------------------------------------------------------------------------------
+
+CUBIC, QUINTIC = 0, 1
+
+
+@njit(cache=True)
+def point_to_point_kernel(t, q0, qf, t0, duration, shape, q, qd, qdd):
+    """Rest-to-rest motion q = q0 + (qf - q0) s(sigma), sigma = (t - t0) / duration in [0, 1], held at
+    q0 before t0 and at qf after t0 + duration. shape 0: cubic s = 3 sigma^2 - 2 sigma^3 (zero end
+    velocities); 1: quintic (minimum jerk) s = 10 sigma^3 - 15 sigma^4 + 6 sigma^5 (zero end
+    velocities and accelerations)."""
+    for b in range(q.shape[0]):
+        for i in range(q.shape[1]):
+            T = duration[b, i]
+            d = qf[b, i] - q0[b, i]
+            tau = t - t0[b, i]
+            if tau < 0.0:
+                q[b, i] = q0[b, i]
+                qd[b, i] = 0.0
+                qdd[b, i] = 0.0
+            elif tau >= T:
+                q[b, i] = qf[b, i]
+                qd[b, i] = 0.0
+                qdd[b, i] = 0.0
+            else:
+                x = tau / T
+                if shape == 0:
+                    s = x * x * (3.0 - 2.0 * x)
+                    sd = 6.0 * x * (1.0 - x)
+                    sdd = 6.0 - 12.0 * x
+                else:
+                    s = x * x * x * (10.0 + x * (-15.0 + 6.0 * x))
+                    sd = 30.0 * x * x * (1.0 - x) * (1.0 - x)
+                    sdd = x * (60.0 + x * (-180.0 + 120.0 * x))
+                q[b, i] = q0[b, i] + d * s
+                qd[b, i] = d * sd / T
+                qdd[b, i] = d * sdd / (T * T)
+
+
+class PointToPoint(Trajectory):
+    """Shared runtime of the polynomial rest-to-rest generators."""
+
+    shape = QUINTIC
+
+    def configure(self, in_widths, out_widths):
+        self._q0, self._qf, self._t0 = self.row("q0"), self.row("qf"), self.row("t0")
+        self._duration = np.ascontiguousarray(self.duration_row())
+
+    def duration_row(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def output(self, t, xc, xd, u, y):
+        point_to_point_kernel(t, self._q0, self._qf, self._t0, self._duration, self.shape, *y)
+
+    def breakpoints(self, t0, t1):
+        return times_within(np.concatenate([self._t0.ravel(), (self._t0 + self._duration).ravel()]),
+                            t0, t1)
+
+
+@register
+class Polynomial(PointToPoint):
+    """Point to point from q0 at t0 to qf at tf by a polynomial in time, held outside [t0, tf].
+
+    order 3: cubic, starts and ends at rest (qd = 0); qdd jumps at t0 and tf.
+    order 5: quintic, also zero acceleration at both ends (the minimum-jerk profile).
+    """
+
+    type_name = "Polynomial"
+    summary = "cubic or quintic rest-to-rest point-to-point motion over [t0, tf]"
+    params = {"q0": Param(units="rad", doc="start position"),
+              "qf": Param(units="rad", doc="final position"),
+              "t0": Param(0.0, "s", "start time"),
+              "tf": Param(units="s", doc="end time (> t0)"),
+              "order": Param(5, "-", "3 (cubic) or 5 (quintic)", kind="int")}
+    width_params = ("q0", "qf", "t0", "tf")
+
+    def check(self):
+        if self.p.order not in (3, 5):
+            raise ParameterError(f"order must be 3 or 5, got {self.p.order}", block=self.name)
+        if np.any(self.param_as_row("tf", self._width) <= self.param_as_row("t0", self._width)):
+            raise ParameterError("tf must be > t0", block=self.name)
+        self.shape = CUBIC if self.p.order == 3 else QUINTIC
+
+    def duration_row(self):
+        return self.row("tf") - self.row("t0")
+
+
+@register
+class MinimumJerk(PointToPoint):
+    """Minimum-jerk point to point (Flash and Hogan): q = q0 + (qf - q0)(10 s^3 - 15 s^4 + 6 s^5),
+    s = (t - t0) / duration; rest with zero acceleration at both ends, held outside."""
+
+    type_name = "MinimumJerk"
+    summary = "minimum-jerk rest-to-rest motion (10 s^3 - 15 s^4 + 6 s^5)"
+    params = {"q0": Param(units="rad", doc="start position"),
+              "qf": Param(units="rad", doc="final position"),
+              "t0": Param(0.0, "s", "start time"),
+              "duration": Param(units="s", doc="motion time (> 0)")}
+    width_params = ("q0", "qf", "t0", "duration")
+    shape = QUINTIC
+
+    def check(self):
+        self.positive("duration")
+
+    def duration_row(self):
+        return self.row("duration")
+
+
+# ---- trapezoidal velocity ------------------------------------------------------------------------
+
+@njit(cache=True)
+def trapezoidal_kernel(t, q0, dq, t0, t_acc, duration, v_path, a_path, q, qd, qdd):
+    """q = q0 + dq s(t - t0) along the straight joint-space line, where the path coordinate s goes
+    from 0 to 1 with a trapezoidal speed: acceleration a_path for t_acc, cruise at v_path, then
+    deceleration; t_acc = duration / 2 is the triangular case. Per member: t0, t_acc, duration,
+    v_path (1/s), a_path (1/s^2) of shape (B,); q0, dq (B, n)."""
+    for b in range(q.shape[0]):
+        tau = t - t0[b]
+        T, ta, v, a = duration[b], t_acc[b], v_path[b], a_path[b]
+        if tau < 0.0:
+            s, sd, sdd = 0.0, 0.0, 0.0
+        elif tau >= T:
+            s, sd, sdd = 1.0, 0.0, 0.0
+        elif tau < ta:
+            s, sd, sdd = 0.5 * a * tau * tau, a * tau, a
+        elif tau < T - ta:
+            s, sd, sdd = 0.5 * a * ta * ta + v * (tau - ta), v, 0.0
+        else:
+            r = T - tau
+            s, sd, sdd = 1.0 - 0.5 * a * r * r, a * r, -a
+        for i in range(q.shape[1]):
+            q[b, i] = q0[b, i] + dq[b, i] * s
+            qd[b, i] = dq[b, i] * sd
+            qdd[b, i] = dq[b, i] * sdd
+
+
+@register
+class Trapezoidal(Trajectory):
+    """Trapezoidal velocity profile (linear segments with parabolic blends) from q0 to qf, starting
+    at t0, every joint synchronised: all joints move along the straight line in joint space with one
+    common path profile, so they start, cruise and stop together, timed by the slowest joint.
+
+    Timing, one of:
+      vmax and amax (per joint, > 0): the shortest motion with |qd_i| <= vmax_i and |qdd_i| <= amax_i;
+          triangular (no cruise) when no joint can reach its vmax;
+      duration and amax: that duration, accelerating at the largest rate every joint allows (error
+          when it is shorter than the limits permit); with vmax too, the duration must respect it;
+      duration alone: cruise at 1.5 times the mean speed (blends of duration / 3 each).
+    """
+
+    type_name = "Trapezoidal"
+    summary = "trapezoidal-velocity point to point, joints synchronised to the slowest"
+    params = {"q0": Param(units="rad", doc="start position"),
+              "qf": Param(units="rad", doc="final position"),
+              "vmax": Param(None, "rad/s", "speed limit per joint (> 0)"),
+              "amax": Param(None, "rad/s^2", "acceleration limit per joint (> 0)"),
+              "duration": Param(None, "s", "motion time (> 0; default: the shortest the limits allow)"),
+              "t0": Param(0.0, "s", "start time (scalar)")}
+    width_params = ("q0", "qf")
+
+    def check(self):
+        p = self.p
+        if p.duration is None and (p.vmax is None or p.amax is None):
+            raise ParameterError("give vmax and amax, or duration (with or without amax)",
+                                 block=self.name)
+        for key in ("vmax", "amax", "duration"):
+            if getattr(p, key) is not None:
+                self.positive(key)
+                if key != "duration":
+                    common_width(self, ("q0", "qf", key))
+        if (p.duration is not None and p.duration.ndim > 1) or p.t0.ndim > 1:
+            raise ParameterError("duration and t0 are scalars (the joints move together)",
+                                 block=self.name)
+
+    def configure(self, in_widths, out_widths):
+        w = self._width
+        self._q0 = self.row("q0")
+        self._dq = np.ascontiguousarray(self.row("qf") - self._q0)
+        dist = np.abs(self._dq)
+        moving = dist > 0
+        safe = np.where(moving, dist, 1.0)
+        # the path coordinate s in [0, 1]: its speed and acceleration limits from every joint's
+        inf = np.full_like(dist, np.inf)
+        vs = np.min(np.where(moving, self.param_as_row("vmax", w) / safe, inf), axis=1) \
+            if self.p.vmax is not None else np.full(self.batch, np.inf)
+        as_ = np.min(np.where(moving, self.param_as_row("amax", w) / safe, inf), axis=1) \
+            if self.p.amax is not None else np.full(self.batch, np.inf)
+        still = ~moving.any(axis=1)          # members where no joint moves: hold q0
+        vs[still] = 1.0
+        as_[still] = 1.0
+        if self.p.duration is None:
+            triangular = vs * vs >= as_
+            vs = np.where(triangular, np.sqrt(as_), vs)
+            duration = np.where(triangular, 2.0 / vs, 1.0 / vs + vs / as_)
+            duration[still] = 0.0
+        else:
+            duration = np.broadcast_to(self.p.duration, (self.batch,)).astype(float)
+            if self.p.amax is None:
+                vs = 1.5 / duration
+                as_ = 4.5 / duration ** 2
+            else:
+                disc = as_ * as_ * duration * duration - 4.0 * as_
+                short = ~still & (disc < -1e-12 * as_ * as_ * duration * duration)
+                if np.any(short):
+                    raise ParameterError(
+                        f"duration {float(duration[short][0]):g} s is too short for amax: the "
+                        f"slowest joint needs {float(2.0 / np.sqrt(as_[short][0])):g} s",
+                        block=self.name)
+                v_needed = 0.5 * (as_ * duration - np.sqrt(np.maximum(disc, 0.0)))
+                if np.any(v_needed > vs * (1 + 1e-12)):
+                    raise ParameterError("duration is too short for vmax", block=self.name)
+                vs = v_needed
+        t_acc = vs / as_
+        self._t0 = np.ascontiguousarray(np.broadcast_to(self.p.t0, (self.batch,)), dtype=float)
+        self._duration = np.ascontiguousarray(duration, dtype=float)
+        self._t_acc = np.ascontiguousarray(t_acc, dtype=float)
+        self._v = np.ascontiguousarray(vs, dtype=float)
+        self._a = np.ascontiguousarray(as_, dtype=float)
+
+    @property
+    def motion_time(self) -> np.ndarray:
+        """Duration of the motion per batch member (s)."""
+        return self._duration
+
+    def output(self, t, xc, xd, u, y):
+        trapezoidal_kernel(t, self._q0, self._dq, self._t0, self._t_acc, self._duration,
+                           self._v, self._a, *y)
+
+    def breakpoints(self, t0, t1):
+        ends = [self._t0, self._t0 + self._t_acc, self._t0 + self._duration - self._t_acc,
+                self._t0 + self._duration]
+        return times_within(np.concatenate(ends), t0, t1)
+
+
+# ---- splines through via points ------------------------------------------------------------------
+
+@njit(cache=True)
+def spline_kernel(t, times, coefs, first, last, q, qd, qdd):
+    """Piecewise cubic through via points, held (at rest) outside [times[0], times[-1]].
+
+    times (B, m) s; coefs (B, 4, m - 1, n), highest power first in (t - times[k]) as SciPy's
+    CubicSpline; first, last (B, n) the end points.
+    """
+    for b in range(q.shape[0]):
+        m = times.shape[1]
+        if t <= times[b, 0] or t >= times[b, m - 1]:
+            ends = first if t <= times[b, 0] else last
+            for i in range(q.shape[1]):
+                q[b, i] = ends[b, i]
+                qd[b, i] = 0.0
+                qdd[b, i] = 0.0
+            continue
+        k = np.searchsorted(times[b], t, side="right") - 1
+        dt = t - times[b, k]
+        for i in range(q.shape[1]):
+            c0, c1, c2, c3 = coefs[b, 0, k, i], coefs[b, 1, k, i], coefs[b, 2, k, i], coefs[b, 3, k, i]
+            q[b, i] = ((c0 * dt + c1) * dt + c2) * dt + c3
+            qd[b, i] = (3.0 * c0 * dt + 2.0 * c1) * dt + c2
+            qdd[b, i] = 6.0 * c0 * dt + 2.0 * c1
+
+
+@register
+class ViaPoints(Trajectory):
+    """A smooth motion through via points: per joint the clamped cubic spline (zero velocity at the
+    first and last point, continuous qdd everywhere in between) through points[k] at times[k],
+    held at the first point before times[0] and at the last after times[-1].
+
+    times: m strictly increasing times (s), m >= 2; points: m rows, one column per joint (a flat
+    list of m values is one joint). The spline is computed once, when the diagram is compiled.
+    """
+
+    type_name = "ViaPoints"
+    summary = "clamped cubic spline through via points (zero end velocities)"
+    params = {"times": Param(units="s", doc="via-point times, strictly increasing (m >= 2)"),
+              "points": Param(units="rad", doc="positions: m rows (one per time) x n joints")}
+
+    def setup(self):
+        times = self.p.times
+        points = self.p.points
+        if times.ndim != 2 or times.shape[1] < 2:
+            raise ParameterError("times must be a list of at least 2 times", block=self.name)
+        if points.ndim == 2:
+            points = points[:, :, None]
+        if points.ndim != 3 or points.shape[1] != times.shape[1]:
+            raise ParameterError(f"points must have one row per time ({times.shape[1]} rows), got "
+                                 f"shape {points.shape[1:]}", block=self.name)
+        if np.any(np.diff(times, axis=1) <= 0):
+            raise ParameterError("times must be strictly increasing", block=self.name)
+        self._points = points
+        self._width = points.shape[2]
+
+    def configure(self, in_widths, out_widths):
+        times, points = self.p.times, self._points
+        m, n = times.shape[1], self._width
+        coefs = np.empty((self.batch, 4, m - 1, n))
+        for b in range(self.batch):
+            coefs[b] = CubicSpline(times[b], points[b], bc_type="clamped", axis=0).c
+        self._times = np.ascontiguousarray(times)
+        self._coefs = coefs
+        self._first = np.ascontiguousarray(points[:, 0, :])
+        self._last = np.ascontiguousarray(points[:, -1, :])
+
+    def output(self, t, xc, xd, u, y):
+        spline_kernel(t, self._times, self._coefs, self._first, self._last, *y)
+
+    def breakpoints(self, t0, t1):
+        return times_within(self._times, t0, t1)
+
+
+# ---- identification excitation -------------------------------------------------------------------
+
+@njit(cache=True)
+def fourier_kernel(t, wf, a, b, q0, q, qd, qdd):
+    """Finite Fourier series per joint i (Swevers et al.), w_l = wf l:
+        q   = q0 + sum_l a_il / w_l sin(w_l t) - b_il / w_l cos(w_l t)
+        qd  = sum_l a_il cos(w_l t) + b_il sin(w_l t)
+        qdd = sum_l w_l (b_il cos(w_l t) - a_il sin(w_l t))
+    wf (B,) rad/s; a, b (B, n, L) rad/s; q0 (B, n) rad."""
+    for m in range(q.shape[0]):
+        for i in range(q.shape[1]):
+            pos = q0[m, i]
+            vel = 0.0
+            acc = 0.0
+            for l in range(a.shape[2]):
+                w = wf[m] * (l + 1)
+                s = math.sin(w * t)
+                c = math.cos(w * t)
+                ai, bi = a[m, i, l], b[m, i, l]
+                pos += (ai * s - bi * c) / w
+                vel += ai * c + bi * s
+                acc += w * (bi * c - ai * s)
+            q[m, i] = pos
+            qd[m, i] = vel
+            qdd[m, i] = acc
+
+
+@register
+class FourierSeries(Trajectory):
+    """The periodic excitation trajectory for dynamic identification (seed 000, section 4.3; Swevers,
+    Verdonck and De Schutter 2007): with wf = 2 pi frequency,
+
+        q_i(t) = q0_i + sum_{l=1..L} [a_il / (wf l) sin(wf l t) - b_il / (wf l) cos(wf l t)]
+
+    so a and b are velocity amplitudes (rad/s) and qd_i = sum_l a_il cos + b_il sin. The motion is
+    periodic with period 1 / frequency; its mean is q0. It starts at rest at q0 when, per joint,
+    sum_l b_il / l = 0 (q(0) = q0), sum_l a_il = 0 (qd(0) = 0) and sum_l l b_il = 0 (qdd(0) = 0), the
+    constraints one imposes while optimising the coefficients for cond(Y).
+    """
+
+    type_name = "FourierSeries"
+    summary = "finite Fourier series excitation trajectory (identification)"
+    params = {"frequency": Param(units="Hz", doc="base frequency f (> 0), period 1 / f"),
+              "a": Param(units="rad/s", doc="sine coefficients a_il: n joints x L harmonics"),
+              "b": Param(units="rad/s", doc="cosine coefficients b_il: n joints x L harmonics"),
+              "q0": Param(0.0, "rad", "offset (mean position) per joint")}
+
+    def setup(self):
+        a, b = self.p.a, self.p.b
+        if a.ndim == 2:
+            a = a[:, None, :]
+        if b.ndim == 2:
+            b = b[:, None, :]
+        if a.ndim != 3 or a.shape != b.shape:
+            raise ParameterError(f"a and b must be matrices of one shape (n joints x L harmonics), "
+                                 f"got {self.p.a.shape[1:]} and {self.p.b.shape[1:]}",
+                                 block=self.name)
+        if self.p.frequency.ndim != 1:
+            raise ParameterError("frequency must be a scalar", block=self.name)
+        if np.any(self.p.frequency <= 0):
+            raise ParameterError("frequency must be > 0", block=self.name)
+        self._a, self._b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+        self._width = a.shape[1]
+        q0_width = self.param_width("q0")
+        if q0_width not in (1, self._width):
+            raise ParameterError(f"q0 has {q0_width} elements, a and b have {self._width} rows",
+                                 block=self.name)
+
+    def configure(self, in_widths, out_widths):
+        self._wf = np.ascontiguousarray(2.0 * np.pi * self.p.frequency)
+        self._q0 = self.row("q0")
+
+    def output(self, t, xc, xd, u, y):
+        fourier_kernel(t, self._wf, self._a, self._b, self._q0, *y)
