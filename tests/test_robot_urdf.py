@@ -102,6 +102,16 @@ def test_example_urdf_equals_kr6_preset():
     np.testing.assert_allclose(urdf.q_lower, kr6.q_lower)
 
 
+def test_tip_link_and_yaml_source(tmp_path):
+    flange = RobotModel.from_urdf(EXAMPLE, tip_link="link_6")
+    np.testing.assert_allclose(flange.fk(np.zeros(6))[:3, 3], [0.8, 0.0, 1.12], atol=1e-12)
+    spec = tmp_path / "kr6_urdf.yaml"
+    spec.write_text(f"name: kr6_urdf\nsource: {EXAMPLE}\nrotor_inertia: true\n")
+    model = RobotModel.from_yaml(spec)
+    assert model.rotor_inertia and model.n == 6 and model.name == "kr6_urdf"
+    np.testing.assert_allclose(model.fk(np.zeros(6))[:3, 3], [0.9, 0.0, 1.12], atol=1e-12)
+
+
 ARM = """<robot name="arm">
   <link name="base"/>
   <joint name="j1" type="revolute"><parent link="base"/><child link="a"/>

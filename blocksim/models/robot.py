@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import difflib
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 
@@ -397,7 +397,9 @@ class RobotModel:
 
     @classmethod
     def from_yaml(cls, path):
-        """A model from a YAML robot file (the preset format: keys of `from_dh` plus `links`)."""
+        """A model from a YAML robot file: the keys of `from_dh` (name, convention, gravity, tool,
+        base, rotor_inertia, friction_smoothing) and `links` (the DH table), or `source: arm.urdf`
+        (a URDF path relative to the YAML file) with name, gravity and the two flags."""
         import yaml
         path = Path(path)
         try:
@@ -416,10 +418,12 @@ class RobotModel:
             if key not in _MODEL_KEYS:
                 raise _unknown_key(key, _MODEL_KEYS, "robot", loc)
         if "source" in data:
+            # a URDF file (relative to this file) with the options given here
             src = Path(where).parent / data["source"]
-            return cls.from_urdf(src, gravity=data.get("gravity", _DEFAULT_GRAVITY),
-                                 rotor_inertia=bool(data.get("rotor_inertia", False)),
-                                 friction_smoothing=float(data.get("friction_smoothing", 0.0)))
+            model = cls.from_urdf(src, gravity=data.get("gravity", _DEFAULT_GRAVITY),
+                                  rotor_inertia=bool(data.get("rotor_inertia", False)),
+                                  friction_smoothing=float(data.get("friction_smoothing", 0.0)))
+            return model.with_options(name=data["name"]) if "name" in data else model
         if "links" not in data:
             raise ParameterError("a robot file needs 'links' (a DH table)", where=loc)
         try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -250,5 +250,4 @@ def parse_urdf(source, base_link=None, tip_link=None) -> URDFDescription:
 
 
 def _with_theta(spec, theta):
-    from dataclasses import replace
     return replace(spec, theta=np.asarray(theta, dtype=float))
