@@ -567,6 +567,7 @@ class TorqueToCurrent(JointBlock):
         "with_id": Param(False, "-", "also output id = 0", kind="bool"),
     }
     inputs = ("tau",)
+    outputs = ("iq",)                                   # and id with with_id: true
     width_params = ("N", "Kt")
 
     def check(self):
@@ -693,6 +694,9 @@ class CurrentController(JointBlock):
         "decouple": Param(False, "-", "add the dq decoupling / back-EMF feed-forward", kind="bool"),
         "v_max": Param(np.inf, "V", "voltage limit (> 0, may be inf)"),
     }
+    inputs = ("id_ref", "iq_ref", "id", "iq", "qd")      # axes dq; axes q: iq_ref, iq, qd
+    outputs = ("vd", "vq")                              # axes dq; axes q: vq
+    optional_inputs = ("id_ref", "qd")
     sample = "discrete"
     width_params = ("Kp", "Ki", "Kp_d", "Ki_d", "bandwidth", "R", "L", "Ld", "Lq", "psi", "p", "N",
                     "v_max")
@@ -724,10 +728,6 @@ class CurrentController(JointBlock):
         if self.p.axes == "q":
             return ["iq_ref", "iq", "qd"]
         return ["id_ref", "iq_ref", "id", "iq", "qd"]
-
-    @property
-    def optional_inputs(self):
-        return ("id_ref", "qd")
 
     def output_names(self):
         return ["vq"] if self.p.axes == "q" else ["vd", "vq"]

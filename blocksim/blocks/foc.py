@@ -177,6 +177,8 @@ class Inverter(JointBlock):
         "frame": Param("dq", "-", "port names: dq or alphabeta", kind="str",
                        choices=("dq", "alphabeta")),
     }
+    inputs = ("vd_ref", "vq_ref")                       # frame dq; alphabeta: v_alpha_ref, v_beta_ref
+    outputs = ("vd", "vq", "saturated")                 # frame dq; alphabeta: v_alpha, v_beta, saturated
     width_params = ("vdc",)
 
     def check(self):
