@@ -6,7 +6,7 @@ import numpy as np
 from numba import njit
 
 from ..errors import ParameterError, WidthError
-from .base import Block, Param, SampleTime, common_width, register
+from .base import Block, Kernels, Param, SampleTime, common_width, register
 from .discrete import INTEGRATION_METHODS
 
 ANTIWINDUP = ("none", "clamping", "back_calculation")
@@ -113,6 +113,33 @@ def pid_discrete_step(ref, meas, ref_d, meas_d, x, Kp, Ki, Kd, bw, cw, N, lower,
             if d_source == 1:
                 v = cw[b, i] * _pick(ref, b, i) - _pick(meas, b, i)
                 x_next[b, w + i] = filt + Ts * N[b, i] * (v - filt) / (1.0 + filt_weight * N[b, i] * Ts)
+
+
+# Compiled-mode entry points. p = (Kp, Ki, Kd, b, c, N, lower, upper, kb, d_source, antiwindup,
+# Ts, int_weight, filt_weight, next_state scratch, held output scratch); u = (ref, meas, ref_d, meas_d).
+
+@njit(cache=True, inline="always")
+def pid_continuous_output_k(t, xc, xd, u, y, p):
+    pid_continuous_output(u[0], u[1], u[2], u[3], xc, p[0], p[1], p[2], p[3], p[4], p[5], p[6],
+                          p[7], p[9], y[0])
+
+
+@njit(cache=True, inline="always")
+def pid_continuous_derivative_k(t, xc, xd, u, dxc, p):
+    pid_continuous_rate(u[0], u[1], u[2], u[3], xc, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7],
+                        p[8], p[9], p[10], dxc)
+
+
+@njit(cache=True, inline="always")
+def pid_discrete_output_k(t, xc, xd, u, y, p):
+    pid_discrete_step(u[0], u[1], u[2], u[3], xd, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7],
+                      p[8], p[9], p[10], p[11], p[12], p[13], y[0], p[14])
+
+
+@njit(cache=True, inline="always")
+def pid_discrete_update_k(t, xc, xd, u, p):
+    pid_discrete_step(u[0], u[1], u[2], u[3], xd, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7],
+                      p[8], p[9], p[10], p[11], p[12], p[13], p[15], xd)
 
 
 @register
@@ -227,20 +254,19 @@ class PID(Block):
             Kb = np.where(Kp != 0, Ki / np.where(Kp != 0, Kp, 1.0), 1.0)
         else:
             Kb = self.param_as_row("Kb", w)
-        self._kb = np.ascontiguousarray(np.where(Ki != 0, Kb / np.where(Ki != 0, Ki, 1.0), 0.0))
+        kb = np.ascontiguousarray(np.where(Ki != 0, Kb / np.where(Ki != 0, Ki, 1.0), 0.0))
         self._rows = rows
-        self._gains = tuple(rows[k] for k in ("Kp", "Ki", "Kd", "b", "c", "N", "lower", "upper"))
-        self._antiwindup = ANTIWINDUP.index(p.antiwindup)
         n_states = 2 * w if self._d_source == D_FILTERED else w
         if self.is_discrete:
             self.n_xd = n_states
-            self._Ts = float(p.period)
-            self._int_weight = METHOD_WEIGHT[p.method]
-            self._filt_weight = METHOD_WEIGHT[p.filter_method]
-            self._next_state = np.zeros((self.batch, n_states))   # output() never moves the state
-            self._held_out = np.zeros((self.batch, w))            # update() never moves the output
+            timing = (float(p.period), METHOD_WEIGHT[p.method], METHOD_WEIGHT[p.filter_method])
         else:
             self.n_xc = n_states
+            timing = (0.0, 0.0, 0.0)
+        # scratch: output() never moves the state, update() never moves the output
+        scratch = (np.zeros((self.batch, n_states)), np.zeros((self.batch, w)))
+        self._params = (*(rows[k] for k in ("Kp", "Ki", "Kd", "b", "c", "N", "lower", "upper")),
+                        kb, self._d_source, ANTIWINDUP.index(p.antiwindup), *timing, *scratch)
 
     def state_names(self):
         w = self.out_widths.get("out", 0) if self.out_widths else 0
@@ -257,15 +283,20 @@ class PID(Block):
 
     def output(self, t, xc, xd, u, y):
         if self.is_discrete:
-            pid_discrete_step(*u, xd, *self._gains, self._kb, self._d_source, self._antiwindup,
-                              self._Ts, self._int_weight, self._filt_weight, y[0], self._next_state)
+            pid_discrete_output_k(t, xc, xd, u, y, self._params)
         else:
-            pid_continuous_output(*u, xc, *self._gains, self._d_source, y[0])
+            pid_continuous_output_k(t, xc, xd, u, y, self._params)
 
     def update(self, t, xc, xd, u):
         if self.is_discrete:
-            pid_discrete_step(*u, xd, *self._gains, self._kb, self._d_source, self._antiwindup,
-                              self._Ts, self._int_weight, self._filt_weight, self._held_out, xd)
+            pid_discrete_update_k(t, xc, xd, u, self._params)
 
     def derivative(self, t, xc, xd, u, dxc):
-        pid_continuous_rate(*u, xc, *self._gains, self._kb, self._d_source, self._antiwindup, dxc)
+        pid_continuous_derivative_k(t, xc, xd, u, dxc, self._params)
+
+    def kernels(self):
+        if self.is_discrete:
+            return Kernels(output=pid_discrete_output_k, update=pid_discrete_update_k,
+                           params=self._params)
+        return Kernels(output=pid_continuous_output_k, derivative=pid_continuous_derivative_k,
+                       params=self._params)

@@ -10,7 +10,7 @@ from numba import njit
 from scipy.interpolate import CubicSpline
 
 from ..errors import ParameterError
-from .base import Block, Param, common_width, register
+from .base import Block, Kernels, Param, common_width, register
 
 
 class Trajectory(Block):
@@ -36,6 +36,22 @@ class Trajectory(Block):
 
     def resolve_widths(self, in_widths):
         return {o: self._width for o in self.outputs}
+
+    output_kernel = None
+    """The module-level compiled output(t, xc, xd, u, y, p) of the generator (see Kernels)."""
+
+    def configure(self, in_widths, out_widths):
+        self._params = self.kernel_params()
+
+    def kernel_params(self) -> tuple:
+        """The output kernel's parameter tuple, from the resolved parameters (override)."""
+        raise NotImplementedError
+
+    def output(self, t, xc, xd, u, y):
+        self.output_kernel(t, xc, xd, u, y, self._params)
+
+    def kernels(self):
+        return Kernels(output=self.output_kernel, params=self._params)
 
     def row(self, key):
         """An array parameter as (B, width) for the kernels (a scalar repeated over the joints)."""
@@ -69,6 +85,11 @@ def cosine_ramp_kernel(t, amplitude, period, offset, q, qd, qdd):
             qdd[b, i] = a * w * w * c
 
 
+@njit(cache=True, inline="always")
+def cosine_ramp_output(t, xc, xd, u, y, p):
+    cosine_ramp_kernel(t, p[0], p[1], p[2], y[0], y[1], y[2])
+
+
 @register
 class CosineRamp(Trajectory):
     """q = offset + amplitude (1 - cos(2 pi t / period)), with its exact qd and qdd.
@@ -83,15 +104,13 @@ class CosineRamp(Trajectory):
               "period": Param(units="s", doc="period of the cosine (> 0)"),
               "offset": Param(0.0, "rad", "q0 added to the ramp (the value at t = 0)")}
     width_params = ("amplitude", "period", "offset")
+    output_kernel = staticmethod(cosine_ramp_output)
 
     def check(self):
         self.positive("period")
 
-    def configure(self, in_widths, out_widths):
-        self._rows = [self.row(k) for k in self.width_params]
-
-    def output(self, t, xc, xd, u, y):
-        cosine_ramp_kernel(t, *self._rows, *y)
+    def kernel_params(self):
+        return tuple(self.row(k) for k in self.width_params)
 
 
 @njit(cache=True)
@@ -108,6 +127,11 @@ def sine_trajectory_kernel(t, amplitude, frequency, phase, offset, q, qd, qdd):
             qdd[b, i] = -a * w * w * s
 
 
+@njit(cache=True, inline="always")
+def sine_trajectory_output(t, xc, xd, u, y, p):
+    sine_trajectory_kernel(t, p[0], p[1], p[2], p[3], y[0], y[1], y[2])
+
+
 @register
 class SineTrajectory(Trajectory):
     """q = offset + amplitude sin(2 pi frequency t + phase), with its exact qd and qdd (frequency in
@@ -120,16 +144,14 @@ class SineTrajectory(Trajectory):
               "phase": Param(0.0, "rad", "phase at t = 0"),
               "offset": Param(0.0, "rad", "mean value q0")}
     width_params = ("amplitude", "frequency", "phase", "offset")
+    output_kernel = staticmethod(sine_trajectory_output)
 
     def check(self):
         if np.any(self.p.frequency < 0):
             raise ParameterError("frequency must be >= 0", block=self.name)
 
-    def configure(self, in_widths, out_widths):
-        self._rows = [self.row(k) for k in self.width_params]
-
-    def output(self, t, xc, xd, u, y):
-        sine_trajectory_kernel(t, *self._rows, *y)
+    def kernel_params(self):
+        return tuple(self.row(k) for k in self.width_params)
 
 
 # ---- point to point -------------------------------------------------------------------------------
@@ -138,26 +160,26 @@ CUBIC, QUINTIC = 0, 1
 
 
 @njit(cache=True)
-def point_to_point_kernel(t, q0, qf, t0, duration, shape, q, qd, qdd):
-    """Rest-to-rest motion q = q0 + (qf - q0) s(sigma), sigma = (t - t0) / duration in [0, 1], held at
-    q0 before t0 and at qf after t0 + duration. shape 0: cubic s = 3 sigma^2 - 2 sigma^3 (zero end
-    velocities); 1: quintic (minimum jerk) s = 10 sigma^3 - 15 sigma^4 + 6 sigma^5 (zero end
-    velocities and accelerations)."""
+def point_to_point_kernel(t, q0, qf, t0, t_end, shape, q, qd, qdd):
+    """Rest-to-rest motion q = q0 + (qf - q0) s(x), x = (t - t0) / (t_end - t0) in [0, 1), held at
+    q0 before t0 and at qf from t_end on. shape 0: cubic s = 3 x^2 - 2 x^3 (zero end velocities);
+    1: quintic (minimum jerk) s = 10 x^3 - 15 x^4 + 6 x^5 (zero end velocities and accelerations).
+    The segment is chosen by comparing t with t0 and t_end themselves, the very numbers reported
+    as breakpoints, so a solver stage on a breakpoint sees the segment that starts there."""
     for b in range(q.shape[0]):
         for i in range(q.shape[1]):
-            T = duration[b, i]
-            d = qf[b, i] - q0[b, i]
-            tau = t - t0[b, i]
-            if tau < 0.0:
+            if t < t0[b, i]:
                 q[b, i] = q0[b, i]
                 qd[b, i] = 0.0
                 qdd[b, i] = 0.0
-            elif tau >= T:
+            elif t >= t_end[b, i]:
                 q[b, i] = qf[b, i]
                 qd[b, i] = 0.0
                 qdd[b, i] = 0.0
             else:
-                x = tau / T
+                T = t_end[b, i] - t0[b, i]
+                d = qf[b, i] - q0[b, i]
+                x = (t - t0[b, i]) / T
                 if shape == 0:
                     s = x * x * (3.0 - 2.0 * x)
                     sd = 6.0 * x * (1.0 - x)
@@ -171,24 +193,28 @@ def point_to_point_kernel(t, q0, qf, t0, duration, shape, q, qd, qdd):
                 qdd[b, i] = d * sdd / (T * T)
 
 
+@njit(cache=True, inline="always")
+def point_to_point_output(t, xc, xd, u, y, p):
+    point_to_point_kernel(t, p[0], p[1], p[2], p[3], p[4], y[0], y[1], y[2])
+
+
 class PointToPoint(Trajectory):
     """Shared runtime of the polynomial rest-to-rest generators."""
 
     shape = QUINTIC
+    output_kernel = staticmethod(point_to_point_output)
 
-    def configure(self, in_widths, out_widths):
-        self._q0, self._qf, self._t0 = self.row("q0"), self.row("qf"), self.row("t0")
-        self._duration = np.ascontiguousarray(self.duration_row())
+    def kernel_params(self):
+        self._t0 = self.row("t0")
+        self._t_end = np.ascontiguousarray(self.end_row())
+        return (self.row("q0"), self.row("qf"), self._t0, self._t_end, self.shape)
 
-    def duration_row(self) -> np.ndarray:
+    def end_row(self) -> np.ndarray:
+        """The end time of the motion per joint, (B, width) s."""
         raise NotImplementedError
 
-    def output(self, t, xc, xd, u, y):
-        point_to_point_kernel(t, self._q0, self._qf, self._t0, self._duration, self.shape, *y)
-
     def breakpoints(self, t0, t1):
-        return times_within(np.concatenate([self._t0.ravel(), (self._t0 + self._duration).ravel()]),
-                            t0, t1)
+        return times_within(np.concatenate([self._t0.ravel(), self._t_end.ravel()]), t0, t1)
 
 
 @register
@@ -215,8 +241,8 @@ class Polynomial(PointToPoint):
             raise ParameterError("tf must be > t0", block=self.name)
         self.shape = CUBIC if self.p.order == 3 else QUINTIC
 
-    def duration_row(self):
-        return self.row("tf") - self.row("t0")
+    def end_row(self):
+        return self.row("tf")
 
 
 @register
@@ -236,36 +262,43 @@ class MinimumJerk(PointToPoint):
     def check(self):
         self.positive("duration")
 
-    def duration_row(self):
-        return self.row("duration")
+    def end_row(self):
+        return self.row("t0") + self.row("duration")
 
 
 # ---- trapezoidal velocity ------------------------------------------------------------------------
 
 @njit(cache=True)
-def trapezoidal_kernel(t, q0, dq, t0, t_acc, duration, v_path, a_path, q, qd, qdd):
-    """q = q0 + dq s(t - t0) along the straight joint-space line, where the path coordinate s goes
-    from 0 to 1 with a trapezoidal speed: acceleration a_path for t_acc, cruise at v_path, then
-    deceleration; t_acc = duration / 2 is the triangular case. Per member: t0, t_acc, duration,
-    v_path (1/s), a_path (1/s^2) of shape (B,); q0, dq (B, n)."""
+def trapezoidal_kernel(t, q0, dq, t_start, t_cruise, t_brake, t_end, v_path, a_path, q, qd, qdd):
+    """q = q0 + dq s(t) along the straight joint-space line, where the path coordinate s goes from
+    0 to 1 with a trapezoidal speed: acceleration a_path from t_start to t_cruise, cruise at v_path
+    until t_brake, deceleration until t_end (t_cruise = t_brake: triangular). Per member: the four
+    switching times (B,) s, v_path (B,) 1/s, a_path (B,) 1/s^2; q0, dq (B, n). Segments are chosen
+    by comparing t with the switching times themselves (the breakpoints)."""
     for b in range(q.shape[0]):
-        tau = t - t0[b]
-        T, ta, v, a = duration[b], t_acc[b], v_path[b], a_path[b]
-        if tau < 0.0:
+        a = a_path[b]
+        if t < t_start[b]:
             s, sd, sdd = 0.0, 0.0, 0.0
-        elif tau >= T:
+        elif t >= t_end[b]:
             s, sd, sdd = 1.0, 0.0, 0.0
-        elif tau < ta:
+        elif t < t_cruise[b]:
+            tau = t - t_start[b]
             s, sd, sdd = 0.5 * a * tau * tau, a * tau, a
-        elif tau < T - ta:
-            s, sd, sdd = 0.5 * a * ta * ta + v * (tau - ta), v, 0.0
+        elif t < t_brake[b]:
+            ta = t_cruise[b] - t_start[b]
+            s, sd, sdd = 0.5 * a * ta * ta + v_path[b] * (t - t_cruise[b]), v_path[b], 0.0
         else:
-            r = T - tau
+            r = t_end[b] - t
             s, sd, sdd = 1.0 - 0.5 * a * r * r, a * r, -a
         for i in range(q.shape[1]):
             q[b, i] = q0[b, i] + dq[b, i] * s
             qd[b, i] = dq[b, i] * sd
             qdd[b, i] = dq[b, i] * sdd
+
+
+@njit(cache=True, inline="always")
+def trapezoidal_output(t, xc, xd, u, y, p):
+    trapezoidal_kernel(t, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], y[0], y[1], y[2])
 
 
 @register
@@ -291,6 +324,7 @@ class Trapezoidal(Trajectory):
               "duration": Param(None, "s", "motion time (> 0; default: the shortest the limits allow)"),
               "t0": Param(0.0, "s", "start time (scalar)")}
     width_params = ("q0", "qf")
+    output_kernel = staticmethod(trapezoidal_output)
 
     def check(self):
         p = self.p
@@ -306,7 +340,7 @@ class Trapezoidal(Trajectory):
             raise ParameterError("duration and t0 are scalars (the joints move together)",
                                  block=self.name)
 
-    def configure(self, in_widths, out_widths):
+    def kernel_params(self):
         w = self._width
         self._q0 = self.row("q0")
         self._dq = np.ascontiguousarray(self.row("qf") - self._q0)
@@ -345,25 +379,19 @@ class Trapezoidal(Trajectory):
                     raise ParameterError("duration is too short for vmax", block=self.name)
                 vs = v_needed
         t_acc = vs / as_
-        self._t0 = np.ascontiguousarray(np.broadcast_to(self.p.t0, (self.batch,)), dtype=float)
-        self._duration = np.ascontiguousarray(duration, dtype=float)
-        self._t_acc = np.ascontiguousarray(t_acc, dtype=float)
-        self._v = np.ascontiguousarray(vs, dtype=float)
-        self._a = np.ascontiguousarray(as_, dtype=float)
+        t0 = np.broadcast_to(self.p.t0, (self.batch,)).astype(float)
+        self._duration = duration
+        self._switches = [t0, t0 + t_acc, t0 + duration - t_acc, t0 + duration]
+        return (self._q0, self._dq, *(np.ascontiguousarray(x, dtype=float) for x in self._switches),
+                np.ascontiguousarray(vs, dtype=float), np.ascontiguousarray(as_, dtype=float))
 
     @property
     def motion_time(self) -> np.ndarray:
         """Duration of the motion per batch member (s)."""
         return self._duration
 
-    def output(self, t, xc, xd, u, y):
-        trapezoidal_kernel(t, self._q0, self._dq, self._t0, self._t_acc, self._duration,
-                           self._v, self._a, *y)
-
     def breakpoints(self, t0, t1):
-        ends = [self._t0, self._t0 + self._t_acc, self._t0 + self._duration - self._t_acc,
-                self._t0 + self._duration]
-        return times_within(np.concatenate(ends), t0, t1)
+        return times_within(np.concatenate(self._switches), t0, t1)
 
 
 # ---- splines through via points ------------------------------------------------------------------
@@ -375,8 +403,8 @@ def spline_kernel(t, times, coefs, first, last, q, qd, qdd):
     times (B, m) s; coefs (B, 4, m - 1, n), highest power first in (t - times[k]) as SciPy's
     CubicSpline; first, last (B, n) the end points.
     """
+    m = times.shape[1]
     for b in range(q.shape[0]):
-        m = times.shape[1]
         if t <= times[b, 0] or t >= times[b, m - 1]:
             ends = first if t <= times[b, 0] else last
             for i in range(q.shape[1]):
@@ -393,6 +421,11 @@ def spline_kernel(t, times, coefs, first, last, q, qd, qdd):
             qdd[b, i] = 6.0 * c0 * dt + 2.0 * c1
 
 
+@njit(cache=True, inline="always")
+def spline_output(t, xc, xd, u, y, p):
+    spline_kernel(t, p[0], p[1], p[2], p[3], y[0], y[1], y[2])
+
+
 @register
 class ViaPoints(Trajectory):
     """A smooth motion through via points: per joint the clamped cubic spline (zero velocity at the
@@ -407,6 +440,7 @@ class ViaPoints(Trajectory):
     summary = "clamped cubic spline through via points (zero end velocities)"
     params = {"times": Param(units="s", doc="via-point times, strictly increasing (m >= 2)"),
               "points": Param(units="rad", doc="positions: m rows (one per time) x n joints")}
+    output_kernel = staticmethod(spline_output)
 
     def setup(self):
         times = self.p.times
@@ -423,19 +457,15 @@ class ViaPoints(Trajectory):
         self._points = points
         self._width = points.shape[2]
 
-    def configure(self, in_widths, out_widths):
+    def kernel_params(self):
         times, points = self.p.times, self._points
         m, n = times.shape[1], self._width
         coefs = np.empty((self.batch, 4, m - 1, n))
         for b in range(self.batch):
             coefs[b] = CubicSpline(times[b], points[b], bc_type="clamped", axis=0).c
         self._times = np.ascontiguousarray(times)
-        self._coefs = coefs
-        self._first = np.ascontiguousarray(points[:, 0, :])
-        self._last = np.ascontiguousarray(points[:, -1, :])
-
-    def output(self, t, xc, xd, u, y):
-        spline_kernel(t, self._times, self._coefs, self._first, self._last, *y)
+        return (self._times, coefs, np.ascontiguousarray(points[:, 0, :]),
+                np.ascontiguousarray(points[:, -1, :]))
 
     def breakpoints(self, t0, t1):
         return times_within(self._times, t0, t1)
@@ -455,17 +485,22 @@ def fourier_kernel(t, wf, a, b, q0, q, qd, qdd):
             pos = q0[m, i]
             vel = 0.0
             acc = 0.0
-            for l in range(a.shape[2]):
-                w = wf[m] * (l + 1)
+            for k in range(a.shape[2]):
+                w = wf[m] * (k + 1)
                 s = math.sin(w * t)
                 c = math.cos(w * t)
-                ai, bi = a[m, i, l], b[m, i, l]
-                pos += (ai * s - bi * c) / w
-                vel += ai * c + bi * s
-                acc += w * (bi * c - ai * s)
+                ak, bk = a[m, i, k], b[m, i, k]
+                pos += (ak * s - bk * c) / w
+                vel += ak * c + bk * s
+                acc += w * (bk * c - ak * s)
             q[m, i] = pos
             qd[m, i] = vel
             qdd[m, i] = acc
+
+
+@njit(cache=True, inline="always")
+def fourier_output(t, xc, xd, u, y, p):
+    fourier_kernel(t, p[0], p[1], p[2], p[3], y[0], y[1], y[2])
 
 
 @register
@@ -487,6 +522,7 @@ class FourierSeries(Trajectory):
               "a": Param(units="rad/s", doc="sine coefficients a_il: n joints x L harmonics"),
               "b": Param(units="rad/s", doc="cosine coefficients b_il: n joints x L harmonics"),
               "q0": Param(0.0, "rad", "offset (mean position) per joint")}
+    output_kernel = staticmethod(fourier_output)
 
     def setup(self):
         a, b = self.p.a, self.p.b
@@ -509,9 +545,6 @@ class FourierSeries(Trajectory):
             raise ParameterError(f"q0 has {q0_width} elements, a and b have {self._width} rows",
                                  block=self.name)
 
-    def configure(self, in_widths, out_widths):
-        self._wf = np.ascontiguousarray(2.0 * np.pi * self.p.frequency)
-        self._q0 = self.row("q0")
-
-    def output(self, t, xc, xd, u, y):
-        fourier_kernel(t, self._wf, self._a, self._b, self._q0, *y)
+    def kernel_params(self):
+        return (np.ascontiguousarray(2.0 * np.pi * self.p.frequency), self._a, self._b,
+                self.row("q0"))
