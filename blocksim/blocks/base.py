@@ -356,6 +356,14 @@ class Block:
         """React to located crossings; True stops the simulation."""
         return False
 
+    # ---- compiled mode ----------------------------------------------------------------------
+    def kernels(self) -> "Kernels | None":
+        """The block's compiled form (see Kernels), or None: the block then runs interpreted only.
+
+        Called after configure(); the kernels must compute exactly what the Python methods do
+        (most blocks' methods simply call the same kernels)."""
+        return None
+
     # ---- helpers for subclasses -------------------------------------------------------------
     def param_width(self, key: str) -> int:
         """Width implied by an array parameter: 1 for a scalar, len for a vector."""
@@ -406,3 +414,27 @@ class BatchValue:
     """A parameter given one value per batch member (from `simulate(..., batch=...)`)."""
 
     values: list = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """A block's runtime methods as numba-compiled functions, for compiled mode.
+
+    Each is a module-level @njit function (importable by module and name: the code generator
+    calls it from the diagram's generated step function), or None when the block has no such part:
+
+        output(t, xc, xd, u, y, p)           u, y: tuples of (B, width) arrays (in port order)
+        derivative(t, xc, xd, u, dxc, p)
+        update(t, xc, xd, u, p)
+        zero_crossings(t, xc, xd, u, g, p)
+
+    p is the block's tuple of parameter arrays and scratch (`params`): runtime data, so changing a
+    gain or a mass recompiles nothing; only the functions' identities, array ranks and layouts,
+    and the wiring are part of the compiled code's cache key.
+    """
+
+    output: Any = None
+    derivative: Any = None
+    update: Any = None
+    zero_crossings: Any = None
+    params: tuple = ()

@@ -7,7 +7,7 @@ import numpy as np
 from numba import njit
 
 from ..errors import ParameterError, WidthError
-from .base import Block, Param, common_width, register
+from .base import Block, Kernels, Param, common_width, register
 
 RESETS = ("none", "rising", "falling", "either")
 RESET_DIRECTIONS = {"rising": 1, "falling": -1, "either": 0}
@@ -15,7 +15,7 @@ RESET_DIRECTIONS = {"rising": 1, "falling": -1, "either": 0}
 
 # ---- Integrator -------------------------------------------------------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def clamp_kernel(x, lower, upper, y):
     """y = min(max(x, lower), upper), elementwise (x (B, w) or (B, 1) broadcast)."""
     wx = x.shape[1]
@@ -25,7 +25,7 @@ def clamp_kernel(x, lower, upper, y):
             y[b, i] = lower[b, i] if v < lower[b, i] else (upper[b, i] if v > upper[b, i] else v)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def limited_rate_kernel(x, u, lower, upper, dx):
     """dx = u, except 0 where x sits on a limit and u pushes outward (x >= upper and u > 0, or
     x <= lower and u < 0): the state stops at the limit and leaves as soon as u points back in."""
@@ -39,7 +39,7 @@ def limited_rate_kernel(x, u, lower, upper, dx):
                 dx[b, i] = v
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def integrator_crossings(x, lower, upper, limits, reset, g):
     """g = [x - upper, x - lower] per channel (when `limits`; +-1 for an infinite limit), then the
     reset signal's channels."""
@@ -158,6 +158,14 @@ class Integrator(Block):
         reset = u[self._index["reset"]] if self._reset_width else self._no_reset
         integrator_crossings(xc, self._lower, self._upper, self._has_limits, reset, g)
 
+    def kernels(self):
+        if self._external:
+            return None
+        reset_port = self._index.get("reset", -1)
+        return Kernels(output=integrator_output, derivative=integrator_derivative,
+                       zero_crossings=integrator_zc if self.n_zc else None,
+                       params=(self._lower, self._upper, self._has_limits, reset_port))
+
     def on_event(self, t, xc, xd, u, mask):
         width = self.n_xc
         if self._has_limits:
@@ -172,6 +180,24 @@ class Integrator(Block):
             self.start_value(u, start)
             xc[resets] = start[resets]
         return False
+
+
+@njit(cache=True, inline="always")
+def integrator_output(t, xc, xd, u, y, p):
+    clamp_kernel(xc, p[0], p[1], y[0])
+
+
+@njit(cache=True, inline="always")
+def integrator_derivative(t, xc, xd, u, dxc, p):
+    limited_rate_kernel(xc, u[0], p[0], p[1], dxc)
+
+
+@njit(cache=True, inline="always")
+def integrator_zc(t, xc, xd, u, g, p):
+    if p[3] >= 0:
+        integrator_crossings(xc, p[0], p[1], p[2], u[p[3]], g)
+    else:
+        integrator_crossings(xc, p[0], p[1], p[2], xc[:, :0], g)
 
 
 # ---- linear systems ---------------------------------------------------------------------------------

@@ -8,10 +8,10 @@ import numpy as np
 from numba import njit
 
 from ..errors import ExpressionError, ParameterError, WidthError
-from .base import Block, Param, closest, common_width, numbered_ports, register
+from .base import Block, Kernels, Param, closest, common_width, numbered_ports, register
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def scale_rows(u, k, y):
     """y[b, i] = k[b, i] * u[b, i or 0] (u may be a scalar signal broadcast over the row)."""
     wu = u.shape[1]
@@ -20,7 +20,7 @@ def scale_rows(u, k, y):
             y[b, i] = k[b, i] * u[b, i if wu > 1 else 0]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def matrix_times(u, K, y):
     """y[b] = K[b] @ u[b] for K (B, m, n), u (B, n)."""
     for b in range(y.shape[0]):
@@ -72,8 +72,23 @@ class Gain(Block):
         else:
             matrix_times(u[0], self._matrix, y[0])
 
+    def kernels(self):
+        if self._matrix is None:
+            return Kernels(output=gain_rows_output, params=(self._row,))
+        return Kernels(output=gain_matrix_output, params=(self._matrix,))
 
-@njit(cache=True)
+
+@njit(cache=True, inline="always")
+def gain_rows_output(t, xc, xd, u, y, p):
+    scale_rows(u[0], p[0], y[0])
+
+
+@njit(cache=True, inline="always")
+def gain_matrix_output(t, xc, xd, u, y, p):
+    matrix_times(u[0], p[0], y[0])
+
+
+@njit(cache=True, inline="always")
 def signed_sum(inputs, signs, y):
     """y = sum_k signs[k] * inputs[k], each input (B, w) or (B, 1) broadcast."""
     for b in range(y.shape[0]):
@@ -106,6 +121,14 @@ class Sum(Block):
 
     def output(self, t, xc, xd, u, y):
         signed_sum(u, self._signs, y[0])
+
+    def kernels(self):
+        return Kernels(output=sum_output, params=(self._signs,))
+
+
+@njit(cache=True, inline="always")
+def sum_output(t, xc, xd, u, y, p):
+    signed_sum(u, p[0], y[0])
 
 
 @njit(cache=True)

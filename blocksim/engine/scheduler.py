@@ -512,11 +512,12 @@ class _Progress:
         self.bar = None
         self.calls = 0
 
-    def update(self, t: float) -> None:
+    def update(self, t: float, force: bool = False) -> None:
+        """Show simulated time t; checks the clock only every 256th call unless forced."""
         if not self.enabled:
             return
         self.calls += 1
-        if self.calls & 255:
+        if self.calls & 255 and not force:
             return
         if self.bar is None:
             if _time.perf_counter() - self.start < PROGRESS_AFTER:

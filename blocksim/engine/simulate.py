@@ -1,10 +1,12 @@
 """simulate(): compile a diagram for a run (or a batch), run the scheduler, return a Result."""
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
 from ..diagram.diagram import Diagram
-from ..errors import SourceLoc
+from ..errors import SolverError, SourceLoc
 from .result import Result, run_metadata
 from .scheduler import Simulation, settings_from
 
@@ -28,6 +30,36 @@ def logged_signals(cd) -> dict[str, tuple[str, str]]:
     return logged
 
 
+MODES = ("auto", "interpreted", "compiled")
+_explained: set[str] = set()
+
+
+def make_simulation(cd) -> Simulation:
+    """The run for simulation.mode: compiled when every block has kernels (auto, compiled), else
+    interpreted; auto says once per diagram why it stays interpreted."""
+    spec = cd.spec
+    mode = spec.simulation.get("mode", os.environ.get("BLOCKSIM_MODE", "auto"))
+    if mode not in MODES:
+        raise SolverError(f"simulation.mode must be one of {', '.join(MODES)}, got '{mode}'",
+                          where=spec.where.get("simulation.mode"))
+    settings = settings_from(spec, cd)
+    logged = logged_signals(cd)
+    if mode == "interpreted":
+        return Simulation(cd, settings, logged)
+    from .compiled import CompiledSimulation, missing_kernels
+    missing = missing_kernels(cd)
+    if not missing:
+        return CompiledSimulation(cd, settings, logged)
+    if mode == "compiled":
+        raise SolverError("compiled mode needs kernels for every block; "
+                          + "; ".join(missing), where=spec.where.get("simulation.mode"))
+    if spec.file not in _explained:
+        _explained.add(spec.file)
+        print(f"note: {spec.file} runs interpreted: {missing[0]}"
+              + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""), file=sys.stderr)
+    return Simulation(cd, settings, logged)
+
+
 def simulate(diagram: Diagram, batch: dict[str, list] | None = None, **settings: Any) -> Result:
     """Run a loaded diagram. `batch` = {dotted key: [value per member]} runs B members at once;
     keyword settings override the simulation section (stop_time=..., solver=...)."""
@@ -36,7 +68,7 @@ def simulate(diagram: Diagram, batch: dict[str, list] | None = None, **settings:
         overrides.update({f"simulation.{k}": v for k, v in settings.items()})
         diagram = Diagram(diagram.path, diagram.variant, overrides)
     cd = diagram.compile(batch)
-    sim = Simulation(cd, settings_from(cd.spec, cd), logged_signals(cd))
+    sim = make_simulation(cd)
     out = sim.run()
     meta = run_metadata(seed=cd.spec.simulation.get("seed"))
     meta.update(diagram=str(diagram.path), variant=diagram.variant,

@@ -1,0 +1,336 @@
+"""Compiled mode: one generated, numba-compiled step function per diagram structure.
+
+The generator writes a Python module that calls every block's kernels (Block.kernels()) in
+sorted order over the run's signal and state arrays, numba compiles it, and the module is kept
+in an on-disk cache keyed by the generated text, that is by the diagram's structure (block
+kernels, wiring, state layout, rates), never by parameter values: a new gain or mass reuses
+the compiled code. Fixed-step runs of diagrams without zero crossings execute their whole time
+loop (major steps, exact hits, Runge-Kutta stages, logging) in compiled code, returning to
+Python between chunks only for the progress bar and Ctrl-C; other runs use the scheduler's
+loop with compiled output, derivative, update and zero-crossing functions.
+
+Cache folder: $BLOCKSIM_CACHE_DIR, else ~/.cache/blocksim (numba's own cache sits beside the
+generated files, in __pycache__). Delete the folder to force recompilation.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import sys
+import time as _time
+from pathlib import Path
+
+import numpy as np
+
+from ..solvers import SOLVERS
+from .scheduler import RunOutput, Simulation
+
+CHUNK_SECONDS = 0.2
+"""Wall time between returns to Python in the compiled fixed-step loop (progress, Ctrl-C)."""
+
+GENERATOR_VERSION = 1
+"""Bumped whenever the generated code's form changes, so old cache entries are not reused."""
+
+
+def cache_dir() -> Path:
+    """Where generated modules and numba's compiled code are kept (BLOCKSIM_CACHE_DIR overrides)."""
+    root = os.environ.get("BLOCKSIM_CACHE_DIR") or Path.home() / ".cache" / "blocksim"
+    return Path(root) / "compiled"
+
+
+def missing_kernels(cd) -> list[str]:
+    """Blocks that keep a compiled diagram from compiled mode: 'name (Type): what is missing'."""
+    problems = []
+    for name in cd.blocks:
+        blk = cd.blocks[name]
+        if not blk.enabled:
+            continue
+        k = blk.kernels()
+        needs = []
+        if blk.output_names() and cd.sample_times[name].kind != "constant":
+            needs.append("output")
+        if blk.n_xc:
+            needs.append("derivative")
+        if cd.sample_times[name].kind == "discrete" or blk.n_xd:
+            needs.append("update")
+        if blk.n_zc:
+            needs.append("zero_crossings")
+        lacking = [n for n in needs if k is None or getattr(k, n) is None]
+        if lacking:
+            problems.append(f"{name} ({blk.type_name}): no compiled {', '.join(lacking)}")
+    return problems
+
+
+def _import_name(fn) -> tuple[str, str]:
+    """(module, name) under which a kernel can be imported by the generated code."""
+    py = getattr(fn, "py_func", fn)
+    module, name = py.__module__, py.__name__
+    if getattr(importlib.import_module(module), name, None) is not fn:
+        raise TypeError(f"kernel {module}.{name} is not a module-level function")
+    return module, name
+
+
+class Generator:
+    """Writes the source of one diagram's compiled module."""
+
+    def __init__(self, sim: Simulation):
+        self.sim = sim
+        cd = sim.cd
+        self.imports: dict[tuple[str, str], str] = {}
+        self.signals: list[np.ndarray] = []
+        self._signal_index: dict[int, int] = {}
+        for buf in sim.out_bufs.values():
+            self._signal(buf)
+        self.params: list[tuple] = []
+        self.param_index: dict[str, int] = {}
+        self.kernels = {}
+        for name in sim.order:
+            blk = cd.blocks[name]
+            if blk.enabled:
+                k = blk.kernels()
+                if k is not None:
+                    self.kernels[name] = k
+                    self.param_index[name] = len(self.params)
+                    self.params.append(tuple(k.params))
+
+    def _signal(self, arr: np.ndarray) -> int:
+        key = id(arr)
+        if key not in self._signal_index:
+            self._signal_index[key] = len(self.signals)
+            self.signals.append(arr)
+        return self._signal_index[key]
+
+    def _fn(self, fn) -> str:
+        key = _import_name(fn)
+        if key not in self.imports:
+            self.imports[key] = f"_k{len(self.imports)}"
+        return self.imports[key]
+
+    def _args(self, name: str, extra: str | None) -> str:
+        cd, sim = self.sim.cd, self.sim
+        a, b = cd.xc_slices[name]
+        c, d = cd.xd_slices[name]
+        _, _, u, y, _, _ = sim.views[name]
+        us = "".join(f"s[{self._signal(arr)}], " for arr in u)
+        args = [f"t", f"xc[:, {a}:{b}]", f"xd[:, {c}:{d}]", f"({us})"]
+        if extra == "y":
+            args.append("(" + "".join(f"s[{self._signal(arr)}], " for arr in y) + ")")
+        elif extra == "dxc":
+            args.append(f"dxc[:, {a}:{b}]")
+        elif extra == "g":
+            e, f = cd.zc_slices[name]
+            args.append(f"g[:, {e}:{f}]")
+        args.append(f"p[{self.param_index[name]}]")
+        return ", ".join(args)
+
+    def source(self) -> str:
+        sim, cd = self.sim, self.sim.cd
+        body: dict[str, list[str]] = {"major": [], "minor": [], "deriv": [], "update": [], "zc": []}
+        for rate, method, _ in sim.major_calls:
+            name = method.__self__.name
+            call = f"{self._fn(self.kernels[name].output)}({self._args(name, 'y')})"
+            body["major"].append(call if rate < 0 else f"if hits[{rate}]:\n        {call}")
+        for method, _ in sim.minor_calls:
+            name = method.__self__.name
+            body["minor"].append(f"{self._fn(self.kernels[name].output)}({self._args(name, 'y')})")
+        for method, *_ in sim.deriv_calls:
+            name = method.__self__.name
+            body["deriv"].append(
+                f"{self._fn(self.kernels[name].derivative)}({self._args(name, 'dxc')})")
+        for rate, method, _ in sim.update_calls:
+            name = method.__self__.name
+            call = f"{self._fn(self.kernels[name].update)}({self._args(name, None)})"
+            body["update"].append(call if rate < 0 else f"if hits[{rate}]:\n        {call}")
+        for name, _ in sim.zc_blocks:
+            body["zc"].append(
+                f"{self._fn(self.kernels[name].zero_crossings)}({self._args(name, 'g')})")
+        lines = [f'"""Generated by blocksim (generator {GENERATOR_VERSION}) for one diagram '
+                 'structure; do not edit."""',
+                 "import numpy as np", "from numba import njit",
+                 "from blocksim.solvers.explicit import _combine",
+                 "from blocksim.engine.loops import all_finite, copy2d, copy_to_log, rate_hits"]
+        for (module, name), alias in sorted(self.imports.items(), key=lambda kv: kv[1]):
+            lines.append(f"from {module} import {name} as {alias}")
+
+        def func(header, stmts):
+            lines.append("")
+            lines.append("")
+            lines.append("@njit(cache=True, error_model='numpy')")
+            lines.append(header)
+            for st in stmts or ["pass"]:
+                lines.append("    " + st)
+
+        func("def outputs_major(t, hits, xc, xd, s, p):", body["major"])
+        func("def outputs_minor(t, xc, xd, s, p):", body["minor"])
+        func("def derivatives(t, xc, xd, dxc, s, p):",
+             ["outputs_minor(t, xc, xd, s, p)"] + body["deriv"])
+        func("def updates(t, hits, xc, xd, s, p):", body["update"])
+        func("def zero_crossings(t, xc, xd, g, s, p):", body["zc"])
+        lines.append(FIXED_LOOP)
+        return "\n".join(lines) + "\n"
+
+
+FIXED_LOOP = '''
+
+@njit(cache=True, error_model='numpy')
+def rk_step(t, t_new, xc, xd, dxc, s, p, A, b, c, K, x0, x_stage):
+    """One explicit Runge-Kutta step of xc from t to t_new, the arithmetic of solvers.explicit.rk_step."""
+    h = t_new - t
+    n_stages = b.shape[0]
+    copy2d(x0, xc)
+    derivatives(t, xc, xd, dxc, s, p)
+    copy2d(K[0], dxc)
+    stages = K.reshape((K.shape[0], -1))
+    x0_flat = x0.reshape(-1)
+    stage_flat = x_stage.reshape(-1)
+    for i in range(1, n_stages):
+        _combine(x0_flat, h, A[i], stages, i, stage_flat)
+        ti = t_new if c[i] == 1.0 else min(t + c[i] * h, t_new)
+        copy2d(xc, x_stage)
+        derivatives(ti, xc, xd, dxc, s, p)
+        copy2d(K[i], dxc)
+    _combine(x0_flat, h, b, stages, n_stages, stage_flat)
+    copy2d(xc, x_stage)
+
+
+@njit(cache=True, error_model='numpy')
+def run_fixed(k0, k1, last_k, num0, dnum, den, step_ticks, t_stop, per, off, hits,
+              xc, xd, dxc, s, p, logs, log_stride, log_pos, A, b, c, K, x0, x_stage):
+    """Major steps k0..k1-1 on the fixed grid: outputs, log, updates, one RK step each.
+
+    Returns (status, next k, log position): status 0 = chunk done, 1 = reached the stop time,
+    2 = a state became NaN/Inf at step k (the caller names the block)."""
+    k = k0
+    while k < k1:
+        n = k * step_ticks
+        t = t_stop if k == last_k else (num0 + n * dnum) / den
+        rate_hits(n, per, off, hits)
+        outputs_major(t, hits, xc, xd, s, p)
+        if k % log_stride == 0 or k == last_k:
+            record(log_pos, s, logs)
+            log_pos += 1
+        updates(t, hits, xc, xd, s, p)
+        if not (all_finite(xc) and all_finite(xd)):
+            return 2, k, log_pos
+        if k == last_k:
+            return 1, k, log_pos
+        t_new = t_stop if k + 1 == last_k else (num0 + (k + 1) * step_ticks * dnum) / den
+        if xc.shape[1] > 0:
+            rk_step(t, t_new, xc, xd, dxc, s, p, A, b, c, K, x0, x_stage)
+        k += 1
+    return 0, k, log_pos
+'''
+
+
+def _record_source(logged_index: list[int]) -> str:
+    lines = ["", "", "@njit(cache=True, error_model='numpy')", "def record(pos, s, logs):"]
+    lines += [f"    copy_to_log(logs[{j}], pos, s[{i}])" for j, i in enumerate(logged_index)] or ["    pass"]
+    return "\n".join(lines) + "\n"
+
+
+def load_module(source: str):
+    """Import the generated module from the cache (writing it once); numba caches its machine code."""
+    digest = hashlib.sha1(source.encode()).hexdigest()[:20]
+    folder = cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"blocksim_diagram_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    path = folder / f"{name}.py"
+    if not path.exists() or path.read_text() != source:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(source)
+        os.replace(tmp, path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class CompiledSimulation(Simulation):
+    """A Simulation whose evaluations run in one compiled module (same semantics, same numbers)."""
+
+    def __init__(self, cd, settings, logged):
+        super().__init__(cd, settings, logged)
+        gen = Generator(self)
+        self.logged_sources = [gen._signal(buf) for _, buf in self.recorder.sources]
+        source = gen.source() + _record_source(self.logged_sources)
+        self.module = load_module(source)
+        self.s = tuple(gen.signals)
+        self.p = tuple(gen.params)
+        self.logs = tuple(self.recorder.data[name] for name, _ in self.recorder.sources)
+
+    def outputs_major(self, t, hits):
+        self.module.outputs_major(t, hits, self.xc, self.xd, self.s, self.p)
+
+    def outputs_minor(self, t):
+        self.module.outputs_minor(t, self.xc, self.xd, self.s, self.p)
+
+    def rhs(self, t, x):
+        np.copyto(self.xc, x)
+        self.module.derivatives(t, self.xc, self.xd, self.dxc, self.s, self.p)
+        return self.dxc.copy()
+
+    def zero_crossings(self, t):
+        self.module.zero_crossings(t, self.xc, self.xd, self.g, self.s, self.p)
+        return self.g.copy()
+
+    def run_updates(self, t, hits):
+        self.module.updates(t, hits, self.xc, self.xd, self.s, self.p)
+
+    def run(self) -> RunOutput:
+        solver_cls = SOLVERS[self.settings.solver]
+        if solver_cls.adaptive or self.zc_blocks or not hasattr(solver_cls, "tableau"):
+            return super().run()
+        return self._run_fixed(solver_cls.tableau)
+
+    def _run_fixed(self, tableau) -> RunOutput:
+        from .scheduler import _Progress
+        s, tb, cd = self.settings, self.timebase, self.cd
+        step_ticks = int(s.step / tb.tick)
+        span = (s.stop - s.start) / s.step
+        last_k = int(span) if span.denominator == 1 else int(span) + 1
+        num0, dnum, den = tb.integer_form
+        if max(abs(num0), abs(dnum) * step_ticks * (last_k + 1), den) >= 2 ** 53:
+            return super().run()     # times beyond exact float integers: the Python loop copes
+        log_stride = int(s.log_every / s.step)
+        for name in self.order:
+            xc, xd, *_ = self.views[name]
+            cd.blocks[name].initial_state(xc, xd)
+        for method, args in self.constant_calls:
+            method(float(s.start), *args)
+        per = np.array([r.period for r in tb.rates], dtype=np.int64)
+        off = np.array([r.offset for r in tb.rates], dtype=np.int64)
+        hits = np.zeros(len(tb.rates), dtype=np.bool_)
+        B, n = self.xc.shape
+        K = np.zeros((len(tableau.b) + 1, B, n))
+        x0 = np.zeros((B, n))
+        x_stage = np.zeros((B, n))
+        progress = _Progress(s, s.progress)
+        k, log_pos, status, interrupted = 0, 0, 0, False
+        chunk = 64
+        try:
+            while status == 0:
+                started = _time.perf_counter()
+                status, k, log_pos = self.module.run_fixed(
+                    k, min(k + chunk, last_k + 1), last_k, num0, dnum, den, step_ticks,
+                    float(s.stop), per, off, hits, self.xc, self.xd, self.dxc, self.s, self.p,
+                    self.logs, log_stride, log_pos, tableau.A, tableau.b, tableau.c, K, x0,
+                    x_stage)
+                elapsed = _time.perf_counter() - started
+                chunk = max(16, int(chunk * min(4.0, CHUNK_SECONDS / max(elapsed, 1e-6))))
+                progress.update(float(s.start) + k * float(s.step), force=True)
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            progress.close()
+        self.recorder.count = log_pos
+        if status == 2:
+            t = tb.time(k * step_ticks) if k != last_k else float(s.stop)
+            self.check_finite(t)
+        t_log, data = self.recorder.finished()
+        stats = {"major_steps": k + 1, "nsteps": k, "mode": "compiled"}
+        return RunOutput(t_log, data, [], stats, interrupted, None)

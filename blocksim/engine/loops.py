@@ -1,0 +1,41 @@
+"""Small numba helpers shared by every diagram's compiled code (compiled once, cached on disk).
+
+Generated modules call these instead of numpy slice assignments, which numba is slow to compile.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, error_model="numpy")
+def copy2d(dst, src):
+    """dst[:, :] = src for (B, n) arrays."""
+    for i in range(dst.shape[0]):
+        for j in range(dst.shape[1]):
+            dst[i, j] = src[i, j]
+
+
+@njit(cache=True, error_model="numpy")
+def copy_to_log(log, pos, src):
+    """log[:, pos, :] = src: one logged sample of a (B, width) signal into (B, n_times, width)."""
+    for i in range(src.shape[0]):
+        for j in range(src.shape[1]):
+            log[i, pos, j] = src[i, j]
+
+
+@njit(cache=True, error_model="numpy")
+def all_finite(a):
+    """True when no element of the (B, n) array is NaN or Inf."""
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            if not np.isfinite(a[i, j]):
+                return False
+    return True
+
+
+@njit(cache=True, error_model="numpy")
+def rate_hits(n, per, off, hits):
+    """hits[r] = rate r has a sample hit at base tick n (n >= offset, (n - offset) % period == 0)."""
+    for r in range(per.shape[0]):
+        hits[r] = n >= off[r] and (n - off[r]) % per[r] == 0
