@@ -19,6 +19,9 @@ BOUND_SNAP_FRACTION = 1e-6
 """A step that would end within this fraction of its own length short of t_bound ends on t_bound instead,
 so rounding in t never leaves a sliver step before a sample hit (Hairer's codes stretch by 1 %)."""
 
+MIN_STEP_SPACINGS = 10
+"""A step shorter than this many floating-point spacings of t is an underflow: the tolerance cannot be met."""
+
 MIN_RTOL = 100 * np.finfo(float).eps
 """Smallest relative tolerance accepted: below it the error estimate is round-off."""
 

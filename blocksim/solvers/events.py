@@ -36,9 +36,11 @@ def find_first_crossing(gfun: Callable[[float], np.ndarray], t0: float, t1: floa
     same sign at both ends is only found if an evaluation happens to land between its roots.
     Returns (t_event, mask): t_event is the right end of a bracket [t_lo, t_event] no wider than xtol with
     no component crossed at t_lo, so every sign has already changed at t_event; mask (B, m) marks all
-    components crossed at t_event (they all cross within xtol of it).
+    components crossed at t_event: every one that crosses within xtol/2 after the earliest crossing, and
+    none that crosses more than xtol after it (they are handled as one event).
     The search is regula falsi with the Illinois modification on the component that crosses first
     (by its secant estimate), guarded by bisection; every evaluation updates the bracket for all components.
+    The bracket is narrowed to xtol/2, then its right end moved to t_lo + xtol to collect companions.
     """
     g0 = np.asarray(g0, dtype=float)
     g1 = np.asarray(g1, dtype=float)
@@ -50,7 +52,8 @@ def find_first_crossing(gfun: Callable[[float], np.ndarray], t0: float, t1: floa
 
     if not crossed(g1).any():
         return None
-    tol = max(float(xtol), ROUNDOFF_SPACINGS * float(np.spacing(max(abs(t0), abs(t1)))))
+    xtol = max(float(xtol), 2 * ROUNDOFF_SPACINGS * float(np.spacing(max(abs(t0), abs(t1)))))
+    tol = 0.5 * xtol
     lo, hi, g_lo, g_hi = float(t0), float(t1), g0, g1
     iterations = 0
     while hi - lo > tol and iterations < MAX_ITERATIONS:
@@ -95,4 +98,9 @@ def find_first_crossing(gfun: Callable[[float], np.ndarray], t0: float, t1: floa
             slow = slow + 1 if hi - lo > 0.5 * width else 0
         if iterations >= MAX_ITERATIONS or not lo < 0.5 * (lo + hi) < hi:
             break
+    t_last = min(lo + xtol, float(t1))
+    if t_last > hi:
+        g_last = np.asarray(gfun(t_last), dtype=float)
+        if np.all(crossed(g_last) >= crossed(g_hi)):   # no component crossed back meanwhile
+            hi, g_hi = t_last, g_last
     return hi, crossed(g_hi)

@@ -8,7 +8,8 @@ import numba
 import numpy as np
 
 from blocksim.errors import SolverError
-from blocksim.solvers.base import BOUND_SNAP_FRACTION, Interpolant, Solver, select_initial_step
+from blocksim.solvers.base import (BOUND_SNAP_FRACTION, MIN_STEP_SPACINGS, Interpolant, Solver,
+                                   select_initial_step)
 from blocksim.solvers.tableaux import (BogackiShampineTableau, DOP853Tableau, DormandPrinceTableau,
                                        EulerTableau, HeunTableau, Kutta3Tableau, MidpointTableau,
                                        RK4Tableau, Tableau)
@@ -19,8 +20,6 @@ MIN_FACTOR = 0.2
 """Smallest factor by which one error estimate may shrink the step."""
 MAX_FACTOR = 10.0
 """Largest factor by which one error estimate may grow the step."""
-MIN_STEP_SPACINGS = 10
-"""A step shorter than this many floating-point spacings of t is an underflow: the tolerance cannot be met."""
 DOP853_E3_WEIGHT = 0.01
 """Weight of DOP853's 3rd-order estimate in its combined error norm (Hairer's dop853.f)."""
 

@@ -11,7 +11,7 @@ from scipy.integrate import OdeSolver
 from scipy.integrate import Radau as ScipyRadau
 
 from blocksim.errors import SolverError
-from blocksim.solvers.base import FINISHED, Interpolant, Solver
+from blocksim.solvers.base import FINISHED, MIN_STEP_SPACINGS, Interpolant, Solver
 
 
 class ScipyStiffSolver(Solver):
@@ -57,6 +57,8 @@ class ScipyStiffSolver(Solver):
         if solver.status == "failed":
             self._fail(f"SciPy's {self.scipy_class.__name__} failed: {message}", self._suggested_step())
         t_new = self.t_bound if solver.status == "finished" else float(solver.t)
+        if t_new - self.t < MIN_STEP_SPACINGS * (np.nextafter(self.t, np.inf) - self.t) and t_new < self.t_bound:
+            self._fail("step size underflow, the tolerance cannot be met", t_new - self.t)
         self.t_old, self.x_old = self.t, self.x
         self.t, self.x = t_new, solver.y.reshape(self.x.shape).copy()
 
