@@ -3,6 +3,7 @@ from . import continuous, discrete, math, routing, sinks, sources  # noqa: F401 
 from . import actuators, foc, sensors  # noqa: F401  (actuators, FOC, sensors)
 from . import trajectories  # noqa: F401  (joint-space trajectory generators)
 from . import control  # noqa: F401  (PID)
+from . import robot  # noqa: F401  (Manipulator, InverseDynamics and the model-based robot blocks)
 from .base import REGISTRY, Block, Param, SampleTime, register
 
 __all__ = ["REGISTRY", "Block", "Param", "SampleTime", "register"]
