@@ -211,6 +211,19 @@ def test_steps_land_exactly_on_moved_bounds_and_dense_output_is_exact_at_ends(na
         solver.step()
 
 
+@pytest.mark.parametrize("name", solver_names())
+def test_solver_made_on_an_empty_interval_starts_after_set_bound_or_restart(name):
+    x0 = np.array([[1.0], [-0.5]])
+    moved = make_solver(name, forced_decay, 0.0, x0, 0.0, **options_for(name, rtol=1e-8, atol=1e-10))
+    restarted = make_solver(name, forced_decay, 0.0, x0, 0.0, **options_for(name, rtol=1e-8, atol=1e-10))
+    assert moved.status == restarted.status == "finished"
+    moved.set_bound(0.5)
+    restarted.restart(0.0, x0, 0.5)
+    for solver in (run_to_end(moved), run_to_end(restarted)):
+        assert solver.t == 0.5
+        np.testing.assert_allclose(solver.x[:, 0], forced_decay_exact(0.5, x0[:, 0]), atol=5e-3)  # euler: 3e-3
+
+
 def test_fixed_step_grid_is_counted_not_accumulated():
     solver = make_solver("rk4", forced_decay, 0.0, np.array([[1.0]]), 1.0, step=0.1)
     times = []

@@ -163,7 +163,7 @@ class Solver(abc.ABC):
 
     def _describe(self) -> str:
         """The solver and its settings, for error messages."""
-        if self.adaptive and not self.fixed_step:
+        if self.initial_step is None or (self.adaptive and not self.fixed_step):
             return f"solver {self.name} (rtol={self.rtol:g}, atol={self.atol:g})"
         return f"solver {self.name} (fixed step {self.initial_step:g} s)"
 

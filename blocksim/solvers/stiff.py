@@ -77,8 +77,16 @@ class ScipyStiffSolver(Solver):
 
     def set_bound(self, t_bound: float) -> None:
         super().set_bound(t_bound)
+        if self._solver.t_old is None:
+            # No step yet: rebuild, so that SciPy chooses its first step for the new interval.
+            self._solver = self._build(self.initial_step)
+            return
         self._solver.t_bound = self.t_bound
         self._solver.status = "finished" if self.status == FINISHED else "running"
+        self._move_critical_time()
+
+    def _move_critical_time(self) -> None:
+        """Tell the SciPy solver's internals about a moved t_bound (nothing to do for Radau and BDF)."""
 
 
 class Radau(ScipyStiffSolver):
@@ -114,8 +122,7 @@ class LSODA(ScipyStiffSolver):
     def _suggested_step(self) -> float | None:
         return self._solver.step_size
 
-    def set_bound(self, t_bound: float) -> None:
-        super().set_bound(t_bound)
+    def _move_critical_time(self) -> None:
         # SciPy's LSODA keeps the critical time (no stepping past it) in LSODA's work array rwork[0];
         # SciPy's own constructor sets it there in the same way.
         integrator = self._solver._lsoda_solver._integrator
