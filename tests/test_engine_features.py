@@ -1,0 +1,170 @@
+"""Engine features a user meets: subsystems in a running diagram, Ctrl-C keeping what was logged,
+variants and overrides in a run, and the CLI's check, blocks, plot and simulate --out."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+from textwrap import dedent
+
+import numpy as np
+
+import blocksim
+from blocksim.blocks.base import Block, Param, register
+
+ROOT = Path(__file__).resolve().parents[1]
+
+FILTER = """
+inports: [u]
+outports: [y, y_dot]
+parameters:
+  tau: 0.5        # time constant, s
+  gain: 1.0
+blocks:
+  k:   {type: Gain, gain: "${gain / tau}"}
+  e:   {type: Sum, signs: "+-"}
+  x:   {type: Integrator, x0: 0.0}
+connections:
+  - inports.u -> e.in1
+  - x -> e.in2
+  - e -> k
+  - k -> x
+  - x -> outports.y
+  - k -> outports.y_dot
+"""
+
+TOP = """
+blocksim: 1
+name: two first-order lags in series, as subsystems
+blocks:
+  step:  {type: Step, time: 0.0, initial: 0.0, final: 1.0}
+  lag1:  {type: lag.yaml, tau: 0.5}
+  lag2:  {type: lag.yaml, tau: 0.25, gain: 2.0}
+connections:
+  - step -> lag1.u
+  - lag1.y -> lag2.u
+simulation: {stop_time: 3.0, solver: dop853, rtol: 1.0e-11, atol: 1.0e-13}
+log: {signals: [lag1.y, lag2.y, lag1.y_dot], every: 0.01}
+"""
+
+
+def write(folder, name, text):
+    path = folder / name
+    path.write_text(dedent(text))
+    return path
+
+
+def test_subsystems_flatten_and_run_with_mask_parameters(tmp_path):
+    write(tmp_path, "lag.yaml", FILTER)
+    top = write(tmp_path, "top.yaml", TOP)
+    r = blocksim.simulate(blocksim.load(top))
+    t = r.t
+    y1 = 1 - np.exp(-t / 0.5)
+    # second lag: x' = (gain / tau)(u - x), a unit-DC-gain lag of time constant 0.25 / 2, driven
+    # by y1: the closed form of two distinct poles a = 2, b = 8 (1/s)
+    a, b = 1 / 0.5, 2.0 / 0.25
+    y2 = 1 - (b * np.exp(-a * t) - a * np.exp(-b * t)) / (b - a)
+    np.testing.assert_allclose(r["lag1.y"][:, 0], y1, atol=1e-9)
+    np.testing.assert_allclose(r["lag2.y"][:, 0], y2, atol=1e-9)
+    np.testing.assert_allclose(r["lag1.y_dot"][:, 0], np.exp(-t / 0.5) / 0.5, atol=1e-8)
+    assert "lag1/x.out" in r.names or "lag1.y" in r.names
+
+
+def test_check_names_flattened_blocks(tmp_path):
+    write(tmp_path, "lag.yaml", FILTER)
+    top = write(tmp_path, "top.yaml", TOP)
+    proc = subprocess.run([sys.executable, str(ROOT / "cli.py"), "check", str(top)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    for name in ("lag1/x", "lag2/k", "step"):
+        assert name in proc.stdout
+    assert "states: 2 continuous" in proc.stdout
+
+
+class InterruptAt(Block):
+    """Test block: raises KeyboardInterrupt (as Ctrl-C would) once t passes `time`."""
+
+    type_name = "TestInterruptAt"
+    summary = "simulates Ctrl-C (tests only)"
+    params = {"time": Param(1.0, "s", kind="time")}
+    inputs = ()
+    time_varying = True
+    sample = "continuous"
+
+    def resolve_widths(self, in_widths):
+        return {"out": 1}
+
+    def output(self, t, xc, xd, u, y):
+        if t > float(self.p.time):
+            raise KeyboardInterrupt
+        y[0][...] = t
+
+
+register(InterruptAt)
+
+
+def test_interrupted_run_keeps_what_was_logged(tmp_path):
+    path = write(tmp_path, "d.yaml", """
+    blocksim: 1
+    blocks:
+      clock: {type: TestInterruptAt, time: 0.5}
+      x:     {type: Integrator}
+    connections: [clock -> x]
+    simulation: {stop_time: 2.0, solver: rk4, step: 0.01}
+    log: {every: 0.1}
+    """)
+    r = blocksim.simulate(blocksim.load(path))
+    assert r.interrupted
+    assert 0.5 <= r.t[-1] <= 0.51 and r.t[0] == 0.0
+    np.testing.assert_allclose(r["x.out"][:6, 0], 0.5 * r.t[:6] ** 2, atol=1e-12)
+
+
+def test_variants_and_overrides_in_a_run(tmp_path):
+    path = write(tmp_path, "d.yaml", """
+    blocksim: 1
+    parameters: {rate: 1.0}
+    blocks:
+      c: {type: Constant, value: $rate}
+      x: {type: Integrator}
+    connections: [c -> x]
+    simulation: {stop_time: 1.0, solver: rk4, step: 0.1}
+    variants:
+      slow: {parameters.rate: 0.5}
+      off:  {c.enabled: false}
+    """)
+    finals = {}
+    for variant in (None, "slow", "off"):
+        r = blocksim.simulate(blocksim.load(path, variant=variant))
+        finals[variant] = r["x.out"][-1, 0]
+    assert abs(finals[None] - 1.0) < 1e-12 and abs(finals["slow"] - 0.5) < 1e-12
+    assert finals["off"] == 0.0
+    r = blocksim.simulate(blocksim.load(path, variant="slow", set={"parameters.rate": 3.0}))
+    assert abs(r["x.out"][-1, 0] - 3.0) < 1e-12
+
+
+def test_cli_simulate_out_plot_and_replot(tmp_path):
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, str(ROOT / "cli.py"), "simulate",
+                           str(ROOT / "examples" / "mass_spring_damper.yaml"), "--out", str(out),
+                           "--plot"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert (out / "default" / "signals.npz").exists()
+    assert json.loads((out / "metrics.json").read_text()) == {"default": {}}
+    png = out / "position.png"
+    assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "position.svg").exists()
+    again = tmp_path / "figs"
+    proc = subprocess.run([sys.executable, str(ROOT / "cli.py"), "plot", str(out), "--signals",
+                           "x.out", "--out", str(again)], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert (again / "signals.png").exists()
+
+
+def test_cli_blocks_lists_library_with_units():
+    proc = subprocess.run([sys.executable, str(ROOT / "cli.py"), "blocks", "Integrator"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0
+    assert "x0" in proc.stdout and "upper" in proc.stdout and "inputs:" in proc.stdout
+    proc = subprocess.run([sys.executable, str(ROOT / "cli.py"), "blocks", "Integratr"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "did you mean 'Integrator'" in proc.stderr
