@@ -46,6 +46,7 @@ def test_step_jumps_at_its_time_per_channel_and_declares_breakpoints():
     np.testing.assert_array_equal(b.output(2.5), [[3, 4]])
     assert b.block.breakpoints(0.0, 1.5) == [1.0]
     assert b.block.breakpoints(1.0, 5.0) == [2.0]
+    assert not b.block.time_varying     # piecewise constant: held through the solver's stages
 
 
 def test_step_vector_lengths_must_agree():
@@ -120,6 +121,7 @@ def test_from_file_csv_linear_zoh_cubic(table):
                      diagram_dir=str(folder))
     np.testing.assert_allclose([zoh.output(x)[0, 0] for x in (0.49, 0.5, 1.99)], [1.0, -1.0, 0.0])
     assert zoh.block.breakpoints(0.0, 1.0) == [0.5, 1.0]
+    assert lin.block.time_varying and not zoh.block.time_varying
     cub = BlockCheck("FromFile", {"path": "table.csv", "columns": "a", "interpolation": "cubic"},
                      diagram_dir=str(folder))
     spline = CubicSpline(t, a)

@@ -62,8 +62,9 @@ class StopSimulation(Sink):
     Its event function is g = +1 where the input is nonzero and -1 where it is zero, rising: the
     scheduler locates the instant on the solver's dense output (to its event tolerance; for an
     input that jumps at a sample hit, the hit itself), makes a major step there, so that instant is
-    logged, and `on_event` returns True, which ends the run. The input is read through the event
-    function only; an input already nonzero at the start stops the run at the first check.
+    logged, and `on_event` returns True, which ends the run. A crossing needs a change: an input
+    that is already nonzero at the start time is reported by `stop_requested`, which the engine
+    may check at the first major step.
     """
 
     type_name = "StopSimulation"

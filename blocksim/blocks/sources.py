@@ -73,7 +73,9 @@ def step_kernel(t, time, initial, final, y):
 class Step(TimeSource):
     """A jump from `initial` to `final` at `time` (the output is `final` from `time` on).
 
-    The step time is a breakpoint: adaptive solvers stop on it instead of smearing the jump.
+    The step time is a breakpoint: adaptive solvers stop on it instead of smearing the jump. The
+    output is piecewise constant, so it is evaluated at major steps only (time_varying False):
+    solver stages inside the step that ends on the step time see `initial`, as they should.
     """
 
     type_name = "Step"
@@ -82,6 +84,7 @@ class Step(TimeSource):
               "initial": Param(0.0, "units of y", "output before the step"),
               "final": Param(1.0, "units of y", "output from the step time on")}
     width_params = ("time", "initial", "final")
+    time_varying = False
 
     def configure(self, in_widths, out_widths):
         self._time, self._initial, self._final = self.rows(out_widths["out"])
@@ -301,6 +304,8 @@ class FromFile(Block):
             raise ParameterError(f"'{path}' holds NaN or Inf values", block=self.name)
         self._times, self._values = times, values
         self._method = INTERPOLATIONS.index(self.p.interpolation)
+        # a zoh table is piecewise constant between its breakpoints: major steps suffice
+        self.time_varying = self._method != 1
         if self._method == 2:
             from scipy.interpolate import CubicSpline
             self._coefs = np.ascontiguousarray(CubicSpline(times, values, axis=0).c)
