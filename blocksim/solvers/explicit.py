@@ -29,7 +29,10 @@ DOP853_E3_WEIGHT = 0.01
 
 @numba.njit(cache=True, error_model="numpy")
 def _combine(base, h, weights, stages, count, out):
-    """out[k] = base[k] + h * sum_{j < count} weights[j] * stages[j, k]  (zero weights skipped)."""
+    """out[k] = base[k] + h * sum_{j < count} weights[j] * stages[j, k]  (zero weights skipped).
+
+    Also called by the code blocksim.engine.compiled generates: keep this signature.
+    """
     for k in range(out.shape[0]):
         acc = 0.0
         for j in range(count):
@@ -232,6 +235,8 @@ class AdaptiveRungeKutta(RungeKutta):
     The error of a step is the RMS over all (B, n) elements of err / (atol + rtol * max(|x|, |x_new|)),
     so the batch shares each step. The step size follows h * SAFETY * err**(-1 / (error_order + 1)),
     bounded by MIN_FACTOR and MAX_FACTOR, without growth right after a rejection, and at most max_step.
+    The suggestion for the next step (_h_next) survives restart(); a step cut short by t_bound keeps the
+    suggestion it was planned with.
     """
 
     adaptive = True
@@ -305,9 +310,6 @@ class AdaptiveRungeKutta(RungeKutta):
                 return 0.0
             error = abs(h) * sq5 / math.sqrt((sq5 + DOP853_E3_WEIGHT * sq3) * size)
         return error if math.isfinite(error) else math.inf
-
-    def _forget_derivative(self) -> None:
-        super()._forget_derivative()   # the step-size suggestion _h_next is kept on purpose
 
 
 class Euler(FixedStepRungeKutta):
