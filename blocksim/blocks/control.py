@@ -197,6 +197,7 @@ class PID(Block):
     inputs = ("ref", "meas", "ref_d", "meas_d")
     outputs = ("out",)
     optional_inputs = ("ref_d", "meas_d")
+    sample = "continuous"          # discrete when `period` is given (sample_time())
 
     GAIN_KEYS = ("Kp", "Ki", "Kd", "b", "c", "N", "lower", "upper", "Kb", "z0")
 
