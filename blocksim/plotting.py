@@ -1,111 +1,428 @@
-"""Figures of logged signals: the diagram's scopes, with variants overlaid, as PNG and SVG."""
+"""Figures of logged signals: the diagram's scopes, or chosen signals, with variants overlaid, as PNG
+and SVG; and the loading of saved run folders shared by plot, animate and compare.
+
+Conventions (docs/figures.md):
+- time in s on the x axis; one subplot per signal element (joint); the y label carries the units:
+  a scope's `ylabel` wins, else the units the producing block declares for the port
+  (`blocks.catalog.port_units`: q rad, qd rad/s, tau N m, i A, v V, ...), else the units of the
+  input ports the signal drives, followed along the wires through unit-preserving blocks (Sum,
+  Saturation, ...), so a Sum feeding `plant.tau` is labelled N m;
+- references are dashed: the signals named in a scope's `reference`, and the outputs of blocks whose
+  name starts with `ref`. A reference that is the same in every variant is drawn once, in black;
+  otherwise each variant's reference is dashed in that variant's colour;
+- one colour per variant (and per batch member); with a single variant, one colour per signal;
+  several signals of one variant in one subplot differ by line style (solid, dash-dot, dotted);
+- SVG text is kept as text (`svg.fonttype: none`), so figures stay editable and searchable.
+
+matplotlib is imported only here and only when a figure is drawn, with the Agg canvas (no pyplot
+state, no display needed).
+"""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-
+import numpy as np
 
 VARIANT_STYLE_CYCLE = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple",
                        "tab:brown", "tab:pink", "tab:gray", "tab:olive", "tab:cyan")
+SIGNAL_LINESTYLES = ("-", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (1, 2)))
+REFERENCE_COLOUR = "black"
 
 
-def _pyplot():
+# ----------------------------------------------------------------------------- matplotlib
+
+def new_figure(figsize=(8.0, 5.0), dpi=100):
+    """A matplotlib Figure on the Agg canvas, without pyplot (imports matplotlib on first use)."""
     import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
+    matplotlib.rcParams["svg.fonttype"] = "none"
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=figsize, dpi=dpi)
+    FigureCanvasAgg(fig)
+    return fig
 
+
+def save_figure(fig, out: Path, stem: str, formats=("png", "svg"), dpi=120) -> list[Path]:
+    """Write fig as out/stem.png and out/stem.svg (or the given formats)."""
+    import matplotlib
+    paths = []
+    with matplotlib.rc_context({"svg.fonttype": "none"}):
+        for ext in formats:
+            path = Path(out) / f"{stem}.{ext}"
+            fig.savefig(path, dpi=dpi)
+            paths.append(path)
+    return paths
+
+
+def file_stem(text: str) -> str:
+    """A file name from a title: letters and digits, the rest underscores, lower case."""
+    stem = "".join(c if c.isalnum() else "_" for c in text).strip("_").lower()
+    while "__" in stem:
+        stem = stem.replace("__", "_")
+    return stem or "figure"
+
+
+# ----------------------------------------------------------------------------- saved runs
+
+def load_run(run) -> dict:
+    """The results of a saved run folder as {variant: Result}, in the run's variant order.
+
+    `run` is a folder written by `simulate --out` (one subfolder per variant, and metrics.json
+    listing them in order) or by `Result.save` (signals.npz in the folder itself; its variant is
+    the folder's name).
+    """
+    from .engine.result import Result
+    from .errors import BlocksimError
+    run = Path(run)
+    if not run.exists():
+        raise BlocksimError(f"{run}: no such run folder")
+    if (run / "signals.npz").exists():
+        return {run.name: Result.load(run)}
+    found = {p.name: p for p in sorted(run.iterdir()) if (p / "signals.npz").exists()}
+    if not found:
+        raise BlocksimError(f"{run}: no saved run here (no signals.npz in it or in its subfolders)")
+    order = []
+    mpath = run / "metrics.json"
+    if mpath.exists():
+        try:
+            order = [v for v in json.loads(mpath.read_text()) if v in found]
+        except (ValueError, TypeError):
+            order = []
+    order += [v for v in found if v not in order]
+    return {v: Result.load(found[v]) for v in order}
+
+
+def select_variants(results: dict, variants, run="run") -> dict:
+    """Only the named variants (in the order given); an unknown name is an error."""
+    if not variants:
+        return results
+    from .blocks.base import closest
+    from .errors import BlocksimError
+    for v in variants:
+        if v not in results:
+            raise BlocksimError(f"{run}: no variant '{v}'{closest(v, results)}; variants: "
+                                f"{', '.join(results)}")
+    return {v: results[v] for v in variants}
+
+
+def diagram_doc(result) -> dict:
+    """The resolved diagram saved with a run, as a dict (empty when there is none)."""
+    import yaml
+    if not getattr(result, "diagram", None):
+        return {}
+    try:
+        doc = yaml.safe_load(result.diagram)
+    except yaml.YAMLError:
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def source_diagram_path(result, run_dir: Path | None = None) -> Path | None:
+    """The diagram file the run came from (run.json's `diagram`), when it still exists."""
+    src = (getattr(result, "metadata", None) or {}).get("diagram")
+    if not src:
+        return None
+    candidates = [Path(src)]
+    if run_dir is not None and not Path(src).is_absolute():
+        candidates.append(Path(run_dir) / src)
+    for c in candidates:
+        if c.is_file():
+            return c
+    return None
+
+
+def run_scopes(results: dict, run_dir: Path) -> list[dict]:
+    """The scopes of the run's diagram: from the saved diagram, else from the source file."""
+    import yaml
+    first = next(iter(results.values()))
+    scopes = diagram_doc(first).get("scopes")
+    if not scopes:
+        src = source_diagram_path(first, run_dir)
+        if src is not None:
+            try:
+                doc = yaml.safe_load(src.read_text()) or {}
+                scopes = doc.get("scopes") if isinstance(doc, dict) else None
+            except (OSError, yaml.YAMLError):
+                scopes = None
+    return [s for s in (scopes or []) if isinstance(s, dict) and s.get("signals")]
+
+
+def expand_members(results: dict) -> dict:
+    """Batch runs become one entry per member ('variant#k'), each an unbatched Result."""
+    out = {}
+    for label, r in results.items():
+        if getattr(r, "batched", False) and r.batch > 1:
+            for k in range(r.batch):
+                out[f"{label}#{k}"] = r.member(k)
+        elif getattr(r, "batched", False):
+            out[label] = r.member(0)
+        else:
+            out[label] = r
+    return out
+
+
+# ----------------------------------------------------------------------------- units
+
+def _connections(doc: dict) -> list[tuple[str, str | None, str, str | None]]:
+    """(src block, src port or None, dst block, dst port or None) from a diagram's connections."""
+    out = []
+    for conn in doc.get("connections") or []:
+        if isinstance(conn, str):
+            if "->" not in conn:
+                continue
+            src, dst = (s.strip() for s in conn.split("->", 1))
+        elif isinstance(conn, dict) and "from" in conn and "to" in conn:
+            src, dst = str(conn["from"]).strip(), str(conn["to"]).strip()
+        else:
+            continue
+        sb, _, sp = src.partition(".")
+        db, _, dp = dst.partition(".")
+        out.append((sb, sp or None, db, dp or None))
+    return out
+
+
+def signal_units(doc: dict) -> dict[str, str]:
+    """{'block.port': units} for every output of the diagram whose units are known or inferable.
+
+    Units come from the block's declaration or its port's name (`catalog.port_units`); a generic
+    output (`out`) takes the units of the named inputs it drives (u.out -> plant.tau: N m); units
+    flow both ways through unit-preserving blocks (Sum, Saturation, ZeroOrderHold, ...).
+    """
+    from .blocks import REGISTRY
+    from .blocks.catalog import UNIT_PRESERVING, port_units
+    blocks = {n: (b or {}).get("type") for n, b in (doc.get("blocks") or {}).items()
+              if isinstance(b, dict)}
+
+    def outputs_of(name):
+        cls = REGISTRY.get(blocks.get(name))
+        return list(cls.outputs) if cls is not None else []
+
+    def inputs_of(name):
+        cls = REGISTRY.get(blocks.get(name))
+        return list(cls.inputs) if cls is not None else []
+
+    wires = []
+    for sb, sp, db, dp in _connections(doc):
+        if sb not in blocks or db not in blocks:
+            continue
+        if sp is None:
+            outs = outputs_of(sb)
+            sp = outs[0] if len(outs) == 1 else "out"
+        if dp is None:
+            ins = inputs_of(db)
+            dp = ins[0] if len(ins) == 1 else "in"
+        wires.append((sb, sp, db, dp))
+    units: dict[str, str] = {}
+    for name, type_name in blocks.items():
+        for port in outputs_of(name):
+            u = port_units(type_name, port)
+            if u:
+                units[f"{name}.{port}"] = u
+    for _ in range(len(blocks) + 1):
+        changed = False
+        for sb, sp, db, dp in wires:
+            src = f"{sb}.{sp}"
+            dtype = blocks.get(db)
+            if src not in units:
+                u = port_units(dtype, dp)
+                if u is None and dtype in UNIT_PRESERVING:
+                    outs = [units.get(f"{db}.{o}") for o in outputs_of(db)]
+                    known = {o for o in outs if o}
+                    u = known.pop() if len(known) == 1 else None
+                if u:
+                    units[src] = u
+                    changed = True
+            if dtype in UNIT_PRESERVING and src in units:
+                for o in outputs_of(db):
+                    key = f"{db}.{o}"
+                    if key not in units and not port_units(dtype, o):
+                        units[key] = units[src]
+                        changed = True
+        if not changed:
+            break
+    return units
+
+
+def _port_of(name: str) -> str:
+    return name.split(".", 1)[1] if "." in name else name
+
+
+# ----------------------------------------------------------------------------- figures
 
 def is_reference(name: str, scope: dict) -> bool:
     """A reference trace is drawn dashed: named in the scope's `reference`, or from a block whose
     name starts with 'ref'."""
     refs = scope.get("reference", [])
     refs = [refs] if isinstance(refs, str) else list(refs)
-    return name in refs or name.split(".")[0].startswith("ref")
+    return name in refs or name.split(".")[0].split("/")[-1].startswith("ref")
 
 
-def draw_scope(scope: dict, results: dict, out: Path, index: int) -> list[Path]:
-    """One figure: a subplot per signal element, each variant in its own colour, time in s."""
-    plt = _pyplot()
+def _series(r, name):
+    data = np.asarray(r[name], dtype=float)
+    if data.ndim == 3:
+        data = data[0]
+    if data.ndim == 1:
+        data = data[:, None]
+    return data
+
+
+def axis_label(signals: list[str], element: int | None, units: dict[str, str]) -> str:
+    """'q[0] [rad]': the port names shown (element index when the signals are vectors), units."""
+    ports = []
+    for s in signals:
+        p = _port_of(s)
+        if p not in ports:
+            ports.append(p)
+    idx = f"[{element}]" if element is not None else ""
+    us = []
+    for s in signals:
+        u = units.get(s)
+        if u and u not in us:
+            us.append(u)
+    text = ", ".join(p + idx for p in ports)
+    if len(us) == 1:
+        text += f" [{us[0]}]"
+    elif us:
+        text += " [" + ", ".join(us) + "]"
+    return text
+
+
+def scope_figure(scope: dict, results: dict, units: dict[str, str] | None = None, index: int = 0):
+    """One figure for a scope: a subplot per signal element, variants overlaid; returns the Figure.
+
+    scope: {title, signals, reference (optional), ylabel (optional; wins over the units)}
+    results: {variant label: Result}; units: {'block.port': units} (signal_units of the diagram).
+    """
+    from .errors import BlocksimError
+    units = units or {}
+    signals = list(scope.get("signals", []))
+    results = expand_members(results)
+    for label, r in results.items():
+        for s in signals:
+            if s not in r:
+                from .blocks.base import closest
+                raise BlocksimError(f"no logged signal '{s}' in run '{label}'{closest(s, r.names)};"
+                                    f" logged: {', '.join(r.names)}")
+    widths = {s: max(_series(r, s).shape[1] for r in results.values()) for s in signals}
+    n_rows = max(widths.values())
+    fig = new_figure(figsize=(8.0, 2.2 * n_rows + 1.0))
+    axes = fig.subplots(n_rows, 1, sharex=True, squeeze=False)[:, 0]
+    refs = [s for s in signals if is_reference(s, scope)]
+    others = [s for s in signals if s not in refs]
+    many = len(results) > 1
+    # a reference that is the same in every variant is drawn once, in black
+    shared_ref = {}
+    for s in refs:
+        series = [(r.t, _series(r, s)) for r in results.values()]
+        t0, y0 = series[0]
+        shared_ref[s] = all(len(t) == len(t0) and np.allclose(t, t0) and y.shape == y0.shape
+                            and np.allclose(y, y0, rtol=1e-12, atol=1e-12) for t, y in series[1:])
+    for v_index, (variant, r) in enumerate(results.items()):
+        colour = VARIANT_STYLE_CYCLE[v_index % len(VARIANT_STYLE_CYCLE)]
+        for s in refs:
+            if shared_ref[s] and v_index > 0:
+                continue
+            data = _series(r, s)
+            c = REFERENCE_COLOUR if (shared_ref[s] or not many) else colour
+            label = s if (shared_ref[s] or not many) else f"{s} ({variant})"
+            for i in range(data.shape[1]):
+                axes[i].plot(r.t, data[:, i], linestyle="--", color=c, linewidth=1.3,
+                             label=label, zorder=3)
+        for s_index, s in enumerate(others):
+            data = _series(r, s)
+            if many:
+                c = colour
+                style = SIGNAL_LINESTYLES[s_index % len(SIGNAL_LINESTYLES)]
+                label = f"{s} ({variant})"
+            else:
+                c = VARIANT_STYLE_CYCLE[s_index % len(VARIANT_STYLE_CYCLE)]
+                style = "-"
+                label = s
+            for i in range(data.shape[1]):
+                axes[i].plot(r.t, data[:, i], linestyle=style, color=c, linewidth=1.2,
+                             label=label)
+    ylabel = scope.get("ylabel")
+    for i, ax in enumerate(axes):
+        element = i if n_rows > 1 else None
+        present = [s for s in signals if widths[s] > i]
+        if ylabel:
+            ax.set_ylabel(f"{ylabel} [{i}]" if n_rows > 1 else str(ylabel))
+        else:
+            ax.set_ylabel(axis_label(present, element, units))
+        ax.grid(True, alpha=0.3)
+    handles, labels = axes[0].get_legend_handles_labels()
+    if handles:
+        axes[0].legend(fontsize=7, loc="best", ncol=2 if len(handles) > 6 else 1)
+    axes[-1].set_xlabel("time [s]")
+    fig.suptitle(str(scope.get("title", f"scope {index}")))
+    fig.tight_layout()
+    return fig
+
+
+def draw_scope(scope: dict, results: dict, out: Path, index: int, units=None,
+               formats=("png", "svg")) -> list[Path]:
+    """One scope's figure written as PNG and SVG into out; returns the paths."""
     signals = list(scope.get("signals", []))
     if not signals:
         return []
-    first = next(iter(results.values()))
-    n_rows = max(first[s].shape[-1] for s in signals)
-    fig, axes = plt.subplots(n_rows, 1, figsize=(8, 2.4 * n_rows + 0.8), sharex=True,
-                             squeeze=False)
-    for v_index, (variant, r) in enumerate(results.items()):
-        colour = VARIANT_STYLE_CYCLE[v_index % len(VARIANT_STYLE_CYCLE)]
-        for s in signals:
-            data = r[s]
-            if data.ndim == 3:
-                data = data[0]
-            dashed = is_reference(s, scope)
-            if dashed and v_index > 0:
-                continue
-            for i in range(data.shape[1]):
-                label = s if len(results) == 1 or dashed else f"{s} ({variant})"
-                axes[i, 0].plot(r.t, data[:, i], linestyle="--" if dashed else "-",
-                                color="black" if dashed else colour, linewidth=1.2,
-                                label=label)
-    ylabel = scope.get("ylabel", "")
-    for i in range(n_rows):
-        ax = axes[i, 0]
-        ax.set_ylabel(f"{ylabel} [{i}]" if n_rows > 1 else ylabel)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7, loc="best")
-    axes[-1, 0].set_xlabel("time [s]")
-    title = scope.get("title", f"scope {index}")
-    fig.suptitle(title)
-    fig.tight_layout()
-    stem = scope.get("file") or "".join(c if c.isalnum() else "_" for c in title).strip("_").lower()
-    paths = []
-    for ext in ("png", "svg"):
-        path = out / f"{stem}.{ext}"
-        fig.savefig(path, dpi=120)
-        paths.append(path)
-    plt.close(fig)
-    return paths
+    if units is None:
+        units = signal_units(diagram_doc(next(iter(results.values()))))
+    fig = scope_figure(scope, results, units, index)
+    title = str(scope.get("title", f"scope {index}"))
+    stem = scope.get("file") or file_stem(title)
+    return save_figure(fig, Path(out), stem, formats)
 
 
 def scope_figures(spec, results: dict, out: Path) -> list[Path]:
-    """Every scope of the diagram, variants overlaid."""
+    """Every scope of the diagram, variants overlaid (`simulate --plot`)."""
+    first = next(iter(results.values()))
+    units = signal_units(diagram_doc(first))
+    if not units and getattr(spec, "blocks", None):
+        doc = {"blocks": {n: {"type": b.type} for n, b in spec.blocks.items()},
+               "connections": [f"{c.src.block}{'.' + c.src.port if c.src.port else ''} -> "
+                               f"{c.dst.block}{'.' + c.dst.port if c.dst.port else ''}"
+                               for c in getattr(spec, "connections", [])]}
+        units = signal_units(doc)
     paths = []
     for k, scope in enumerate(spec.scopes):
-        paths += draw_scope(scope, results, Path(out), k)
+        paths += draw_scope(scope, results, Path(out), k, units)
     return paths
 
 
-def plot_run(run, signals=None, variants=None, out=None) -> list[Path]:
-    """Figures from a saved run folder (one written by `simulate --out`, or a single Result.save)."""
-    from .engine.result import Result
+def _group_by_units(signals: list[str], units: dict[str, str]) -> list[list[str]]:
+    groups: dict[str, list[str]] = {}
+    for s in signals:
+        groups.setdefault(units.get(s, ""), []).append(s)
+    return list(groups.values())
+
+
+def plot_run(run, signals=None, variants=None, out=None, formats=("png", "svg"),
+             title=None) -> list[Path]:
+    """Figures from a saved run folder (one written by `simulate --out`, or a single Result.save).
+
+    signals: the signals to plot (default: the diagram's scopes, else every logged signal); signals
+    with different units go to separate figures. variants: the variants to overlay (default all).
+    Writes PNG and SVG into out (default: the run folder) and returns the paths.
+    """
     run = Path(run)
-    if (run / "signals.npz").exists():
-        results = {run.name: Result.load(run)}
-    else:
-        results = {p.name: Result.load(p) for p in sorted(run.iterdir())
-                   if (p / "signals.npz").exists()}
-    if not results:
-        from .errors import BlocksimError
-        raise BlocksimError(f"{run}: no saved run here (no signals.npz)")
-    if variants:
-        results = {v: results[v] for v in variants if v in results}
+    results = select_variants(load_run(run), variants, run)
     out = Path(out) if out else run
     out.mkdir(parents=True, exist_ok=True)
-    scopes = []
+    first = next(iter(results.values()))
+    units = signal_units(diagram_doc(first))
     if signals:
-        scopes = [{"title": "signals", "signals": signals}]
+        groups = _group_by_units(list(signals), units)
+        if len(groups) == 1:
+            scopes = [{"title": title or "signals", "signals": groups[0]}]
+        else:
+            scopes = [{"title": title or "signals", "signals": g,
+                       "file": "signals_" + file_stem("_".join(g))} for g in groups]
     else:
-        import yaml
-        first = next(iter(results.values()))
-        if first.diagram:
-            doc = yaml.safe_load(first.diagram) or {}
-            scopes = doc.get("scopes") or []
+        scopes = run_scopes(results, run)
         if not scopes:
             scopes = [{"title": n, "signals": [n]} for n in first.names]
     paths = []
     for k, scope in enumerate(scopes):
-        paths += draw_scope(scope, results, out, k)
+        paths += draw_scope(scope, results, out, k, units, formats)
     return paths
-
-
