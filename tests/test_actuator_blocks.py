@@ -127,6 +127,15 @@ def test_current_controller_rejects_gains_and_bandwidth_together():
         BlockCheck("CurrentController", {"period": 1e-4, "bandwidth": 100.0})
 
 
+def test_friction_parameters_that_do_not_belong_to_the_model_are_errors():
+    with pytest.raises(ParameterError, match="stribeck"):
+        BlockCheck("JointFriction", {"model": "coulomb", "Fc": 1.0, "Fs": 2.0})
+    with pytest.raises(ParameterError, match="viscous"):
+        BlockCheck("JointFriction", {"model": "viscous", "Fc": 1.0})
+    with pytest.raises(ParameterError, match="psi or Kt|psi"):
+        BlockCheck("PMSM", {"R": 1.0, "Ld": 1e-3})
+
+
 def test_torque_to_current_and_optional_id():
     b = BlockCheck("TorqueToCurrent", {"N": [100, 80], "Kt": 0.1, "with_id": True}, in_widths=2)
     iq, i_d = b.output(0.0, [30.0, -12.0])
