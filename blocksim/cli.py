@@ -1,4 +1,4 @@
-"""The command line: simulate, check, blocks, plot (DESIGN.md "CLI").
+"""The command line: simulate, check, blocks, plot, animate, draw, compare (DESIGN.md "CLI").
 
 Heavy modules (numba kernels, matplotlib) are imported only by the commands that use them, so
 `blocksim blocks` and `--help` answer at once.
@@ -53,15 +53,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("blocks", help="the block library, with ports, parameters, units, defaults")
     p.add_argument("type", nargs="?")
-    p.add_argument("--markdown", action="store_true", help="print docs/blocks.md")
+    p.add_argument("--markdown", action="store_true",
+                   help="the whole library as Markdown (the text of docs/blocks.md)")
+    p.add_argument("--out", metavar="FILE",
+                   help="with --markdown: write it to FILE (e.g. docs/blocks.md) instead of printing")
     p.set_defaults(func=cmd_blocks)
 
-    p = sub.add_parser("plot", help="figures from a saved run folder")
-    p.add_argument("run")
-    p.add_argument("--signals", nargs="+", help="signals to plot (default: the scopes)")
-    p.add_argument("--variants", nargs="+", help="variants to overlay (default: all)")
-    p.add_argument("--out", help="folder for the figures (default: the run folder)")
-    p.set_defaults(func=cmd_plot)
+    add_figure_commands(sub)
     return parser
 
 
@@ -180,14 +178,105 @@ def cmd_check(args) -> int:
 def cmd_blocks(args) -> int:
     from .blocks.catalog import describe, markdown
     if args.markdown:
-        print(markdown())
+        text = markdown()
+        if args.out:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.out).write_text(text)
+            print(f"wrote {args.out}")
+        else:
+            sys.stdout.write(text)
         return 0
+    if args.out:
+        from .errors import BlocksimError
+        raise BlocksimError("--out goes with --markdown")
     print(describe(args.type))
     return 0
 
 
+# ----------------------------------------------------------------------------- figures
+# plot, animate, draw, compare: matplotlib is imported by these commands only.
+
+def add_figure_commands(sub) -> None:
+    p = sub.add_parser("plot", help="figures (PNG and SVG) from a saved run folder")
+    p.add_argument("run", help="a `simulate --out` folder (one subfolder per variant) or one saved run")
+    p.add_argument("--signals", nargs="+", metavar="BLOCK.PORT",
+                   help="signals to plot (default: the diagram's scopes, else every logged signal)")
+    p.add_argument("--variants", nargs="+", metavar="V", help="variants to overlay (default: all)")
+    p.add_argument("--out", help="folder for the figures (default: the run folder)")
+    p.add_argument("--title", help="figure title with --signals")
+    p.add_argument("--format", nargs="+", default=["png", "svg"], choices=["png", "svg", "pdf"],
+                   dest="formats", help="file formats (default: png svg)")
+    p.set_defaults(func=cmd_plot)
+
+    p = sub.add_parser("animate", help="a GIF of the arm moving, from a saved run")
+    p.add_argument("run", help="a `simulate --out` folder or one saved run")
+    p.add_argument("--variant", action="append", metavar="V",
+                   help="variant to show (repeatable: arms overlaid; default: the first)")
+    p.add_argument("--robot", metavar="NAME|FILE",
+                   help="robot preset or YAML/URDF file (default: the diagram's Manipulator robot)")
+    p.add_argument("--signal", metavar="BLOCK.PORT",
+                   help="joint positions to show (default: the Manipulator's q)")
+    p.add_argument("--reference", metavar="BLOCK.PORT",
+                   help="reference joint positions drawn as a dashed ghost arm (default: a "
+                        "logged ref*.q of the same width; 'none' for no ghost)")
+    p.add_argument("--fps", type=float, default=25.0, help="frames per second (default 25)")
+    p.add_argument("--speed", type=float, default=1.0,
+                   help="simulated seconds per second of animation (default 1: real time)")
+    p.add_argument("--member", type=int, default=0, help="batch member to show (default 0)")
+    p.add_argument("--dpi", type=int, default=80, help="resolution (default 80)")
+    p.add_argument("--out", metavar="FILE.gif",
+                   help="output file (default: RUN/animation[_VARIANT].gif)")
+    p.set_defaults(func=cmd_animate)
+
+    p = sub.add_parser("draw", help="render the block diagram itself (blocks, ports, wires)")
+    p.add_argument("diagram")
+    p.add_argument("--variant", help="draw this variant (disabled blocks are greyed)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--out", metavar="FILE.png|FILE.svg",
+                   help="output file; the extension picks the format (default: DIAGRAM_STEM.svg "
+                        "in the current folder)")
+    p.set_defaults(func=cmd_draw)
+
+    p = sub.add_parser("compare", help="metric differences between two saved runs, and overlays")
+    p.add_argument("run_a", metavar="RUN_A")
+    p.add_argument("run_b", metavar="RUN_B")
+    p.add_argument("--variants", nargs="+", metavar="V", help="variants to compare (default: common)")
+    p.add_argument("--signals", nargs="+", metavar="BLOCK.PORT",
+                   help="signals to overlay (default: every signal logged in both)")
+    p.add_argument("--out", help="folder for the overlay figures and metrics_diff.csv/.json "
+                                 "(default: runs/compare-A-vs-B)")
+    p.add_argument("--no-figures", action="store_true", help="print the differences only")
+    p.add_argument("--fail-rel", type=float, metavar="X",
+                   help="exit 1 when a metric's |B - A| / |A| exceeds X (regression checks)")
+    p.set_defaults(func=cmd_compare)
+
+
 def cmd_plot(args) -> int:
     from .plotting import plot_run
-    for path in plot_run(args.run, signals=args.signals, variants=args.variants, out=args.out):
+    for path in plot_run(args.run, signals=args.signals, variants=args.variants, out=args.out,
+                         formats=tuple(args.formats), title=args.title):
         print(f"wrote {path}")
     return 0
+
+
+def cmd_animate(args) -> int:
+    from .animation import animate_run
+    path = animate_run(args.run, variants=args.variant, robot=args.robot, signal=args.signal,
+                       reference=args.reference, fps=args.fps, speed=args.speed,
+                       member=args.member, dpi=args.dpi, out=args.out)
+    print(f"wrote {path}")
+    return 0
+
+
+def cmd_draw(args) -> int:
+    from .drawing import draw_diagram
+    out = args.out or f"{Path(args.diagram).stem}.svg"
+    path = draw_diagram(args.diagram, out, variant=args.variant, set=parse_sets(args.set))
+    print(f"wrote {path}")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from .compare import compare_command
+    return compare_command(args.run_a, args.run_b, variants=args.variants, signals=args.signals,
+                           out=args.out, figures=not args.no_figures, fail_rel=args.fail_rel)
