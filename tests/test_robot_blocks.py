@@ -281,6 +281,37 @@ def test_joint_stop_event_at_the_analytic_time_then_rests_on_the_stop():
     assert np.all(r["arm.q"][before, 0] > -0.5)
 
 
+def test_exact_coulomb_friction_stops_the_joint_at_the_located_instant_and_it_sticks():
+    m, g, c, I_o, Fc = 1.0, 9.81, 0.25, 0.5 ** 2 / 3, 3.0
+
+    def f(t, x):
+        return [x[1], (-m * g * c * math.cos(x[0]) - Fc) / I_o]
+
+    def halt(t, x):
+        return x[1]
+    halt.terminal = True
+    ref = solve_ivp(f, (0, 2), [0.0, 3.0], method="DOP853", rtol=1e-13, atol=1e-15, events=halt)
+    t_stop, q_stop = ref.t_events[0][0], ref.y_events[0][0][0]
+    r = run("stick.yaml")
+    assert len(r.events) == 1 and abs(r.events[0].t - t_stop) < 1e-9
+    after = r.t > t_stop
+    np.testing.assert_allclose(r["arm.q"][after, 0], q_stop, rtol=0, atol=1e-9)
+    np.testing.assert_array_equal(r["arm.qd"][after, 0], 0.0)
+    np.testing.assert_array_equal(r["arm.qdd"][after, 0], 0.0)
+
+
+def test_stiction_holds_until_the_torque_exceeds_the_static_level_then_breaks_away():
+    check = BlockCheck("Manipulator", {"robot": "pendulum.yaml", "friction": "stribeck", "Fc": 2.0,
+                                       "Fs": 3.0, "vs": 0.1, "friction_smoothing": 0.0},
+                       in_widths={"tau": 1, "f_ext": 6}, connected=["tau"], diagram_dir=str(DATA))
+    hold = 9.81 * 0.25                            # G(0): the torque that holds the rod horizontal
+    I_o = 0.5 ** 2 / 3
+    for tau, expected in [(0.0, 0.0), (hold + 2.9, 0.0), (hold - 2.9, 0.0),
+                          (hold + 3.5, 0.5 / I_o), (hold - 3.5, -0.5 / I_o)]:
+        np.testing.assert_allclose(qdd_of(check, np.zeros((1, 1)), np.zeros((1, 1)), [[tau]]),
+                                   [[expected]], atol=1e-12, err_msg=f"tau = {tau}")
+
+
 def test_restitution_bounces_and_a_resting_joint_locks_while_the_others_move():
     check = manipulator("two_link", q_min=[-0.5, -2.0], q_max=[0.5, 2.0], restitution=0.5)
     check.xc[:] = [[-0.5, 0.2, -1.2, 0.3]]

@@ -358,20 +358,25 @@ def manipulator_accelerations(q, qd, tau, fext, m, law, scr, crba, has_fext, qdd
     """Joint accelerations qdd (B, n) of the plant at (q, qd) under input torque tau (B, n).
 
     Effective torque: clip(tau, +-tau_max) - friction(qd) - damping qd - stiffness (q - q_rest);
-    then forward dynamics by the closed-form 2R, the ABA, or CRBA + Cholesky (crba). Joints resting
-    on a stop (q at a limit with qd = 0) whose acceleration would push them through it are locked
-    (qdd = 0) and the others are solved with those locked (CRBA on the free joints), repeating
-    until no further joint needs locking.
+    then forward dynamics by the closed-form 2R, the ABA, or CRBA + Cholesky (crba).
+    Locked joints (qdd = 0, the others solved by CRBA + Cholesky on the free joints):
+    - a joint resting on a stop (q at a limit, qd = 0) whose acceleration would push it through;
+    - a joint at rest (qd = 0 exactly) under an exact-sign friction law, while the torque needed to
+      hold it, tau_hold_i = sum_j M_ij qdd_j - rhs_i, stays within its static level (Fs, or Fc for
+      coulomb_viscous and model): stiction. Beyond it the joint breaks away, with the static level
+      opposing the motion that starts.
+    The sets are settled by repetition (each joint changes at most once per call).
     """
     jt, xt, inertia, arm, tool, grav, cf, use_cf, ws = m
     (tau_max, Fv, Fcp, Fcn, Fsp, Fsn, vs, delta, eps, has_friction,
      damping, stiffness, q_rest, q_min, q_max, has_limits) = law
-    q1, qd1, te, zero1, out1, f1, no_fext, M, L, bias, rhs, sol, free = scr
+    q1, qd1, te, zero1, out1, f1, no_fext, M, L, bias, rhs, sol, free, stuck = scr
     B, n = q.shape
     for b in range(B):
         k = _member(inertia, b)
         _copy_row(q, b, q1)
         _copy_row(qd, b, qd1)
+        need_crba = crba
         for i in range(n):
             t = tau[b, i]
             lim = tau_max[b, i]
@@ -380,27 +385,29 @@ def manipulator_accelerations(q, qd, tau, fext, m, law, scr, crba, has_fext, qdd
             elif t < -lim:
                 t = -lim
             w = qd[b, i]
+            stuck[i] = False
             if has_friction:
                 t -= _joint_friction(w, Fv[b, i], Fcp[b, i], Fcn[b, i], Fsp[b, i], Fsn[b, i],
                                      vs[b, i], delta[b, i], eps[b, i])
+                if w == 0.0 and eps[b, i] == 0.0 and (Fsp[b, i] > 0.0 or Fsn[b, i] > 0.0):
+                    stuck[i] = True
+                    need_crba = True
+            free[i] = not stuck[i]
             te[0, i] = t - damping[b, i] * w - stiffness[b, i] * (q[b, i] - q_rest[b, i])
         fx = no_fext
         if has_fext:
             for j in range(6):
                 f1[0, j] = fext[b, j]
             fx = f1
-        need_crba = crba
-        if not crba:
+        if not need_crba:
             if use_cf and not has_fext:
                 p2r.aba_into(cf[k], q1, qd1, te, out1)
             else:
                 rbk.aba_into(jt, xt, inertia[k], arm[k], tool, q1, qd1, te, grav[k], fx, out1, ws)
             for i in range(n):
                 sol[i] = out1[0, i]
-        for i in range(n):
-            free[i] = True
         have_m = False
-        for _ in range(n + 1):
+        for _ in range(2 * n + 1):
             if need_crba:
                 if not have_m:
                     if use_cf and not has_fext:
@@ -413,6 +420,19 @@ def manipulator_accelerations(q, qd, tau, fext, m, law, scr, crba, has_fext, qdd
                     have_m = True
                 _solve_free(M[0], rhs, free, L, sol)
             need_crba = False
+            for i in range(n):
+                if stuck[i]:
+                    hold = -rhs[i]
+                    for j in range(n):
+                        if free[j]:
+                            hold += M[0, i, j] * sol[j]
+                    level = Fsn[b, i] if hold > 0.0 else Fsp[b, i]
+                    if abs(hold) > level:
+                        # breakaway: the motion starts opposite to the holding torque
+                        stuck[i] = False
+                        free[i] = True
+                        rhs[i] += level if hold > 0.0 else -level
+                        need_crba = True
             if has_limits:
                 for i in range(n):
                     if free[i] and qd[b, i] == 0.0 and (
@@ -487,8 +507,9 @@ class Manipulator(RobotBlock):
     Friction (`friction`): none; model (the robot file's viscous + Coulomb, asymmetric Coulomb
     allowed); coulomb_viscous (Fv qd + Fc sgn(qd)); stribeck ((Fc + (Fs - Fc) exp(-|qd/vs|^delta))
     sgn(qd) + Fv qd). sgn is tanh(qd / friction_smoothing) when that is > 0 (W1's plant: 1e-3 rad/s);
-    with an exact sign each qd = 0 is a zero crossing, so adaptive solvers step onto the jump (a
-    joint that should stick chatters: use a KarnoppFriction block in the loop for stick-slip).
+    with an exact sign each qd = 0 is a zero crossing: the solver stops there, qd is set to 0, and
+    the joint sticks while the torque needed to hold it stays within the static level (Fs; Fc for
+    coulomb_viscous and model), breaking away once it exceeds it (stick-slip, no chattering).
     Joint stops (`q_min`, `q_max`): zero crossings q - q_max and q_min - q; at the located instant
     q is set to the limit and qd to -restitution qd (0: inelastic; impacts slower than
     STOP_CAPTURE_SPEED end at rest). A joint resting on a stop stays there while the dynamics push it
@@ -592,15 +613,20 @@ class Manipulator(RobotBlock):
         manipulator_zero_crossings(t, xc, xd, u, g, self._p)
 
     def on_event(self, t, xc, xd, u, mask):
-        """A stop reached: q onto the limit, qd reversed and scaled by the restitution (or 0)."""
-        if not self._has_limits:
-            return False
+        """A stop reached: q onto the limit, qd reversed and scaled by the restitution (or 0).
+        A joint speed through zero under exact-sign friction: qd = 0 exactly, so the dynamics
+        decide between sticking and reversing (see manipulator_accelerations)."""
         n = self.n
-        for b, i in zip(*np.nonzero(mask[:, :n] | mask[:, n:2 * n])):
-            upper = mask[b, i]
-            xc[b, i] = self._q_max[b, i] if upper else self._q_min[b, i]
-            bounce = -self._restitution[b, i] * xc[b, n + i]
-            xc[b, n + i] = bounce if abs(bounce) >= STOP_CAPTURE_SPEED else 0.0
+        if self._has_limits:
+            for b, i in zip(*np.nonzero(mask[:, :n] | mask[:, n:2 * n])):
+                upper = mask[b, i]
+                xc[b, i] = self._q_max[b, i] if upper else self._q_min[b, i]
+                bounce = -self._restitution[b, i] * xc[b, n + i]
+                xc[b, n + i] = bounce if abs(bounce) >= STOP_CAPTURE_SPEED else 0.0
+        if self._exact_friction:
+            start = 2 * n if self._has_limits else 0
+            for b, i in zip(*np.nonzero(mask[:, start:start + n])):
+                xc[b, n + i] = 0.0
         return False
 
     def kernels(self):
@@ -640,10 +666,12 @@ def friction_rows(block: RobotBlock, model: RobotModel):
 
 def robot_scratch(n: int):
     """Per-call scratch of the dynamics kernels (one member at a time): q1, qd1, te, zero1, out1
-    (1, n); f1 (1, 6); no_fext (0, 6); M (1, n, n); L (n, n); bias (1, n); rhs, sol (n,); free (n,)."""
+    (1, n); f1 (1, 6); no_fext (0, 6); M (1, n, n); L (n, n); bias (1, n); rhs, sol (n,); free,
+    stuck (n,) bool."""
     return (np.zeros((1, n)), np.zeros((1, n)), np.zeros((1, n)), np.zeros((1, n)), np.zeros((1, n)),
             np.zeros((1, 6)), np.zeros((0, 6)), np.zeros((1, n, n)), np.zeros((n, n)),
-            np.zeros((1, n)), np.zeros(n), np.zeros(n), np.ones(n, dtype=np.bool_))
+            np.zeros((1, n)), np.zeros(n), np.zeros(n), np.ones(n, dtype=np.bool_),
+            np.zeros(n, dtype=np.bool_))
 
 
 # ============================================================================ inverse dynamics family
