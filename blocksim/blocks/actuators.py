@@ -16,12 +16,15 @@ from numba import njit
 from ..errors import ParameterError, WidthError
 from ..models.foc import tune_current_pi
 from ..models.friction import _stribeck_level, _stribeck_scalar
-from .base import Block, Param, register
-from .discrete import OFFSET, PERIOD
+from .base import Block, Kernels, Param, register
+from .discrete import OFFSET, PERIOD, no_update
 
 
 class JointBlock(Block):
     """A per-joint block: its width is that of its widest input or vector parameter.
+
+    Every input must have that width or width 1 (a scalar expands). Widths are reported as soon as
+    one vector input or parameter is known, so that a current loop closed through a motor resolves.
 
     `width_params` are the array parameters that may be per-joint vectors (None values skipped);
     configure() leaves each of them as a (B, width) row in `self.rows[key]`.
@@ -45,10 +48,12 @@ class JointBlock(Block):
     def resolve_widths(self, in_widths):
         pw = self._param_width
         known = {p: w for p, w in in_widths.items() if w is not None}
+        width = max(list(known.values()) + [pw])
         required = [p for p in self.input_names() if p not in self.optional_inputs]
         if any(in_widths.get(p) is None for p in required):
-            return {o: (pw if pw > 1 else None) for o in self.output_names()}
-        width = max(list(known.values()) + [pw])
+            # a vector input or parameter fixes the width (feedback loops need it early); scalars
+            # may still be expanded, so they fix nothing until every input is known
+            return {o: (width if width > 1 else None) for o in self.output_names()}
         for port, w in known.items():
             if w not in (1, width):
                 raise WidthError(f"input has width {w}, the block has {width} joints",
@@ -420,6 +425,21 @@ class DCMotor(JointBlock):
         r = self.rows
         dc_motor_derivative_kernel(xc, u[0], u[1], r["R"], r["L"], self._Ke, r["N"], dxc)
 
+    def kernels(self):
+        r = self.rows
+        return Kernels(output=dc_motor_output, derivative=dc_motor_derivative,
+                       params=(r["R"], r["L"], r["Kt"], self._Ke, r["N"]))
+
+
+@njit(cache=True, inline="always")
+def dc_motor_output(t, xc, xd, u, y, p):
+    dc_motor_output_kernel(xc, u[0], u[1], p[0], p[1], p[2], p[4], y[0], y[1], y[2], y[3], y[4], y[5])
+
+
+@njit(cache=True, inline="always")
+def dc_motor_derivative(t, xc, xd, u, dxc, p):
+    dc_motor_derivative_kernel(xc, u[0], u[1], p[0], p[1], p[3], p[4], dxc)
+
 
 @njit(cache=True)
 def pmsm_derivative_kernel(i_d, i_q, vd, vq, qd, R, Ld, Lq, psi, p, N, did, diq):
@@ -583,6 +603,20 @@ class TorqueToCurrent(JointBlock):
     def output(self, t, xc, xd, u, y):
         torque_to_current_kernel(u[0], self.rows["N"], self.rows["Kt"], y[0],
                                  y[1] if len(y) > 1 else self._id)
+
+    def kernels(self):
+        fn = torque_to_current_dq_output if self.p.with_id else torque_to_current_output
+        return Kernels(output=fn, update=no_update, params=(self.rows["N"], self.rows["Kt"], self._id))
+
+
+@njit(cache=True, inline="always")
+def torque_to_current_output(t, xc, xd, u, y, p):
+    torque_to_current_kernel(u[0], p[0], p[1], y[0], p[2])
+
+
+@njit(cache=True, inline="always")
+def torque_to_current_dq_output(t, xc, xd, u, y, p):
+    torque_to_current_kernel(u[0], p[0], p[1], y[0], y[1])
 
 
 @njit(cache=True)
@@ -785,3 +819,43 @@ class CurrentController(JointBlock):
 
     def update(self, t, xc, xd, u):
         self.step(xd, u, (self._vd, self._vq) if self.p.axes == "dq" else (self._v,), xd)
+
+    def kernels(self):
+        r = self.rows
+        Kp_d, Ki_d, Kp_q, Ki_q = self._gains
+        if self.p.axes == "q":
+            return Kernels(output=current_pi_q_output, update=current_pi_q_update,
+                           params=(Kp_q, Ki_q, r["psi"], r["p"], r["N"], r["v_max"],
+                                   self.p.decouple, self._Ts, self._v, self._z))
+        return Kernels(output=current_pi_dq_output, update=current_pi_dq_update,
+                       params=(Kp_d, Ki_d, Kp_q, Ki_q, self._Ld, self._Lq, r["psi"], r["p"], r["N"],
+                               r["v_max"], self.p.decouple, self._Ts, self._vd, self._vq, self._z))
+
+
+@njit(cache=True, inline="always")
+def current_pi_q_output(t, xc, xd, u, y, p):
+    current_pi_q_kernel(u[0], u[1], u[2], xd, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7],
+                        y[0], p[9])
+
+
+@njit(cache=True, inline="always")
+def current_pi_q_update(t, xc, xd, u, p):
+    current_pi_q_kernel(u[0], u[1], u[2], xd, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7],
+                        p[8], xd)
+
+
+@njit(cache=True, inline="always")
+def current_pi_dq_output(t, xc, xd, u, y, p):
+    w = p[0].shape[1]
+    z = p[14]
+    current_pi_dq_kernel(u[0], u[1], u[2], u[3], u[4], xd[:, :w], xd[:, w:], p[0], p[1], p[2], p[3],
+                         p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], y[0], y[1],
+                         z[:, :w], z[:, w:])
+
+
+@njit(cache=True, inline="always")
+def current_pi_dq_update(t, xc, xd, u, p):
+    w = p[0].shape[1]
+    current_pi_dq_kernel(u[0], u[1], u[2], u[3], u[4], xd[:, :w], xd[:, w:], p[0], p[1], p[2], p[3],
+                         p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13],
+                         xd[:, :w], xd[:, w:])
