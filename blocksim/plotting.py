@@ -1,7 +1,7 @@
 """Figures of logged signals: the diagram's scopes, or chosen signals, with variants overlaid, as PNG
 and SVG; and the loading of saved run folders shared by plot, animate and compare.
 
-Conventions (docs/figures.md):
+Conventions:
 - time in s on the x axis; one subplot per signal element (joint); the y label carries the units:
   a scope's `ylabel` wins, else the units the producing block declares for the port
   (`blocks.catalog.port_units`: q rad, qd rad/s, tau N m, i A, v V, ...), else the units of the

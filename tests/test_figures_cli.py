@@ -10,7 +10,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from textwrap import dedent
 
 import numpy as np
 import pytest
