@@ -89,6 +89,8 @@ class Diagram:
                 f"{c.dst.block}{'.' + c.dst.port if c.dst.port else ''}" for c in spec.connections],
             "simulation": _plain(spec.simulation),
             "log": _plain(spec.log),
+            "scopes": _plain(spec.scopes),
+            "metrics": _plain(spec.metrics),
         }
         return yaml.safe_dump(doc, sort_keys=False, default_flow_style=None)
 

@@ -1,0 +1,155 @@
+"""The reference workloads (../shared/WORKLOADS.md) through blocksim and by hand, in one run.
+
+Runs W1 (pid_ff: rk4 1 ms and dopri5 rtol 1e-6), W2 and W3 through blocksim in interpreted and
+compiled mode (B = 1, and B = 1000 per member), next to the hand-written loops of
+benchmarks/references.py (pure Python and numba), alternating the runs, and prints medians and
+ratios blocksim / hand-written numba. Also: the wall time of a warm `python cli.py simulate` of W1,
+the import time of blocksim, and the first-run compile time of W1 (a fresh cache folder).
+Peers (bdsim, PathSim, pydrake) are run on W1 when installed, skipped otherwise.
+
+    python benchmarks/run.py [--repeats 5] [--quick]
+
+Never run in CI. Numbers depend on the machine's load: compare ratios within one run.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import blocksim  # noqa: E402
+import references as ref  # noqa: E402
+
+W1 = ROOT / "examples" / "two_link_pid_vs_ff.yaml"
+W2 = ROOT / "examples" / "two_link_foc.yaml"
+W3 = ROOT / "examples" / "puma560_computed_torque.yaml"
+
+
+def timed(fn, repeats: int) -> list[float]:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def blocksim_case(path: Path, variant: str | None, mode: str, batch: int, sets=None):
+    """A callable running one simulation, plus the diagram (loaded once, outside the timing)."""
+    overrides = {"simulation.mode": mode}
+    overrides.update(sets or {})
+    d = blocksim.load(path, variant=variant, set=overrides)
+    members = None
+    if batch > 1:
+        members = {"parameters.Kp": [[400.0 * (1 + 1e-3 * k), 200.0] for k in range(batch)]} \
+            if path == W1 else None
+        if members is None:
+            first = next(iter(d.spec.blocks))
+            members = {f"{first}.enabled": [True] * batch}
+    return lambda: blocksim.simulate(d, batch=members)
+
+
+def max_error(result, ref_name, plant_name):
+    e = np.abs(result[ref_name] - result[plant_name])
+    return e.max(axis=-2)
+
+
+def cli_wall_time(repeats: int) -> list[float]:
+    cmd = [sys.executable, str(ROOT / "cli.py"), "simulate", str(W1), "--variant", "pid_ff",
+           "--quiet"]
+    subprocess.run(cmd, capture_output=True, check=True)     # warm the cache
+    return timed(lambda: subprocess.run(cmd, capture_output=True, check=True), repeats)
+
+
+def import_time(repeats: int) -> list[float]:
+    cmd = [sys.executable, "-c", "import blocksim"]
+    return timed(lambda: subprocess.run(cmd, capture_output=True, check=True), repeats)
+
+
+def first_compile_time() -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ, BLOCKSIM_CACHE_DIR=tmp)
+        code = ("import time, blocksim; d = blocksim.load(r'%s', variant='pid_ff', "
+                "set={'simulation.mode': 'compiled'}); t = time.perf_counter(); "
+                "blocksim.simulate(d); print(time.perf_counter() - t)" % W1)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=env, check=True)
+        return float(out.stdout.strip().splitlines()[-1])
+
+
+def peers() -> list[str]:
+    return [name for name in ("bdsim", "pathsim", "pydrake")
+            if importlib.util.find_spec(name) is not None]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="skip B = 1000 and the CLI timings")
+    args = parser.parse_args()
+    n = args.repeats
+    print(f"# blocksim benchmarks, {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
+          f"{os.cpu_count()} cores, python {platform.python_version()}, load "
+          f"{os.getloadavg()[0]:.2f}")
+
+    # warm everything once (kernels and generated modules compiled, caches filled)
+    ref.w1_numba(True), ref.w2_numba(), ref.w3_reference()
+    cases = []
+    hand = {
+        "W1 pid_ff": (lambda: ref.w1_numba(True), lambda: ref.w1_python(True)),
+        "W2": (lambda: ref.w2_numba(), lambda: ref.w2_python()),
+        "W3": (lambda: ref.w3_reference(), None),
+    }
+    workloads = [("W1 pid_ff", W1, "pid_ff", {}),
+                 ("W1 pid_ff dopri5", W1, "pid_ff", {"simulation.solver": "dopri5",
+                                                     "simulation.rtol": 1e-6,
+                                                     "simulation.atol": 1e-8}),
+                 ("W2", W2, None, {}), ("W3", W3, None, {})]
+    rows = []
+    for label, path, variant, sets in workloads:
+        if not path.exists():
+            print(f"{label}: {path.name} missing, skipped")
+            continue
+        numba_fn, python_fn = hand.get(label.split(" dopri5")[0], (None, None))
+        numba_t = statistics.median(timed(numba_fn, n)) if numba_fn else None
+        python_t = statistics.median(timed(python_fn, max(1, n // 2))) if python_fn else None
+        for mode in ("interpreted", "compiled"):
+            batches = (1,) if args.quick else (1, 1000)
+            for batch in batches:
+                fn = blocksim_case(path, variant, mode, batch, sets)
+                fn()   # warm
+                t = statistics.median(timed(fn, n if batch == 1 else max(1, n // 2)))
+                per_member = t / batch
+                ratio = per_member / numba_t if numba_t else float("nan")
+                rows.append((label, mode, batch, per_member, ratio, numba_t, python_t))
+    print("\n| workload | mode | B | blocksim per member | hand numba | ratio | hand Python |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for label, mode, batch, t, ratio, numba_t, python_t in rows:
+        print(f"| {label} | {mode} | {batch} | {t * 1e3:.3f} ms | "
+              f"{numba_t * 1e3:.3f} ms | {ratio:.2f}x | "
+              + (f"{python_t * 1e3:.1f} ms |" if python_t else "- |"))
+    if not args.quick:
+        cli = statistics.median(cli_wall_time(n))
+        imp = statistics.median(import_time(n))
+        print(f"\nwarm `python cli.py simulate {W1.name} --variant pid_ff --quiet`: {cli:.3f} s wall")
+        print(f"`import blocksim`: {imp:.3f} s wall (a bare python start included)")
+        print(f"first-run compile + run of W1 pid_ff (empty cache): {first_compile_time():.1f} s")
+    found = peers()
+    print(f"\npeers installed: {', '.join(found) if found else 'none (bdsim, pathsim, pydrake)'}")
+
+
+if __name__ == "__main__":
+    main()
