@@ -280,6 +280,13 @@ class CompiledSimulation(Simulation):
         self.logs = tuple(self.recorder.data[name] for name, _ in self.recorder.sources)
         self.nohits = np.zeros(len(self.timebase.rates), dtype=np.bool_)
 
+    def is_cached(self) -> bool:
+        """True when numba has compiled code for this module on disk (any signature)."""
+        folder = Path(self.module.__file__).parent / "__pycache__"
+        name = self.module.__name__
+        entry = "run_fixed" if not SOLVERS[self.settings.solver].adaptive else "derivatives"
+        return any(folder.glob(f"{name}.{entry}-*.nbi"))
+
     def outputs_major(self, t, hits):
         self.module.outputs(t, hits, False, self.xc, self.xd, self.s, self.p)
 

@@ -5,6 +5,8 @@ import os
 import sys
 from typing import Any
 
+import numpy as np
+
 from ..diagram.diagram import Diagram
 from ..errors import SolverError, SourceLoc
 from .result import Result, run_metadata
@@ -34,9 +36,42 @@ MODES = ("auto", "interpreted", "compiled")
 _explained: set[str] = set()
 
 
+AUTO_COMPILE_AFTER = 20.0
+"""auto mode compiles a diagram whose code is not cached yet only when its interpreted run is
+estimated to take longer than this (s): compiling costs seconds to tens of seconds once."""
+
+INTERPRETED_CALL_COST = (2e-6, 5e-8)
+"""Estimated cost of one block call in interpreted mode: (s per call, s per batch member)."""
+
+
+def estimated_interpreted_time(cd, settings) -> float:
+    """A rough duration (s) of the run in interpreted mode: block calls times their cost."""
+    from ..solvers import SOLVERS
+    solver = SOLVERS[settings.solver]
+    span = float(settings.stop - settings.start)
+    if solver.adaptive:
+        steps = span / (settings.max_step if np.isfinite(settings.max_step) else span / 200)
+        stages = 7
+    else:
+        steps = span / float(settings.step)
+        stages = len(getattr(solver, "tableau", None).b) if hasattr(solver, "tableau") else 4
+    per_call = INTERPRETED_CALL_COST[0] + INTERPRETED_CALL_COST[1] * cd.batch
+    return steps * (stages + 1) * len(cd.blocks) * per_call
+
+
+def _note_once(spec, text: str) -> None:
+    if spec.file not in _explained:
+        _explained.add(spec.file)
+        print(f"note: {spec.file} {text}", file=sys.stderr)
+
+
 def make_simulation(cd) -> Simulation:
-    """The run for simulation.mode: compiled when every block has kernels (auto, compiled), else
-    interpreted; auto says once per diagram why it stays interpreted."""
+    """The run for simulation.mode (DESIGN.md, docs/semantics.md "Execution modes").
+
+    compiled: every block must have kernels. auto: compiled when every block has kernels and
+    either the diagram's compiled code is already cached or the run is long enough to pay for
+    compiling it; otherwise interpreted, saying once why.
+    """
     spec = cd.spec
     mode = spec.simulation.get("mode", os.environ.get("BLOCKSIM_MODE", "auto"))
     if mode not in MODES:
@@ -48,15 +83,22 @@ def make_simulation(cd) -> Simulation:
         return Simulation(cd, settings, logged)
     from .compiled import CompiledSimulation, missing_kernels
     missing = missing_kernels(cd)
-    if not missing:
-        return CompiledSimulation(cd, settings, logged)
-    if mode == "compiled":
-        raise SolverError("compiled mode needs kernels for every block; "
-                          + "; ".join(missing), where=spec.where.get("simulation.mode"))
-    if spec.file not in _explained:
-        _explained.add(spec.file)
-        print(f"note: {spec.file} runs interpreted: {missing[0]}"
-              + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""), file=sys.stderr)
+    if missing:
+        if mode == "compiled":
+            raise SolverError("compiled mode needs kernels for every block; "
+                              + "; ".join(missing), where=spec.where.get("simulation.mode"))
+        _note_once(spec, f"runs interpreted: {missing[0]}"
+                   + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+        return Simulation(cd, settings, logged)
+    sim = CompiledSimulation(cd, settings, logged)
+    if mode == "compiled" or sim.is_cached():
+        return sim
+    estimate = estimated_interpreted_time(cd, settings)
+    if estimate > AUTO_COMPILE_AFTER:
+        _note_once(spec, f"is compiled first (an interpreted run would take about {estimate:.0f} s)")
+        return sim
+    _note_once(spec, "runs interpreted: its compiled code is not cached yet and the run is short "
+               "(`--mode compiled` builds the cache once)")
     return Simulation(cd, settings, logged)
 
 
