@@ -13,6 +13,23 @@ RESETS = ("none", "rising", "falling", "either")
 RESET_DIRECTIONS = {"rising": 1, "falling": -1, "either": 0}
 
 
+def kernel_params(*values) -> tuple:
+    """The parameter tuple p of a block's kernels: arrays as writable C-contiguous copies (a
+    read-only view, e.g. a broadcast parameter of a batch of one, is another numba type and would
+    compile a second copy of the diagram's code), numbers as they are."""
+    return tuple(np.require(v, requirements=("C", "W")) if isinstance(v, np.ndarray) else v
+                 for v in values)
+
+
+@njit(cache=True, inline="always")
+def fill_rows(src, y):
+    """y = src for (B, w) arrays; a (B, 1) src is repeated over the row."""
+    ws = src.shape[1]
+    for b in range(y.shape[0]):
+        for i in range(y.shape[1]):
+            y[b, i] = src[b, i if ws > 1 else 0]
+
+
 # ---- Integrator -------------------------------------------------------------------------------------
 
 @njit(cache=True, inline="always")
@@ -65,7 +82,8 @@ class Integrator(Block):
     Reset (`reset`: rising | falling | either): input port `reset` (width 1: all channels, or one
     per channel); when it crosses zero in that direction the state restarts from x0.
     `initial_condition: external` takes x0 from the input port `x0` instead of the parameter (read
-    at the first major step and at each reset; the output reads it directly until then).
+    at the first major step and at each reset; the output reads it directly until then); whether
+    it has been read is the discrete state `x0 loaded` (per batch member).
     """
 
     type_name = "Integrator"
@@ -122,11 +140,13 @@ class Integrator(Block):
         self.n_xd = 1 if self._external else 0
         self._index = {name: k for k, name in enumerate(self.input_names())}
         self._reset_width = in_widths.get("reset", 0)
-        self._no_reset = np.zeros((self.batch, 0))
         directions = [1] * width + [-1] * width if self._has_limits else []
         directions += [RESET_DIRECTIONS.get(self.p.reset, 0)] * self._reset_width
         self.n_zc = len(directions)
         self.zc_directions = np.array(directions, dtype=np.int64)
+        # p = (lower, upper, has limits, reset port or -1, x0 port or -1)
+        self._params = kernel_params(self._lower, self._upper, self._has_limits,
+                                     self._index.get("reset", -1), self._index.get("x0", -1))
 
     def state_names(self):
         return [f"x[{i}]" for i in range(self.n_xc)], ["x0 loaded"] * self.n_xd
@@ -141,30 +161,29 @@ class Integrator(Block):
         clamp_kernel(x0, self._lower, self._upper, out)
 
     def output(self, t, xc, xd, u, y):
-        if self._external and not xd[0, 0]:
-            self.start_value(u, y[0])
+        if self._external:
+            integrator_external_output(t, xc, xd, u, y, self._params)
         else:
-            clamp_kernel(xc, self._lower, self._upper, y[0])
+            integrator_output(t, xc, xd, u, y, self._params)
 
     def update(self, t, xc, xd, u):
-        if self._external and not xd[0, 0]:
-            self.start_value(u, xc)
-            xd[...] = 1.0
+        if self._external:
+            integrator_external_update(t, xc, xd, u, self._params)
 
     def derivative(self, t, xc, xd, u, dxc):
-        limited_rate_kernel(xc, u[0], self._lower, self._upper, dxc)
+        integrator_derivative(t, xc, xd, u, dxc, self._params)
 
     def zero_crossings(self, t, xc, xd, u, g):
-        reset = u[self._index["reset"]] if self._reset_width else self._no_reset
-        integrator_crossings(xc, self._lower, self._upper, self._has_limits, reset, g)
+        integrator_zc(t, xc, xd, u, g, self._params)
 
     def kernels(self):
         if self._external:
-            return None
-        reset_port = self._index.get("reset", -1)
+            return Kernels(output=integrator_external_output, derivative=integrator_derivative,
+                           update=integrator_external_update,
+                           zero_crossings=integrator_zc if self.n_zc else None,
+                           params=self._params)
         return Kernels(output=integrator_output, derivative=integrator_derivative,
-                       zero_crossings=integrator_zc if self.n_zc else None,
-                       params=(self._lower, self._upper, self._has_limits, reset_port))
+                       zero_crossings=integrator_zc if self.n_zc else None, params=self._params)
 
     def on_event(self, t, xc, xd, u, mask):
         width = self.n_xc
@@ -185,6 +204,34 @@ class Integrator(Block):
 @njit(cache=True, inline="always")
 def integrator_output(t, xc, xd, u, y, p):
     clamp_kernel(xc, p[0], p[1], y[0])
+
+
+@njit(cache=True, inline="always")
+def integrator_external_output(t, xc, xd, u, y, p):
+    """y = x0 input (within the limits) until the member has loaded it, then the state."""
+    x0 = u[p[4]]
+    w0 = x0.shape[1]
+    out = y[0]
+    lower, upper = p[0], p[1]
+    for b in range(out.shape[0]):
+        loaded = xd[b, 0] != 0.0
+        for i in range(out.shape[1]):
+            v = xc[b, i] if loaded else x0[b, i if w0 > 1 else 0]
+            out[b, i] = lower[b, i] if v < lower[b, i] else (upper[b, i] if v > upper[b, i] else v)
+
+
+@njit(cache=True, inline="always")
+def integrator_external_update(t, xc, xd, u, p):
+    """At the first major step: the state starts from the x0 input (within the limits)."""
+    x0 = u[p[4]]
+    w0 = x0.shape[1]
+    lower, upper = p[0], p[1]
+    for b in range(xc.shape[0]):
+        if xd[b, 0] == 0.0:
+            for i in range(xc.shape[1]):
+                v = x0[b, i if w0 > 1 else 0]
+                xc[b, i] = lower[b, i] if v < lower[b, i] else (upper[b, i] if v > upper[b, i] else v)
+            xd[b, 0] = 1.0
 
 
 @njit(cache=True, inline="always")
@@ -275,6 +322,18 @@ def per_channel(matrix, channels):
     return np.ascontiguousarray(np.repeat(matrix[:, None], channels, axis=1))
 
 
+# p = (A, B, C, D), per channel
+
+@njit(cache=True, inline="always")
+def linear_output(t, xc, xd, u, y, p):
+    ss_output(xc, u[0], p[2], p[3], y[0])
+
+
+@njit(cache=True, inline="always")
+def linear_derivative(t, xc, xd, u, dxc, p):
+    ss_rate(xc, u[0], p[0], p[1], dxc)
+
+
 class LinearSystem(Block):
     """Shared runtime of linear blocks: per-channel matrices A, B, C, D (B, nch, ...) and x0."""
 
@@ -284,15 +343,19 @@ class LinearSystem(Block):
         self._A, self._B, self._C, self._D = A, Bm, C, D
         self.n_xc = A.shape[1] * A.shape[2]
         self._x0 = np.zeros((self.batch, self.n_xc)) if x0 is None else x0
+        self._params = kernel_params(A, Bm, C, D)
 
     def initial_state(self, xc, xd):
         xc[...] = self._x0
 
     def output(self, t, xc, xd, u, y):
-        ss_output(xc, u[0], self._C, self._D, y[0])
+        linear_output(t, xc, xd, u, y, self._params)
 
     def derivative(self, t, xc, xd, u, dxc):
-        ss_rate(xc, u[0], self._A, self._B, dxc)
+        linear_derivative(t, xc, xd, u, dxc, self._params)
+
+    def kernels(self):
+        return Kernels(output=linear_output, derivative=linear_derivative, params=self._params)
 
 
 @register

@@ -5,12 +5,35 @@ import numpy as np
 from numba import njit
 
 from ..errors import ParameterError, WidthError
-from .base import Block, Param, common_width, register
-from .continuous import (STATE_SPACE_PARAMS, StateSpace, companion, normalized_tf, per_channel,
-                         ss_output, ss_rate, state_space_matrices)
+from .base import Block, Kernels, Param, common_width, register
+from .continuous import (STATE_SPACE_PARAMS, StateSpace, companion, fill_rows, kernel_params,
+                         normalized_tf, per_channel, ss_output, ss_rate, state_space_matrices)
 
 PERIOD = Param(units="s", doc="sample period (exact rational of its decimal text)", kind="time")
 OFFSET = Param(0, "s", "sample offset, 0 <= offset < period", kind="time")
+
+# Every block here runs through module-level kernels (see base.Kernels); its Python methods call the
+# same adapters with the parameter tuple prepared in configure(), so both modes compute alike.
+
+
+@njit(cache=True, inline="always")
+def no_update(t, xc, xd, u, p):
+    """The update of a discrete block without state (compiled mode calls one at every hit)."""
+
+
+@njit(cache=True, inline="always")
+def delay_output(t, xc, xd, u, y, p):
+    fill_rows(xd, y[0])
+
+
+@njit(cache=True, inline="always")
+def delay_update(t, xc, xd, u, p):
+    fill_rows(u[0], xd)
+
+
+@njit(cache=True, inline="always")
+def hold_output(t, xc, xd, u, y, p):
+    fill_rows(u[0], y[0])
 
 
 @register
@@ -39,10 +62,13 @@ class UnitDelay(Block):
         xd[...] = self._x0
 
     def output(self, t, xc, xd, u, y):
-        y[0][...] = xd
+        delay_output(t, xc, xd, u, y, ())
 
     def update(self, t, xc, xd, u):
-        xd[...] = u[0]
+        delay_update(t, xc, xd, u, ())
+
+    def kernels(self):
+        return Kernels(output=delay_output, update=delay_update)
 
 
 @register
@@ -58,18 +84,21 @@ class ZeroOrderHold(Block):
         return {"out": in_widths["in"]}
 
     def output(self, t, xc, xd, u, y):
-        y[0][...] = u[0]
+        hold_output(t, xc, xd, u, y, ())
+
+    def kernels(self):
+        return Kernels(output=hold_output, update=no_update)
 
 
 INTEGRATION_METHODS = ("forward", "backward", "trapezoidal")
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def clamp(v, lo, hi):
     return lo if v < lo else (hi if v > hi else v)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def discrete_integrator_output(x, u, kt, method, lower, upper, y):
     """y(k) = x(k) (forward), x(k) + K T u(k) (backward), x(k) + K T / 2 u(k) (trapezoidal),
     within [lower, upper]."""
@@ -81,7 +110,7 @@ def discrete_integrator_output(x, u, kt, method, lower, upper, y):
             y[b, i] = clamp(x[b, i] + step, lower[b, i], upper[b, i])
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def discrete_integrator_update(x, u, kt, method, lower, upper):
     """x(k+1) = x(k) + K T u(k) (forward, backward) or y(k) + K T / 2 u(k) (trapezoidal), clamped."""
     wu = u.shape[1]
@@ -94,6 +123,18 @@ def discrete_integrator_update(x, u, kt, method, lower, upper):
                 x[b, i] = clamp(clamp(x[b, i] + half, lo, hi) + half, lo, hi)
             else:
                 x[b, i] = clamp(x[b, i] + kt[b, i] * v, lo, hi)
+
+
+# p = (K T, method 0 forward / 1 backward / 2 trapezoidal, lower, upper)
+
+@njit(cache=True, inline="always")
+def dint_output(t, xc, xd, u, y, p):
+    discrete_integrator_output(xd, u[0], p[0], p[1], p[2], p[3], y[0])
+
+
+@njit(cache=True, inline="always")
+def dint_update(t, xc, xd, u, p):
+    discrete_integrator_update(xd, u[0], p[0], p[1], p[2], p[3])
 
 
 @register
@@ -144,15 +185,19 @@ class DiscreteIntegrator(Block):
         self._lower = self.param_as_row("lower", width)
         self._upper = self.param_as_row("upper", width)
         self._x0 = np.clip(self.param_as_row("x0", width), self._lower, self._upper)
+        self._params = kernel_params(self._kt, self._method, self._lower, self._upper)
 
     def initial_state(self, xc, xd):
         xd[...] = self._x0
 
     def output(self, t, xc, xd, u, y):
-        discrete_integrator_output(xd, u[0], self._kt, self._method, self._lower, self._upper, y[0])
+        dint_output(t, xc, xd, u, y, self._params)
 
     def update(self, t, xc, xd, u):
-        discrete_integrator_update(xd, u[0], self._kt, self._method, self._lower, self._upper)
+        dint_update(t, xc, xd, u, self._params)
+
+    def kernels(self):
+        return Kernels(output=dint_output, update=dint_update, params=self._params)
 
 
 @njit(cache=True)
@@ -162,6 +207,18 @@ def ss_advance(x, u, A, Bm, scratch):
     for b in range(x.shape[0]):
         for i in range(x.shape[1]):
             x[b, i] = scratch[b, i]
+
+
+# p = (A, B, C, D, scratch), the matrices per channel (see continuous.ss_output)
+
+@njit(cache=True, inline="always")
+def dss_output(t, xc, xd, u, y, p):
+    ss_output(xd, u[0], p[2], p[3], y[0])
+
+
+@njit(cache=True, inline="always")
+def dss_update(t, xc, xd, u, p):
+    ss_advance(xd, u[0], p[0], p[1], p[4])
 
 
 class DiscreteLinearSystem(Block):
@@ -174,15 +231,19 @@ class DiscreteLinearSystem(Block):
         self.n_xd = A.shape[1] * A.shape[2]
         self._x0 = np.zeros((self.batch, self.n_xd)) if x0 is None else x0
         self._scratch = np.zeros((self.batch, self.n_xd))
+        self._params = kernel_params(A, Bm, C, D, self._scratch)
 
     def initial_state(self, xc, xd):
         xd[...] = self._x0
 
     def output(self, t, xc, xd, u, y):
-        ss_output(xd, u[0], self._C, self._D, y[0])
+        dss_output(t, xc, xd, u, y, self._params)
 
     def update(self, t, xc, xd, u):
-        ss_advance(xd, u[0], self._A, self._B, self._scratch)
+        dss_update(t, xc, xd, u, self._params)
+
+    def kernels(self):
+        return Kernels(output=dss_output, update=dss_update, params=self._params)
 
 
 @register

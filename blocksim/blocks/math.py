@@ -9,6 +9,7 @@ from numba import njit
 
 from ..errors import ExpressionError, ParameterError, WidthError
 from .base import Block, Kernels, Param, closest, common_width, numbered_ports, register
+from .continuous import kernel_params
 
 
 @njit(cache=True, inline="always")
@@ -61,10 +62,10 @@ class Gain(Block):
 
     def configure(self, in_widths, out_widths):
         if self.p.gain.ndim == 3:
-            self._matrix = np.ascontiguousarray(self.p.gain)
+            self._matrix = kernel_params(self.p.gain)[0]
         else:
             self._matrix = None
-            self._row = self.param_as_row("gain", out_widths["out"])
+            self._row = kernel_params(self.param_as_row("gain", out_widths["out"]))[0]
 
     def output(self, t, xc, xd, u, y):
         if self._matrix is None:
@@ -147,6 +148,11 @@ def product_kernel(inputs, divide, y):
             y[b, i] = acc
 
 
+@njit(cache=True, inline="always")
+def product_output(t, xc, xd, u, y, p):
+    product_kernel(u, p[0], y[0])
+
+
 @register
 class Product(Block):
     """Elementwise product and quotient of the inputs: ops "*/" gives y = in1 / in2, "/" gives 1 / in."""
@@ -166,7 +172,10 @@ class Product(Block):
         return numbered_ports("in", len(self._divide))
 
     def output(self, t, xc, xd, u, y):
-        product_kernel(u, self._divide, y[0])
+        product_output(t, xc, xd, u, y, (self._divide,))
+
+    def kernels(self):
+        return Kernels(output=product_output, params=(self._divide,))
 
 
 # ---- Function: a safe expression compiled to a scalar stack program ---------------------------------
@@ -270,6 +279,12 @@ def run_program(t, inputs, code, consts, stack, y):
             else:
                 sp -= 1
                 y[m, a] = stack[sp]
+
+
+@njit(cache=True, inline="always")
+def function_output(t, xc, xd, u, y, p):
+    """p = (code, consts, stack scratch)."""
+    run_program(t, u, p[0], p[1], p[2], y[0])
 
 
 def check_expression(text: str, variables, block: str) -> ast.Expression:
@@ -505,9 +520,13 @@ class Function(Block):
         compiler, width = self.compile([in_widths[p] for p in self.input_names()])
         self._code, self._consts, depth = compiler.program(width)
         self._stack = np.zeros(depth)
+        self._params = kernel_params(self._code, self._consts, self._stack)
 
     def output(self, t, xc, xd, u, y):
-        run_program(float(t), u, self._code, self._consts, self._stack, y[0])
+        function_output(float(t), xc, xd, u, y, self._params)
+
+    def kernels(self):
+        return Kernels(output=function_output, params=self._params)
 
 
 # ---- memoryless nonlinearities ----------------------------------------------------------------------
@@ -533,7 +552,8 @@ class Elementwise(Block):
 
     def configure(self, in_widths, out_widths):
         width = out_widths["out"]
-        self._rows = [self.param_as_row(key, width) for key in self.width_params]
+        self._params = kernel_params(*(self.param_as_row(key, width) for key in self.width_params))
+        self._rows = list(self._params)
 
 
 def kink_directions(block, width):
@@ -542,7 +562,7 @@ def kink_directions(block, width):
     block.zc_directions = np.zeros(2 * width, dtype=np.int64)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def saturate_kernel(u, lower, upper, y):
     """y = min(max(u, lower), upper), elementwise."""
     wu = u.shape[1]
@@ -552,7 +572,7 @@ def saturate_kernel(u, lower, upper, y):
             y[b, i] = lower[b, i] if v < lower[b, i] else (upper[b, i] if v > upper[b, i] else v)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def kinks_kernel(u, lower, upper, g):
     """g[:, i] = u - lower, g[:, w + i] = u - upper (1 / -1 when that limit is infinite)."""
     wu = u.shape[1]
@@ -562,6 +582,17 @@ def kinks_kernel(u, lower, upper, g):
             v = u[b, i if wu > 1 else 0]
             g[b, i] = v - lower[b, i] if math.isfinite(lower[b, i]) else 1.0
             g[b, w + i] = v - upper[b, i] if math.isfinite(upper[b, i]) else -1.0
+
+
+@njit(cache=True, inline="always")
+def kinks_zc(t, xc, xd, u, g, p):
+    """Crossings at the two kinks p[0], p[1] (Saturation, DeadZone)."""
+    kinks_kernel(u[0], p[0], p[1], g)
+
+
+@njit(cache=True, inline="always")
+def saturation_output(t, xc, xd, u, y, p):
+    saturate_kernel(u[0], p[0], p[1], y[0])
 
 
 @register
@@ -584,13 +615,16 @@ class Saturation(Elementwise):
         kink_directions(self, out_widths["out"])
 
     def output(self, t, xc, xd, u, y):
-        saturate_kernel(u[0], self._rows[0], self._rows[1], y[0])
+        saturation_output(t, xc, xd, u, y, self._params)
 
     def zero_crossings(self, t, xc, xd, u, g):
-        kinks_kernel(u[0], self._rows[0], self._rows[1], g)
+        kinks_zc(t, xc, xd, u, g, self._params)
+
+    def kernels(self):
+        return Kernels(output=saturation_output, zero_crossings=kinks_zc, params=self._params)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def dead_zone_kernel(u, start, end, y):
     """y = 0 inside [start, end], u - end above, u - start below, elementwise."""
     wu = u.shape[1]
@@ -603,6 +637,11 @@ def dead_zone_kernel(u, start, end, y):
                 y[b, i] = v - start[b, i]
             else:
                 y[b, i] = 0.0
+
+
+@njit(cache=True, inline="always")
+def dead_zone_output(t, xc, xd, u, y, p):
+    dead_zone_kernel(u[0], p[0], p[1], y[0])
 
 
 @register
@@ -626,13 +665,16 @@ class DeadZone(Elementwise):
         kink_directions(self, out_widths["out"])
 
     def output(self, t, xc, xd, u, y):
-        dead_zone_kernel(u[0], self._rows[0], self._rows[1], y[0])
+        dead_zone_output(t, xc, xd, u, y, self._params)
 
     def zero_crossings(self, t, xc, xd, u, g):
-        kinks_kernel(u[0], self._rows[0], self._rows[1], g)
+        kinks_zc(t, xc, xd, u, g, self._params)
+
+    def kernels(self):
+        return Kernels(output=dead_zone_output, zero_crossings=kinks_zc, params=self._params)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def rate_limit_kernel(t, u, rising, falling, memory, y):
     """y = u with its change since the last major step bounded: falling * dt <= y - y_prev <= rising * dt.
 
@@ -655,7 +697,7 @@ def rate_limit_kernel(t, u, rising, falling, memory, y):
             y[b, i] = v
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def rate_limit_remember(t, y, memory):
     """Store this major step's output and time as the next reference."""
     w = y.shape[1]
@@ -664,6 +706,19 @@ def rate_limit_remember(t, y, memory):
             memory[b, i] = y[b, i]
         memory[b, w] = t
         memory[b, w + 1] = 1.0
+
+
+# p = (rising, falling, scratch output (B, w))
+
+@njit(cache=True, inline="always")
+def rate_limiter_output(t, xc, xd, u, y, p):
+    rate_limit_kernel(t, u[0], p[0], p[1], xd, y[0])
+
+
+@njit(cache=True, inline="always")
+def rate_limiter_update(t, xc, xd, u, p):
+    rate_limit_kernel(t, u[0], p[0], p[1], xd, p[2])
+    rate_limit_remember(t, p[2], xd)
 
 
 @register
@@ -693,20 +748,24 @@ class RateLimiter(Elementwise):
         width = out_widths["out"]
         self.n_xd = width + 2
         self._y = np.zeros((self.batch, width))
+        self._params = kernel_params(self._rows[0], self._rows[1], self._y)
 
     def state_names(self):
         w = self.n_xd - 2
         return [], [f"y_prev[{i}]" for i in range(w)] + ["t_prev", "started"]
 
     def output(self, t, xc, xd, u, y):
-        rate_limit_kernel(float(t), u[0], self._rows[0], self._rows[1], xd, y[0])
+        rate_limiter_output(float(t), xc, xd, u, y, self._params)
 
     def update(self, t, xc, xd, u):
-        rate_limit_kernel(float(t), u[0], self._rows[0], self._rows[1], xd, self._y)
-        rate_limit_remember(float(t), self._y, xd)
+        rate_limiter_update(float(t), xc, xd, u, self._params)
+
+    def kernels(self):
+        return Kernels(output=rate_limiter_output, update=rate_limiter_update,
+                       params=self._params)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def quantize_kernel(u, interval, y):
     """y = interval * round(u / interval), halves rounded away from zero."""
     wu = u.shape[1]
@@ -715,6 +774,11 @@ def quantize_kernel(u, interval, y):
             q = interval[b, i]
             r = u[b, i if wu > 1 else 0] / q
             y[b, i] = q * (math.floor(r + 0.5) if r >= 0.0 else -math.floor(-r + 0.5))
+
+
+@njit(cache=True, inline="always")
+def quantizer_output(t, xc, xd, u, y, p):
+    quantize_kernel(u[0], p[0], y[0])
 
 
 @register
@@ -732,10 +796,13 @@ class Quantizer(Elementwise):
             raise ParameterError("interval must be > 0", block=self.name)
 
     def output(self, t, xc, xd, u, y):
-        quantize_kernel(u[0], self._rows[0], y[0])
+        quantizer_output(t, xc, xd, u, y, self._params)
+
+    def kernels(self):
+        return Kernels(output=quantizer_output, params=self._params)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def abs_sign_kernel(u, sign, y):
     """y = |u| (sign False) or sign(u) in {-1, 0, 1} (sign True), elementwise."""
     for b in range(y.shape[0]):
@@ -747,6 +814,21 @@ def abs_sign_kernel(u, sign, y):
                 y[b, i] = abs(v)
 
 
+@njit(cache=True, inline="always")
+def abs_sign_output(t, xc, xd, u, y, p):
+    """p = (sign,): False |u|, True sign(u)."""
+    abs_sign_kernel(u[0], p[0], y[0])
+
+
+@njit(cache=True, inline="always")
+def at_zero_zc(t, xc, xd, u, g, p):
+    """g = u: one crossing per channel at u = 0."""
+    x = u[0]
+    for b in range(g.shape[0]):
+        for i in range(g.shape[1]):
+            g[b, i] = x[b, i]
+
+
 class KinkAtZero(Elementwise):
     """Abs and Sign: one crossing per channel at u = 0."""
 
@@ -756,12 +838,16 @@ class KinkAtZero(Elementwise):
     def configure(self, in_widths, out_widths):
         self.n_zc = out_widths["out"]
         self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
+        self._params = (bool(self.is_sign),)
 
     def output(self, t, xc, xd, u, y):
-        abs_sign_kernel(u[0], self.is_sign, y[0])
+        abs_sign_output(t, xc, xd, u, y, self._params)
 
     def zero_crossings(self, t, xc, xd, u, g):
-        g[...] = u[0]
+        at_zero_zc(t, xc, xd, u, g, self._params)
+
+    def kernels(self):
+        return Kernels(output=abs_sign_output, zero_crossings=at_zero_zc, params=self._params)
 
 
 @register

@@ -5,10 +5,14 @@ import numpy as np
 from numba import njit
 
 from ..errors import ParameterError, WidthError
-from .base import Block, Param, numbered_ports, register
+from .base import Block, Kernels, Param, numbered_ports, register
+from .continuous import kernel_params
 
 
-@njit(cache=True)
+# Every block here runs through module-level kernels (see base.Kernels); its Python methods call the
+# same adapters with the parameter tuple prepared in configure(), so both modes compute alike.
+
+@njit(cache=True, inline="always")
 def concatenate_kernel(inputs, y):
     """y = [in1, in2, ...] along the signal axis."""
     for b in range(y.shape[0]):
@@ -20,7 +24,7 @@ def concatenate_kernel(inputs, y):
                 j += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def split_kernel(u, outputs):
     """outputs = consecutive pieces of u along the signal axis."""
     for b in range(u.shape[0]):
@@ -32,12 +36,27 @@ def split_kernel(u, outputs):
                 j += 1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def gather_kernel(u, indices, y):
     """y[:, i] = u[:, indices[i]]."""
     for b in range(y.shape[0]):
         for i in range(y.shape[1]):
             y[b, i] = u[b, indices[i]]
+
+
+@njit(cache=True, inline="always")
+def mux_output(t, xc, xd, u, y, p):
+    concatenate_kernel(u, y[0])
+
+
+@njit(cache=True, inline="always")
+def demux_output(t, xc, xd, u, y, p):
+    split_kernel(u[0], y)
+
+
+@njit(cache=True, inline="always")
+def selector_output(t, xc, xd, u, y, p):
+    gather_kernel(u[0], p[0], y[0])
 
 
 def positive_ints(value, what, block):
@@ -93,7 +112,10 @@ class Mux(Block):
         return {"out": total}
 
     def output(self, t, xc, xd, u, y):
-        concatenate_kernel(u, y[0])
+        mux_output(t, xc, xd, u, y, ())
+
+    def kernels(self):
+        return Kernels(output=mux_output)
 
 
 @register
@@ -138,7 +160,10 @@ class Demux(Block):
         return {o: w // self._count for o in names}
 
     def output(self, t, xc, xd, u, y):
-        split_kernel(u[0], y)
+        demux_output(t, xc, xd, u, y, ())
+
+    def kernels(self):
+        return Kernels(output=demux_output)
 
 
 @register
@@ -167,13 +192,16 @@ class Selector(Block):
         return {"out": len(self._indices)}
 
     def output(self, t, xc, xd, u, y):
-        gather_kernel(u[0], self._indices, y[0])
+        selector_output(t, xc, xd, u, y, (self._indices,))
+
+    def kernels(self):
+        return Kernels(output=selector_output, params=(self._indices,))
 
 
 CRITERIA = (">=", ">", "~=0")
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def switch_kernel(first, control, third, threshold, criterion, y):
     """y = first where the control passes (criterion 0: c >= threshold, 1: c > threshold,
     2: c != 0), else third; width-1 signals broadcast."""
@@ -191,7 +219,7 @@ def switch_kernel(first, control, third, threshold, criterion, y):
             y[b, i] = first[b, i if w1 > 1 else 0] if passed else third[b, i if w3 > 1 else 0]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def switch_crossings(control, threshold, criterion, g):
     """g = control - threshold (control itself for criterion ~=0), per crossing channel."""
     wc, wt = control.shape[1], threshold.shape[1]
@@ -199,6 +227,18 @@ def switch_crossings(control, threshold, criterion, g):
         for i in range(g.shape[1]):
             c = control[b, i if wc > 1 else 0]
             g[b, i] = c if criterion == 2 else c - threshold[b, i if wt > 1 else 0]
+
+
+# p = (threshold (B, 1 or w), criterion)
+
+@njit(cache=True, inline="always")
+def switch_output(t, xc, xd, u, y, p):
+    switch_kernel(u[0], u[1], u[2], p[0], p[1], y[0])
+
+
+@njit(cache=True, inline="always")
+def switch_zc(t, xc, xd, u, g, p):
+    switch_crossings(u[1], p[0], p[1], g)
 
 
 @register
@@ -238,9 +278,13 @@ class Switch(Block):
         self._threshold = np.ascontiguousarray(self.p.threshold.reshape(self.batch, -1))
         self.n_zc = max(in_widths["in2"], self._threshold.shape[1])
         self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
+        self._params = kernel_params(self._threshold, self._criterion)
 
     def output(self, t, xc, xd, u, y):
-        switch_kernel(u[0], u[1], u[2], self._threshold, self._criterion, y[0])
+        switch_output(t, xc, xd, u, y, self._params)
 
     def zero_crossings(self, t, xc, xd, u, g):
-        switch_crossings(u[1], self._threshold, self._criterion, g)
+        switch_zc(t, xc, xd, u, g, self._params)
+
+    def kernels(self):
+        return Kernels(output=switch_output, zero_crossings=switch_zc, params=self._params)

@@ -5,7 +5,12 @@ import numpy as np
 from numba import njit
 
 from ..errors import ParameterError
-from .base import Block, Param, numbered_ports, register
+from .base import Block, Kernels, Param, numbered_ports, register
+
+
+@njit(cache=True, inline="always")
+def sink_output(t, xc, xd, u, y, p):
+    """Nothing to compute (the engine never calls it: a sink has no outputs)."""
 
 
 class Sink(Block):
@@ -19,6 +24,9 @@ class Sink(Block):
 
     def output(self, t, xc, xd, u, y):
         pass
+
+    def kernels(self):
+        return Kernels(output=sink_output)
 
 
 @register
@@ -47,12 +55,17 @@ class Terminator(Sink):
     params = {}
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def nonzero_indicator(u, g):
     """g = +1 where u != 0, -1 where u == 0 (a NaN counts as nonzero)."""
     for b in range(g.shape[0]):
         for i in range(g.shape[1]):
             g[b, i] = -1.0 if u[b, i] == 0.0 else 1.0
+
+
+@njit(cache=True, inline="always")
+def stop_zc(t, xc, xd, u, g, p):
+    nonzero_indicator(u[0], g)
 
 
 @register
@@ -76,7 +89,11 @@ class StopSimulation(Sink):
         self.zc_directions = np.ones(self.n_zc, dtype=np.int64)
 
     def zero_crossings(self, t, xc, xd, u, g):
-        nonzero_indicator(u[0], g)
+        stop_zc(t, xc, xd, u, g, ())
+
+    def kernels(self):
+        # on_event (stop the run) stays in Python, where the scheduler calls it
+        return Kernels(output=sink_output, zero_crossings=stop_zc)
 
     def stop_requested(self, t, xc, xd, u) -> bool:
         """True when the input is nonzero now (a check the scheduler may make at the start)."""

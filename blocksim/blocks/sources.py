@@ -10,8 +10,17 @@ import numpy as np
 from numba import njit
 
 from ..errors import BlocksimError, ParameterError
-from .base import Block, Param, common_width, register
-from .discrete import OFFSET, PERIOD
+from .base import Block, Kernels, Param, common_width, register
+from .continuous import kernel_params
+from .discrete import OFFSET, PERIOD, fill_rows, no_update
+
+
+# Every block here runs through module-level kernels (see base.Kernels); its Python methods call the
+# same adapters with the parameter tuple prepared in configure(), so both modes compute alike.
+
+@njit(cache=True, inline="always")
+def constant_output(t, xc, xd, u, y, p):
+    fill_rows(p[0], y[0])
 
 
 @register
@@ -28,10 +37,14 @@ class Constant(Block):
         return {"out": self.param_width("value")}
 
     def configure(self, in_widths, out_widths):
-        self._value = self.param_as_row("value", out_widths["out"])
+        self._params = kernel_params(self.param_as_row("value", out_widths["out"]))
 
     def output(self, t, xc, xd, u, y):
-        y[0][...] = self._value
+        constant_output(t, xc, xd, u, y, self._params)
+
+    def kernels(self):
+        # computed once in Python while it is constant-rate; the kernel is there for when it is not
+        return Kernels(output=constant_output, params=self._params)
 
 
 class TimeSource(Block):
@@ -52,6 +65,18 @@ class TimeSource(Block):
         """Every width parameter as a (B, width) array, in `width_params` order."""
         return [self.param_as_row(key, width) for key in self.width_params]
 
+    output_kernel = None
+    """The module-level compiled output(t, xc, xd, u, y, p) (see Kernels)."""
+
+    def configure(self, in_widths, out_widths):
+        self._params = kernel_params(*self.rows(out_widths["out"]))
+
+    def output(self, t, xc, xd, u, y):
+        self.output_kernel(float(t), xc, xd, u, y, self._params)
+
+    def kernels(self):
+        return Kernels(output=self.output_kernel, params=self._params)
+
 
 def times_within(values: np.ndarray, t0: float, t1: float) -> list[float]:
     """Sorted distinct values in (t0, t1] (s)."""
@@ -61,12 +86,17 @@ def times_within(values: np.ndarray, t0: float, t1: float) -> list[float]:
 
 # ---- Step, Ramp, Sine, Chirp ----------------------------------------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def step_kernel(t, time, initial, final, y):
     """y = initial for t < time, final for t >= time, elementwise."""
     for b in range(y.shape[0]):
         for i in range(y.shape[1]):
             y[b, i] = final[b, i] if t >= time[b, i] else initial[b, i]
+
+
+@njit(cache=True, inline="always")
+def step_output(t, xc, xd, u, y, p):
+    step_kernel(t, p[0], p[1], p[2], y[0])
 
 
 @register
@@ -85,24 +115,24 @@ class Step(TimeSource):
               "final": Param(1.0, "units of y", "output from the step time on")}
     width_params = ("time", "initial", "final")
     time_varying = False
-
-    def configure(self, in_widths, out_widths):
-        self._time, self._initial, self._final = self.rows(out_widths["out"])
-
-    def output(self, t, xc, xd, u, y):
-        step_kernel(t, self._time, self._initial, self._final, y[0])
+    output_kernel = staticmethod(step_output)
 
     def breakpoints(self, t0, t1):
         return times_within(self.p.time, t0, t1)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def ramp_kernel(t, slope, start, initial, y):
     """y = initial + slope * max(0, t - start), elementwise."""
     for b in range(y.shape[0]):
         for i in range(y.shape[1]):
             dt = t - start[b, i]
             y[b, i] = initial[b, i] + (slope[b, i] * dt if dt > 0.0 else 0.0)
+
+
+@njit(cache=True, inline="always")
+def ramp_output(t, xc, xd, u, y, p):
+    ramp_kernel(t, p[0], p[1], p[2], y[0])
 
 
 @register
@@ -115,24 +145,24 @@ class Ramp(TimeSource):
               "start_time": Param(0.0, "s", "time the ramp starts"),
               "initial": Param(0.0, "units of y", "output up to the start time")}
     width_params = ("slope", "start_time", "initial")
-
-    def configure(self, in_widths, out_widths):
-        self._slope, self._start, self._initial = self.rows(out_widths["out"])
-
-    def output(self, t, xc, xd, u, y):
-        ramp_kernel(t, self._slope, self._start, self._initial, y[0])
+    output_kernel = staticmethod(ramp_output)
 
     def breakpoints(self, t0, t1):
         return times_within(self.p.start_time, t0, t1)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def sine_kernel(t, amplitude, frequency, phase, bias, y):
     """y = amplitude sin(2 pi frequency t + phase) + bias, elementwise (frequency in Hz)."""
     for b in range(y.shape[0]):
         for i in range(y.shape[1]):
             y[b, i] = amplitude[b, i] * math.sin(2.0 * math.pi * frequency[b, i] * t
                                                  + phase[b, i]) + bias[b, i]
+
+
+@njit(cache=True, inline="always")
+def sine_output(t, xc, xd, u, y, p):
+    sine_kernel(t, p[0], p[1], p[2], p[3], y[0])
 
 
 @register
@@ -146,12 +176,7 @@ class Sine(TimeSource):
               "phase": Param(0.0, "rad", "phase at t = 0"),
               "bias": Param(0.0, "units of y", "offset added to the wave")}
     width_params = ("amplitude", "frequency", "phase", "bias")
-
-    def configure(self, in_widths, out_widths):
-        self._rows = self.rows(out_widths["out"])
-
-    def output(self, t, xc, xd, u, y):
-        sine_kernel(t, *self._rows, y[0])
+    output_kernel = staticmethod(sine_output)
 
 
 @njit(cache=True)
@@ -170,6 +195,11 @@ def chirp_kernel(t, f0, f1, duration, amplitude, logarithmic, y):
             if t > T:
                 cycles += fb * (t - T)
             y[b, i] = amplitude[b, i] * math.sin(2.0 * math.pi * cycles)
+
+
+@njit(cache=True, inline="always")
+def chirp_output(t, xc, xd, u, y, p):
+    chirp_kernel(t, p[0], p[1], p[2], p[3], p[4], y[0])
 
 
 @register
@@ -195,15 +225,23 @@ class Chirp(TimeSource):
         if self.p.method == "logarithmic" and (np.any(self.p.f0 <= 0) or np.any(self.p.f1 <= 0)):
             raise ParameterError("a logarithmic sweep needs f0 > 0 and f1 > 0", block=self.name)
 
-    def configure(self, in_widths, out_widths):
-        self._f0, self._f1, self._duration, self._amplitude = self.rows(out_widths["out"])
-        self._log = self.p.method == "logarithmic"
+    output_kernel = staticmethod(chirp_output)
 
-    def output(self, t, xc, xd, u, y):
-        chirp_kernel(t, self._f0, self._f1, self._duration, self._amplitude, self._log, y[0])
+    def configure(self, in_widths, out_widths):
+        # (f0, f1, duration, amplitude, logarithmic)
+        self._params = kernel_params(*self.rows(out_widths["out"]),
+                                     self.p.method == "logarithmic")
 
     def breakpoints(self, t0, t1):
         return times_within(self.p.duration, t0, t1)
+
+
+@njit(cache=True, inline="always")
+def clock_output(t, xc, xd, u, y, p):
+    out = y[0]
+    for b in range(out.shape[0]):
+        for i in range(out.shape[1]):
+            out[b, i] = t
 
 
 @register
@@ -213,9 +251,7 @@ class Clock(TimeSource):
     type_name = "Clock"
     summary = "simulation time"
     params = {}
-
-    def output(self, t, xc, xd, u, y):
-        y[0][...] = t
+    output_kernel = staticmethod(clock_output)
 
 
 # ---- FromFile ---------------------------------------------------------------------------------------
@@ -338,19 +374,47 @@ class FromFile(Block):
     def resolve_widths(self, in_widths):
         return {"out": self._values.shape[1]}
 
+    def configure(self, in_widths, out_widths):
+        lo, hi = self._span
+        slack = 1e-12 * max(1.0, abs(lo), abs(hi))
+        self._check = self.p.extrapolation == "error"
+        # an out-of-table time sets the flag state to NaN, so that compiled mode stops there too
+        self.n_xd = 1 if self._check else 0
+        self._params = kernel_params(self._times, self._values, self._coefs, self._method,
+                                     lo - slack, hi + slack, self._check)
+
+    def state_names(self):
+        lo, hi = self._span
+        return [], [f"'time outside the table [{lo}, {hi}] s (extrapolation: error)'"] * self.n_xd
+
+    def initial_state(self, xc, xd):
+        xd[...] = 0.0
+
     def output(self, t, xc, xd, u, y):
-        if self.p.extrapolation == "error":
+        if self._check:
             lo, hi = self._span
-            slack = 1e-12 * max(1.0, abs(lo), abs(hi))
-            if t < lo - slack or t > hi + slack:
+            if t < self._params[4] or t > self._params[5]:
                 raise BlocksimError(f"time {t} s is outside the table's [{lo}, {hi}] s "
                                     f"(extrapolation: error)", block=self.name)
-        table_kernel(t, self._times, self._values, self._coefs, self._method, y[0])
+        from_file_output(float(t), xc, xd, u, y, self._params)
+
+    def kernels(self):
+        return Kernels(output=from_file_output, update=no_update if self._check else None,
+                       params=self._params)
 
     def breakpoints(self, t0, t1):
         if self._method != 1:
             return []
         return times_within(self._times, t0, t1)
+
+
+@njit(cache=True, inline="always")
+def from_file_output(t, xc, xd, u, y, p):
+    """p = (times, values, coefs, method, earliest t, latest t, check the range)."""
+    if p[6] and (t < p[4] or t > p[5]):
+        for b in range(xd.shape[0]):
+            xd[b, 0] = math.nan
+    table_kernel(t, p[0], p[1], p[2], p[3], y[0])
 
 
 # ---- WhiteNoise -------------------------------------------------------------------------------------
@@ -436,6 +500,7 @@ class WhiteNoise(Block):
         self.n_xd = 1
         self._mean = self.param_as_row("mean", width)
         self._std = np.sqrt(self.param_as_row("variance", width))
+        self._params = kernel_params(self._seed, self._mean, self._std)
 
     def state_names(self):
         return [], ["sample index k"]
@@ -444,7 +509,21 @@ class WhiteNoise(Block):
         xd[...] = 0.0
 
     def output(self, t, xc, xd, u, y):
-        noise_kernel(self._seed, xd, self._mean, self._std, y[0])
+        noise_output(t, xc, xd, u, y, self._params)
 
     def update(self, t, xc, xd, u):
-        xd += 1.0
+        noise_update(t, xc, xd, u, self._params)
+
+    def kernels(self):
+        return Kernels(output=noise_output, update=noise_update, params=self._params)
+
+
+@njit(cache=True, inline="always")
+def noise_output(t, xc, xd, u, y, p):
+    noise_kernel(p[0], xd, p[1], p[2], y[0])
+
+
+@njit(cache=True, inline="always")
+def noise_update(t, xc, xd, u, p):
+    for b in range(xd.shape[0]):
+        xd[b, 0] += 1.0
