@@ -167,15 +167,16 @@ class Product(Block):
         if not ops or set(ops) - {"*", "/"}:
             raise ParameterError(f"ops must be a string of '*' and '/', got '{ops}'", block=self.name)
         self._divide = np.array([op == "/" for op in ops])
+        self._params = (self._divide,)
 
     def input_names(self):
         return numbered_ports("in", len(self._divide))
 
     def output(self, t, xc, xd, u, y):
-        product_output(t, xc, xd, u, y, (self._divide,))
+        product_output(t, xc, xd, u, y, self._params)
 
     def kernels(self):
-        return Kernels(output=product_output, params=(self._divide,))
+        return Kernels(output=product_output, params=self._params)
 
 
 # ---- Function: a safe expression compiled to a scalar stack program ---------------------------------

@@ -183,6 +183,7 @@ class Selector(Block):
             raise ParameterError(f"indices must be a non-empty list of integers >= 0, got {raw!r}",
                                  block=self.name)
         self._indices = np.array([int(i) for i in items], dtype=np.int64)
+        self._params = (self._indices,)
 
     def resolve_widths(self, in_widths):
         w = in_widths["in"]
@@ -192,10 +193,10 @@ class Selector(Block):
         return {"out": len(self._indices)}
 
     def output(self, t, xc, xd, u, y):
-        selector_output(t, xc, xd, u, y, (self._indices,))
+        selector_output(t, xc, xd, u, y, self._params)
 
     def kernels(self):
-        return Kernels(output=selector_output, params=(self._indices,))
+        return Kernels(output=selector_output, params=self._params)
 
 
 CRITERIA = (">=", ">", "~=0")

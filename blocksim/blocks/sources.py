@@ -294,7 +294,10 @@ class FromFile(Block):
     or `time`, in s) or an NPZ file with key `t` and one key per signal (1-D, or 2-D (n, m) for m
     columns). Relative paths start at the diagram's folder. Interpolation linear, zoh (sample and
     hold, with breakpoints at the table times) or cubic (not-a-knot spline); outside the table the
-    output holds the end values, or the run stops with an error (`extrapolation: error`)."""
+    output holds the end values, or the run stops with an error (`extrapolation: error`). In
+    compiled mode that error is a discrete flag state set to NaN, so the run stops at the first
+    major step at or after the offending time with the non-finite-state error naming the block
+    (interpreted mode raises at the offending time itself, which may be a solver stage)."""
 
     type_name = "FromFile"
     summary = "signals read from a CSV or NPZ table, interpolated in time"
