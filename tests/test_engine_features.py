@@ -168,3 +168,23 @@ def test_cli_blocks_lists_library_with_units():
     proc = subprocess.run([sys.executable, str(ROOT / "cli.py"), "blocks", "Integratr"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1 and "did you mean 'Integrator'" in proc.stderr
+
+
+def test_stop_simulation_stops_at_its_crossing_and_at_the_start(tmp_path):
+    path = write(tmp_path, "d.yaml", """
+    blocksim: 1
+    blocks:
+      clock: {type: Clock}
+      late:  {type: Function, expr: "u - 1.25"}
+      pos:   {type: Sign}
+      halt:  {type: Saturation, lower: 0.0, upper: 1.0}
+      stop:  {type: StopSimulation}
+    connections: [clock -> late, late -> pos, pos -> halt, halt -> stop]
+    simulation: {stop_time: 5.0, solver: dopri5}
+    log: {signals: [clock.out], every: 0.5}
+    """)
+    r = blocksim.simulate(blocksim.load(path))
+    assert r.stopped_by == "stop" and abs(r.t[-1] - 1.25) < 1e-9
+    np.testing.assert_array_equal(r.t[:-1], [0.0, 0.5, 1.0])
+    r = blocksim.simulate(blocksim.load(path, set={"late.expr": "u + 1.0"}))
+    assert r.stopped_by == "stop" and list(r.t) == [0.0]

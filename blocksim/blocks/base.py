@@ -356,6 +356,11 @@ class Block:
         """React to located crossings; True stops the simulation."""
         return False
 
+    def stop_requested(self, t: float, xc, xd, u) -> bool:
+        """Checked once, at the start time, for blocks with zero crossings: True stops the run
+        there (a crossing needs a change, so a condition already true at the start is seen here)."""
+        return False
+
     # ---- compiled mode ----------------------------------------------------------------------
     def kernels(self) -> "Kernels | None":
         """The block's compiled form (see Kernels), or None: the block then runs interpreted only.

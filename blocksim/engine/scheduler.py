@@ -336,6 +336,10 @@ class Simulation:
         g_prev = None
         try:
             hits = self.hits_at(0)
+            self.outputs_major(t, hits)
+            if self.stop_requested_at_start(t):
+                self._finish_log(t)
+                raise _StopAtStart
             while True:
                 # -- major step at t
                 self.outputs_major(t, hits)
@@ -390,6 +394,8 @@ class Simulation:
                     continue
                 if g_end is not None:
                     g_prev = g_end
+        except _StopAtStart:
+            pass
         except KeyboardInterrupt:
             interrupted = True
             self._finish_log(t)
@@ -400,6 +406,14 @@ class Simulation:
         stats["events"] = len(self.events)
         t_log, data = self.recorder.finished()
         return RunOutput(t_log, data, self.events, stats, interrupted, self.stopped_by)
+
+    def stop_requested_at_start(self, t: float) -> bool:
+        for name, blk in self.zc_blocks:
+            xc, xd, u, _, _, _ = self.views[name]
+            if blk.stop_requested(t, xc, xd, u):
+                self.stopped_by = name
+                return True
+        return False
 
     def _finish_log(self, t: float) -> None:
         if self.recorder.count and self.recorder.times[self.recorder.count - 1] == t:
@@ -427,18 +441,7 @@ class Simulation:
         """
         rec = self.recorder
         if solver is None:
-            while rec.next_time < t1:
-                self.outputs_minor(rec.next_time)
-                rec.record()
-            if self.zc_blocks:
-                self.outputs_minor(t1)
-                g1 = self.zero_crossings(t1)
-                if g_prev is not None:
-                    mask = self.crossed(g_prev, g1)
-                    if mask.any():
-                        return t1, mask, g1
-                return t1, None, g1
-            return t1, None, None
+            return self._advance_stateless(t0, t1, g_prev)
         solver.restart(t0, self.xc.copy(), t1)
         while True:
             try:
@@ -479,6 +482,27 @@ class Simulation:
             if t_new >= t1:
                 return t1, None, g_new
 
+    def _advance_stateless(self, t0: float, t1: float, g_prev):
+        """_advance for a diagram without continuous states: outputs depend on t only, so the log
+        grid points are evaluated directly and a zero crossing between two of them is located on
+        the outputs themselves."""
+        rec = self.recorder
+        t_prev = t0
+        while True:
+            tp = rec.next_time if rec.next_time < t1 else t1
+            self.outputs_minor(tp)
+            g = self.zero_crossings(tp) if self.zc_blocks else None
+            if g is not None and g_prev is not None:
+                mask = self.crossed(g_prev, g)
+                if mask.any():
+                    t_ev, mask = self._locate(lambda t: self.xc, t_prev, tp, g_prev, g)
+                    self.outputs_minor(t_ev)
+                    return t_ev, mask, None
+            if tp >= t1:
+                return t1, None, g
+            rec.record()
+            t_prev, g_prev = tp, g
+
     def _log_until(self, dense, t_end: float, inclusive: bool) -> None:
         rec = self.recorder
         while rec.next_time < t_end or (inclusive and rec.next_time == t_end):
@@ -498,6 +522,10 @@ class Simulation:
         if found is None:
             return t1, self.crossed(g0, g1)
         return found
+
+
+class _StopAtStart(Exception):
+    """A block asked to stop at the start time (internal control flow of Simulation.run)."""
 
 
 class _Progress:
