@@ -1,0 +1,321 @@
+"""`python cli.py identify CONFIG.yaml --out DIR`: the whole identification workflow from one YAML
+config - base parameters, optimised excitation, data (a simulated run of the true arm, or a log of a
+real one), processing, OLS/WLS and physically consistent estimation, validation on another
+trajectory, the identified robot file, and a feedforward tracking study CAD vs identified.
+
+Config keys (paths relative to the config file; units SI, angles rad):
+
+    identify: 1
+    name: text
+    robot:      {cad: FILE or preset (prior and kinematics), plant: FILE or preset, the arm that
+                 produces simulated data (the 'true' arm)}
+    model:      {rotor_inertia: bool, friction: none|coulomb_viscous|stribeck,
+                 stribeck_speed: rad/s, stribeck_exponent: -}
+    base:       {samples: random states (200), seed}
+    excitation: {frequency: Hz, harmonics: L, q0, q_min, q_max, qd_max, qdd_max (per joint),
+                 margin: rad, seed, max_iter, n_objective, n_check}
+    data:       {diagram: excitation diagram (simulated), periods, skip_periods,
+                 measurement: {encoder_counts, kt, kt_error, current_noise, seed}}
+                or {log: FILE.npz|.csv of a real arm, period: s (omit if not periodic), skip_periods}
+    processing: {cutoff: Hz, order, decimate, trim: s}
+    estimation: {prior_weight}
+    validation: {frequency, harmonics, seed, periods, skip_periods, measurement_seed} (simulated)
+                or {log: FILE, period}
+    tracking:   {diagram: tracking diagram with blocks ff (InverseDynamics) and plant}
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from ..errors import ParameterError
+from .base import base_parameters
+from .estimation import (complete_standard, consistency, ordinary_least_squares,
+                         physically_consistent, weighted_least_squares)
+from .excitation import (FourierExcitation, condition_number, limits_for, optimise_excitation,
+                         random_excitation)
+from .processing import Measurement, corrupt, process
+from .regressor import IdentificationModel
+from .robotfile import load_robot, robot_mapping, write_robot_file
+from .validation import relative_rms_error, residual_check
+
+_TOP_KEYS = {"identify", "name", "robot", "model", "base", "excitation", "data", "processing",
+             "estimation", "validation", "tracking"}
+
+
+def load_config(path) -> dict:
+    """The config mapping, with its unknown top-level keys rejected (closest name suggested)."""
+    path = Path(path)
+    try:
+        cfg = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ParameterError(f"{path}: cannot read the identification config: {exc}") from None
+    if not isinstance(cfg, dict) or "robot" not in cfg:
+        raise ParameterError(f"{path}: an identification config is a mapping with at least 'robot'")
+    for key in cfg:
+        if key not in _TOP_KEYS:
+            from ..blocks.base import closest
+            raise ParameterError(f"{path}: unknown key '{key}'{closest(key, _TOP_KEYS)}; keys: "
+                                 f"{', '.join(sorted(_TOP_KEYS))}")
+    return cfg
+
+
+def _vec(value, n, default=None):
+    if value is None:
+        value = default
+    return None if value is None else np.broadcast_to(np.asarray(value, float), (n,)).copy()
+
+
+def simulate_run(diagram: Path, excitation: FourierExcitation, periods: int, sets: dict | None = None):
+    """Run the excitation diagram (blocks ref: FourierSeries, plant: Manipulator) for `periods`
+    periods from rest at q0; returns the exact logged Measurement (t, plant.q, u.out) and the result."""
+    import blocksim
+    over = {f"ref.{k}": v for k, v in excitation.block_parameters().items()}
+    over.update({"plant.q0": excitation.q0.tolist(), "plant.qd0": 0.0,
+                 "simulation.stop_time": periods * excitation.period, "simulation.mode": "compiled"})
+    over.update(sets or {})
+    r = blocksim.simulate(blocksim.load(diagram, set=over))
+    return Measurement(r.t.copy(), r["plant.q"].copy(), r["u.out"].copy()), r
+
+
+@dataclass
+class Context:
+    cfg: dict
+    base_dir: Path
+    out: Path
+    log: list
+
+
+def run(config_path, out, *, echo=print) -> dict:
+    """Run the workflow of `config_path` into folder `out` (created); returns the metrics written to
+    out/metrics.json. Writes report.md, figures/*.png, identified_robot.yaml, excitation.yaml,
+    excitation_run.yaml and data/*.npz."""
+    started = time.perf_counter()
+    config_path = Path(config_path)
+    cfg = load_config(config_path)
+    base_dir = config_path.parent
+    out = Path(out)
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    (out / "data").mkdir(exist_ok=True)
+    rob = cfg["robot"]
+    cad_robot = load_robot(rob["cad"], base_dir)
+    true_robot = load_robot(rob["plant"], base_dir) if rob.get("plant") else None
+    mc = cfg.get("model", {})
+    model = IdentificationModel(cad_robot, rotor_inertia=bool(mc.get("rotor_inertia", False)),
+                                friction=mc.get("friction", "coulomb_viscous"),
+                                stribeck_speed=mc.get("stribeck_speed", 0.1),
+                                stribeck_exponent=mc.get("stribeck_exponent", 2.0))
+    n = model.n
+    metrics = {"name": cfg.get("name", config_path.stem), "joints": n, "parameters": model.p}
+
+    # ---------------------------------------------------------------- base parameters
+    bc = cfg.get("base", {})
+    basis = base_parameters(model, int(bc.get("samples", 200)), seed=bc.get("seed", 0))
+    basis_check = base_parameters(model, int(bc.get("samples", 200)), seed=int(bc.get("seed", 0)) + 1)
+    metrics["base"] = {"rank": basis.rank, "rank_other_seed": basis_check.rank,
+                       "tolerance": basis.tolerance, "gap": basis.gap,
+                       "unidentifiable": basis.unidentifiable()}
+    echo(f"base parameters: {basis.rank} of {model.p} (rank gap {basis.gap:.3g})")
+
+    # ---------------------------------------------------------------- excitation
+    ec = cfg.get("excitation", {})
+    limits = limits_for(model, ec.get("q_min"), ec.get("q_max"), ec.get("qd_max", 1.0),
+                        ec.get("qdd_max", 5.0), float(ec.get("margin", 0.0)))
+    q0 = _vec(ec.get("q0"), n, 0.5 * (limits.q_min + limits.q_max))
+    opt = optimise_excitation(model, basis, frequency=float(ec.get("frequency", 0.1)),
+                              harmonics=int(ec.get("harmonics", 5)), q0=q0, limits=limits,
+                              seed=ec.get("seed", 0), n_objective=int(ec.get("n_objective", 60)),
+                              n_check=int(ec.get("n_check", 150)), max_iter=int(ec.get("max_iter", 100)))
+    excitation = opt.excitation
+    excitation.to_yaml(out / "excitation.yaml")
+    metrics["excitation"] = {"cond_start": opt.cond_start, "cond": opt.cond,
+                             "cond_dense_start": condition_number(model, basis, opt.start),
+                             "cond_dense": condition_number(model, basis, excitation),
+                             "limit_violation": opt.violation, "iterations": opt.iterations,
+                             "message": opt.message}
+    echo(f"excitation: cond(Y_base) {opt.cond_start:.4g} (random start) -> {opt.cond:.4g} "
+         f"(optimised, {opt.iterations} SLSQP iterations); largest limit excess {opt.violation:.3g}")
+
+    # ---------------------------------------------------------------- data
+    dc = cfg.get("data", {})
+    pc = cfg.get("processing", {})
+    popts = {"cutoff": pc.get("cutoff", 10.0), "order": int(pc.get("order", 4)),
+             "decimate": int(pc.get("decimate", 10)), "trim": float(pc.get("trim", 0.0))}
+    if "log" in dc:
+        raw = Measurement.load(base_dir / dc["log"])
+        period = dc.get("period")
+        data = process(raw, period=period, skip_periods=int(dc.get("skip_periods", 0)), **popts)
+        source = f"log {dc['log']}"
+    else:
+        if true_robot is None or "diagram" not in dc:
+            raise ParameterError("data: give either 'log' (a real arm's record) or 'diagram' with "
+                                 "robot.plant (a simulated excitation run)")
+        diagram = base_dir / dc["diagram"]
+        periods = int(dc.get("periods", 6)) + int(dc.get("skip_periods", 1))
+        exact, _ = simulate_run(diagram, excitation, periods)
+        _write_resolved_diagram(diagram, excitation, periods, out / "excitation_run.yaml")
+        meas_cfg = dict(dc.get("measurement", {}))
+        raw = corrupt(exact, **meas_cfg)
+        data = process(raw, period=excitation.period, skip_periods=int(dc.get("skip_periods", 1)),
+                       **popts)
+        source = f"simulated run of {rob['plant']} ({periods} periods of {excitation.period:g} s)"
+    np.savez(out / "data" / "identification.npz", t=data.t, q=data.q, qd=data.qd, qdd=data.qdd,
+             tau=data.tau)
+    echo(f"data: {source}; {len(data.t)} samples after processing ({data.periods} periods averaged)")
+
+    # ---------------------------------------------------------------- estimation
+    Yb = basis.columns(model.regressor(data.q, data.qd, data.qdd))
+    ols = ordinary_least_squares(Yb, data.tau)
+    wls = weighted_least_squares(Yb, data.tau)
+    prior = model.parameters_of(cad_robot)
+    sc = cfg.get("estimation", {})
+    cons = physically_consistent(model, basis, Yb, data.tau, wls.sigma, prior,
+                                 prior_weight=float(sc.get("prior_weight", 1e-3)))
+    theta_ols = complete_standard(basis, ols.beta, prior)
+    chk_ols, chk_cons = consistency(model, theta_ols), consistency(model, cons.theta)
+    metrics["estimation"] = {
+        "cond_Y_base_data": float(np.linalg.cond(Yb.reshape(-1, basis.rank))),
+        "sigma_wls": wls.sigma.tolist(), "sigma_between_periods":
+            None if data.tau_std is None else data.tau_std.tolist(),
+        "ols_consistent": chk_ols.ok, "consistent_ok": chk_cons.ok,
+        "max_rel_std_wls": float(np.max(wls.rel_std)),
+        "consistent_solver": cons.message}
+    echo(f"estimation: WLS sigma {np.array2string(wls.sigma, precision=3)} N m; OLS physically "
+         f"consistent: {chk_ols.ok}; constrained estimate consistent: {chk_cons.ok}")
+
+    # ---------------------------------------------------------------- identified robot file
+    template, _ = robot_mapping(rob["cad"], base_dir)
+    ident_path = write_robot_file(
+        out / "identified_robot.yaml", model, cons.theta, template,
+        name=f"{cad_robot.name}_identified",
+        description=f"identified by blocksim from {source}",
+        friction_smoothing=float(sc.get("friction_smoothing", cad_robot.friction_smoothing or 1e-3)),
+        header=f"Identified robot file written by `blocksim identify {config_path.name}`: the\n"
+               "physically consistent estimate (log-Cholesky, Wensing et al. 2017); kinematics from "
+               f"{rob['cad']}.")
+    ident_robot = load_robot(str(ident_path.resolve()))
+
+    # ---------------------------------------------------------------- validation
+    vc = cfg.get("validation", {})
+    val = None
+    if "log" in vc:
+        raw_v = Measurement.load(base_dir / vc["log"])
+        val = process(raw_v, period=vc.get("period"), skip_periods=int(vc.get("skip_periods", 0)),
+                      **popts)
+    elif true_robot is not None and "diagram" in dc:
+        vex = random_excitation(model, float(vc.get("frequency", 1.25 * excitation.frequency)),
+                                int(vc.get("harmonics", 4)), q0, limits, seed=vc.get("seed", 11),
+                                fill=0.8)
+        vper = int(vc.get("periods", 3)) + int(vc.get("skip_periods", 1))
+        exact_v, _ = simulate_run(base_dir / dc["diagram"], vex, vper)
+        meas_v = dict(dc.get("measurement", {}))
+        meas_v["seed"] = vc.get("measurement_seed", int(meas_v.get("seed", 0)) + 1)
+        val = process(corrupt(exact_v, **meas_v), period=vex.period,
+                      skip_periods=int(vc.get("skip_periods", 1)), **popts)
+    predictions = {}
+    if val is not None:
+        Yv = model.regressor(val.q, val.qd, val.qdd)
+        Ybv = basis.columns(Yv)
+        predictions = {"CAD": Yv @ prior, "OLS": Ybv @ ols.beta, "WLS": Ybv @ wls.beta,
+                       "consistent": Yv @ cons.theta}
+        if true_robot is not None:
+            predictions["true"] = Yv @ model.parameters_of(true_robot)
+        metrics["validation"] = {k: relative_rms_error(val.tau, v).tolist()
+                                 for k, v in predictions.items()}
+        rc = residual_check(val.tau - predictions["consistent"], val.q)
+        metrics["validation_residual"] = {"rms": rc.rms.tolist(), "lag1": rc.lag1.tolist(),
+                                          "position_r2": rc.position_r2.tolist(),
+                                          "suspect": rc.suspect.tolist()}
+        np.savez(out / "data" / "validation.npz", t=val.t, q=val.q, qd=val.qd, qdd=val.qdd,
+                 tau=val.tau, **{f"pred_{k}": v for k, v in predictions.items()})
+        echo("validation: relative RMS torque error per joint (%): " + "; ".join(
+            f"{k} {np.array2string(100 * np.array(v), precision=2)}"
+            for k, v in metrics["validation"].items()))
+    fit_check = residual_check(wls.residual, data.q)
+
+    # ---------------------------------------------------------------- tracking study
+    tracking = None
+    tc = cfg.get("tracking")
+    if tc and true_robot is not None:
+        tracking = tracking_study(base_dir / tc["diagram"], {
+            "CAD": str((base_dir / rob["cad"]).resolve()) if not _is_preset(rob["cad"]) else rob["cad"],
+            "identified": str(ident_path.resolve()),
+            "true": str((base_dir / rob["plant"]).resolve()) if not _is_preset(rob["plant"]) else rob["plant"]})
+        metrics["tracking"] = {k: {"rms_error": v["rms_error"], "max_abs_error": v["max_abs_error"]}
+                               for k, v in tracking.items()}
+        cad_rms = np.array(tracking["CAD"]["rms_error"])
+        id_rms = np.array(tracking["identified"]["rms_error"])
+        metrics["tracking_improvement"] = (cad_rms / np.maximum(id_rms, 1e-300)).tolist()
+        echo("tracking rms error (rad): " + "; ".join(
+            f"{k} {np.array2string(np.array(v['rms_error']), precision=3)}" for k, v in tracking.items()))
+
+    # ---------------------------------------------------------------- outputs
+    from . import report
+    figures = report.figures(out / "figures", model, excitation, opt, data, val, predictions,
+                             wls, tracking)
+    metrics["seconds"] = time.perf_counter() - started
+    (out / "metrics.json").write_text(json.dumps(_plain(metrics), indent=2) + "\n")
+    report.write(out / "report.md", cfg=cfg, config_path=config_path, model=model, basis=basis,
+                 opt=opt, limits=limits, data=data, source=source, ols=ols, wls=wls, cons=cons,
+                 prior=prior, true_theta=None if true_robot is None else model.parameters_of(true_robot),
+                 chk_ols=chk_ols, chk_cons=chk_cons, metrics=metrics, fit_check=fit_check,
+                 figures=figures, ident_path=ident_path)
+    echo(f"wrote {out}/report.md, metrics.json, identified_robot.yaml ({metrics['seconds']:.1f} s)")
+    return metrics
+
+
+def _is_preset(name: str) -> bool:
+    from ..models.robot import RobotModel
+    return name in RobotModel.preset_names()
+
+
+def tracking_study(diagram: Path, robots: dict) -> dict:
+    """Run the tracking diagram once per feedforward robot (`ff.robot` set to each of `robots`):
+    per run the rms and max tracking error per joint (rad) of plant.q against ref.q, and the logs."""
+    import blocksim
+    from ..engine.metrics import metric_values
+    out = {}
+    for label, robot in robots.items():
+        r = blocksim.simulate(blocksim.load(diagram, set={"ff.robot": robot,
+                                                              "simulation.mode": "compiled"}))
+        y, ref = r["plant.q"], r["ref.q"]
+        out[label] = {"rms_error": metric_values("rms_error", r.t, y, ref, {}).tolist(),
+                      "max_abs_error": metric_values("max_abs_error", r.t, y, ref, {}).tolist(),
+                      "t": r.t, "error": ref - y}
+    return out
+
+
+def _write_resolved_diagram(diagram: Path, excitation: FourierExcitation, periods: int, dest: Path):
+    """The excitation diagram with the optimised coefficients in its FourierSeries block, robot paths
+    made absolute and the run length set: `python cli.py simulate` on it reproduces the data run."""
+    spec = yaml.safe_load(Path(diagram).read_text())
+    ref = spec["blocks"]["ref"]
+    ref.update(excitation.block_parameters())
+    for block in spec["blocks"].values():
+        robot = block.get("robot") if isinstance(block, dict) else None
+        if robot and not _is_preset(robot):
+            block["robot"] = str((Path(diagram).parent / robot).resolve())
+    spec["blocks"]["plant"]["q0"] = excitation.q0.tolist()
+    spec.setdefault("simulation", {})["stop_time"] = periods * excitation.period
+    head = ("# Purpose: the identification data run with the optimised excitation (written by "
+            "blocksim identify)\n")
+    dest.write_text(head + yaml.safe_dump(spec, sort_keys=False, default_flow_style=None, width=100))
+
+
+def _plain(x):
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, (np.floating, np.integer)):
+        return x.item()
+    if isinstance(x, float) and not np.isfinite(x):
+        return str(x)
+    return x

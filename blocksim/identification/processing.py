@@ -1,0 +1,165 @@
+"""From a logged run to regressor data: measurement corruption for simulated runs (encoder
+quantisation, current noise, torque-constant error), then the seed's processing: averaging over
+periods, zero-phase low-pass filtering, central differences for qd and qdd, and decimation."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import scipy.signal
+
+from ..errors import ParameterError
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """A joint log on a uniform time grid: t (N,) s, q (N, n) rad, tau (N, n) N m."""
+
+    t: np.ndarray
+    q: np.ndarray
+    tau: np.ndarray
+
+    @property
+    def dt(self) -> float:
+        return float(self.t[1] - self.t[0])
+
+    @classmethod
+    def load(cls, path) -> "Measurement":
+        """A log of a real arm: NPZ with keys t (N,), q (N, n), tau (N, n); or CSV with a header row
+        t, then q columns (names starting with q), then tau columns (names starting with tau)."""
+        path = Path(path)
+        if path.suffix.lower() == ".npz":
+            data = np.load(path)
+            t, q, tau = data["t"], np.atleast_2d(data["q"]), np.atleast_2d(data["tau"])
+        elif path.suffix.lower() == ".csv":
+            with path.open() as f:
+                header = [h.strip() for h in f.readline().split(",")]
+            values = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
+            qc = [k for k, h in enumerate(header) if h.startswith("q")]
+            tc = [k for k, h in enumerate(header) if h.startswith("tau")]
+            if header[0] != "t" or not qc or len(qc) != len(tc):
+                raise ParameterError(f"{path}: the CSV header must be t, q1..qn, tau1..taun")
+            t, q, tau = values[:, 0], values[:, qc], values[:, tc]
+        else:
+            raise ParameterError(f"{path}: a measurement log must be .npz or .csv")
+        if q.shape != tau.shape or q.shape[0] != t.shape[0]:
+            raise ParameterError(f"{path}: t, q and tau must have matching lengths and q, tau one "
+                                 f"column per joint; got {t.shape}, {q.shape}, {tau.shape}")
+        dt = np.diff(t)
+        if not np.allclose(dt, dt[0], rtol=1e-6, atol=1e-12):
+            raise ParameterError(f"{path}: samples must be uniformly spaced in time")
+        return cls(np.asarray(t, float), np.asarray(q, float), np.asarray(tau, float))
+
+
+def corrupt(m: Measurement, *, encoder_counts=None, kt=1.0, kt_error=0.0, current_noise=0.0,
+            seed=0) -> Measurement:
+    """What a drive reports of a simulated run (done here, on the logged exact signals, with a seeded
+    numpy Generator, so the plant simulation itself stays deterministic and compiled):
+
+    - q: rounded to whole encoder counts, resolution 2 pi / encoder_counts (counts per joint
+      revolution after gearing and quadrature; None: exact);
+    - tau: the drive reads the motor current i = tau / kt (A; kt the true torque constant, N m/A
+      referred to the joint) plus white noise of std `current_noise` (A) and converts it back with
+      the datasheet constant kt (1 + kt_error): tau_meas = (tau + kt n)(1 + kt_error).
+    All per-joint arguments are scalars or (n,) vectors.
+    """
+    rng = np.random.default_rng(seed)
+    n = m.q.shape[1]
+    q = m.q
+    if encoder_counts is not None:
+        res = 2 * np.pi / np.broadcast_to(np.asarray(encoder_counts, float), (n,))
+        q = np.floor(q / res + 0.5) * res
+    kt = np.broadcast_to(np.asarray(kt, float), (n,))
+    current = m.tau / kt + np.broadcast_to(np.asarray(current_noise, float), (n,)) * \
+        rng.standard_normal(m.tau.shape)
+    tau = current * kt * (1.0 + np.broadcast_to(np.asarray(kt_error, float), (n,)))
+    return Measurement(m.t.copy(), q, tau)
+
+
+@dataclass(frozen=True)
+class ProcessedData:
+    """Samples ready for the regressor: t (N,) s, q, qd, qdd (N, n) rad, rad/s, rad/s^2, tau (N, n)
+    N m; tau_std (n,) N m, the standard deviation of one averaged torque sample estimated from the
+    spread between periods (None without period averaging); periods averaged."""
+
+    t: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+    qdd: np.ndarray
+    tau: np.ndarray
+    tau_std: np.ndarray | None
+    periods: int
+
+
+def _lowpass(x, dt, cutoff, order, periodic):
+    """Zero-phase Butterworth low-pass (filtfilt) along axis 0; a periodic signal is filtered as
+    three copies back to back and the middle one kept, so the ends see no start-up transient."""
+    if cutoff is None:
+        return x
+    wn = cutoff * 2 * dt
+    if not 0 < wn < 1:
+        raise ParameterError(f"filter cutoff {cutoff} Hz must lie below the Nyquist frequency "
+                             f"{0.5 / dt:g} Hz")
+    b, a = scipy.signal.butter(order, wn)
+    if periodic:
+        N = x.shape[0]
+        return scipy.signal.filtfilt(b, a, np.concatenate([x, x, x]), axis=0)[N:2 * N]
+    return scipy.signal.filtfilt(b, a, x, axis=0)
+
+
+def _central(x, dt, periodic):
+    """Central difference along axis 0 (wrapping round for a periodic signal, one-sided at the
+    ends otherwise)."""
+    if periodic:
+        return (np.roll(x, -1, axis=0) - np.roll(x, 1, axis=0)) / (2 * dt)
+    return np.gradient(x, dt, axis=0)
+
+
+def process(m: Measurement, *, period: float | None = None, skip_periods: int = 1,
+            cutoff: float | None = 10.0, order: int = 4, decimate: int = 1,
+            trim: float = 0.0) -> ProcessedData:
+    """The seed's off-line processing of an excitation log.
+
+    period (s): when given, the first `skip_periods` periods (transients of the tracking loop) are
+    dropped, the rest cut into whole periods and averaged sample by sample (noise falls as
+    1/sqrt(periods)); the spread between periods gives tau_std per joint. Then q and tau are both
+    low-pass filtered by the same zero-phase Butterworth filter (`order`, `cutoff` Hz; filtering
+    tau too keeps it consistent with the filtered q), qd and qdd are central differences of the
+    filtered q, and every `decimate`-th sample is kept (the low-pass is the anti-alias filter). A
+    log without a period is filtered as one record and `trim` s are dropped at both ends, where
+    filtfilt and the differences are least accurate.
+    """
+    dt = m.dt
+    q, tau = m.q, m.tau
+    tau_std = None
+    periods = 0
+    t0 = m.t[0]
+    if period is not None:
+        per = period / dt
+        N = int(round(per))
+        if abs(per - N) > 1e-6 * max(1.0, per):
+            raise ParameterError(f"the period {period} s is not a whole number of samples ({dt:g} s)")
+        start = skip_periods * N
+        periods = (q.shape[0] - start) // N
+        if periods < 1:
+            raise ParameterError(f"the log holds {q.shape[0] * dt:g} s, fewer than {skip_periods} + 1 "
+                                 f"periods of {period} s")
+        qp = q[start:start + periods * N].reshape(periods, N, -1)
+        tp = tau[start:start + periods * N].reshape(periods, N, -1)
+        q, tau = qp.mean(axis=0), tp.mean(axis=0)
+        if periods > 1:
+            tau_std = np.sqrt(np.mean(tp.var(axis=0, ddof=1), axis=0) / periods)
+        t0 = m.t[start]
+    periodic = period is not None
+    qf = _lowpass(q, dt, cutoff, order, periodic)
+    tf = _lowpass(tau, dt, cutoff, order, periodic)
+    qd = _central(qf, dt, periodic)
+    qdd = _central(qd, dt, periodic) if periodic else np.gradient(qd, dt, axis=0)
+    t = t0 + dt * np.arange(qf.shape[0])
+    keep = np.ones(qf.shape[0], dtype=bool)
+    if not periodic and trim > 0:
+        k = int(round(trim / dt))
+        keep[:k] = keep[-k:] = False
+    idx = np.nonzero(keep)[0][::max(1, int(decimate))]
+    return ProcessedData(t[idx], qf[idx], qd[idx], qdd[idx], tf[idx], tau_std, periods)

@@ -1,0 +1,179 @@
+"""The identification report: report.md (tables) and PNG figures (excitation, measured vs predicted
+validation torques, residuals, tracking errors CAD vs identified)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+
+def figures(folder: Path, model, excitation, opt, data, val, predictions, wls, tracking) -> dict:
+    """Write the figures; returns {key: file name relative to the report}."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    n = model.n
+    out = {}
+    t = np.linspace(0, excitation.period, 500)
+    fig, axes = plt.subplots(3, 1, figsize=(8, 7), sharex=True)
+    for ex, style, label in ((opt.start, ":", "random start"), (excitation, "-", "optimised")):
+        for k, sig in enumerate(ex.evaluate(t)):
+            for j in range(n):
+                axes[k].plot(t, sig[:, j], style, color=f"C{j}",
+                             label=f"{label} q{j + 1}" if k == 0 else None)
+    for ax, lab in zip(axes, ("q (rad)", "qd (rad/s)", "qdd (rad/s^2)")):
+        ax.set_ylabel(lab)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7, ncol=2)
+    axes[-1].set_xlabel("t (s), one period")
+    axes[0].set_title(f"Excitation: cond(Y_base) {opt.cond_start:.3g} -> {opt.cond:.3g}")
+    fig.tight_layout()
+    fig.savefig(folder / "excitation.png", dpi=110)
+    plt.close(fig)
+    out["excitation"] = "figures/excitation.png"
+    if val is not None:
+        fig, axes = plt.subplots(n, 1, figsize=(8, 1.8 * n + 1), sharex=True, squeeze=False)
+        for j in range(n):
+            ax = axes[j, 0]
+            ax.plot(val.t, val.tau[:, j], "k", lw=1.5, label="measured")
+            for key, style in (("CAD", ":"), ("consistent", "--")):
+                ax.plot(val.t, predictions[key][:, j], style, label=f"predicted ({key})")
+            ax.set_ylabel(f"tau{j + 1} (N m)")
+            ax.grid(alpha=0.3)
+        axes[0, 0].legend(fontsize=7, ncol=3)
+        axes[-1, 0].set_xlabel("t (s)")
+        axes[0, 0].set_title("Validation trajectory: measured vs predicted torque")
+        fig.tight_layout()
+        fig.savefig(folder / "validation_torques.png", dpi=110)
+        plt.close(fig)
+        out["validation"] = "figures/validation_torques.png"
+        fig, axes = plt.subplots(n, 1, figsize=(8, 1.6 * n + 1), sharex=True, squeeze=False)
+        for j in range(n):
+            axes[j, 0].plot(val.t, val.tau[:, j] - predictions["consistent"][:, j], lw=0.8)
+            axes[j, 0].set_ylabel(f"r{j + 1} (N m)")
+            axes[j, 0].grid(alpha=0.3)
+        axes[0, 0].set_title("Validation residual, measured - predicted (identified model)")
+        axes[-1, 0].set_xlabel("t (s)")
+        fig.tight_layout()
+        fig.savefig(folder / "validation_residuals.png", dpi=110)
+        plt.close(fig)
+        out["residuals"] = "figures/validation_residuals.png"
+    if tracking:
+        fig, axes = plt.subplots(n, 1, figsize=(8, 1.6 * n + 1), sharex=True, squeeze=False)
+        for j in range(n):
+            for key, run in tracking.items():
+                axes[j, 0].plot(run["t"], run["error"][:, j], label=f"feedforward: {key}")
+            axes[j, 0].set_ylabel(f"e{j + 1} (rad)")
+            axes[j, 0].grid(alpha=0.3)
+        axes[0, 0].legend(fontsize=7, ncol=3)
+        axes[0, 0].set_title("Tracking error with PD + feedforward")
+        axes[-1, 0].set_xlabel("t (s)")
+        fig.tight_layout()
+        fig.savefig(folder / "tracking.png", dpi=110)
+        plt.close(fig)
+        out["tracking"] = "figures/tracking.png"
+    return out
+
+
+def _row(cells):
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def _g(x, digits=4):
+    return f"{x:.{digits}g}"
+
+
+def write(path: Path, *, cfg, config_path, model, basis, opt, limits, data, source, ols, wls, cons,
+          prior, true_theta, chk_ols, chk_cons, metrics, fit_check, figures, ident_path) -> None:
+    """report.md: setup, base parameters with their combinations, excitation, estimates with relative
+    standard deviations, physical consistency, validation, residual check and tracking."""
+    n = model.n
+    L = [f"# Identification report: {metrics['name']}", "",
+         f"Config `{config_path}`; {n} joints, {model.p} standard parameters "
+         f"(rotor inertia: {model.rotor_inertia}, friction: {model.friction}); data: {source}. "
+         f"Run time {metrics.get('seconds', 0):.1f} s.", "",
+         "## Base parameters", "",
+         f"QR with column pivoting of the regressor stacked over random states: rank **{basis.rank}** "
+         f"(tolerance {basis.tolerance:.2e} on unit-norm columns, gap |R_b-1| / |R_b| = "
+         f"{basis.gap:.3g}; another random seed gives {metrics['base']['rank_other_seed']}). "
+         f"Parameters with no effect on the torque: {', '.join(basis.unidentifiable()) or 'none'}.", ""]
+    beta_true = None if true_theta is None else basis.base(true_theta)
+    beta_cad = basis.base(prior)
+    head = ["base parameter", "CAD"] + (["true"] if beta_true is not None else []) + \
+        ["OLS", "WLS", "WLS rel. std (%)", "consistent", "combination of standard parameters"]
+    L += [_row(head), _row(["---"] * len(head))]
+    for k, (name, expr) in enumerate(zip(basis.base_names, basis.expressions(4))):
+        cells = [name, _g(beta_cad[k])] + ([_g(beta_true[k])] if beta_true is not None else []) + \
+            [_g(ols.beta[k]), _g(wls.beta[k]), f"{wls.rel_std[k]:.2g}", _g(cons.beta[k]),
+             "`" + expr.split(" = ", 1)[1] + "`"]
+        L.append(_row(cells))
+    ex = metrics["excitation"]
+    L += ["", "## Excitation", "",
+          f"Fourier series, {opt.excitation.harmonics} harmonics of {opt.excitation.frequency:g} Hz "
+          f"(period {opt.excitation.period:g} s), at rest at t = 0 and at each period's end, "
+          f"optimised by SLSQP ({ex['iterations']} iterations: {ex['message']}).", "",
+          _row(["", "random start", "optimised"]), _row(["---"] * 3),
+          _row(["cond(Y_base), objective grid", _g(ex["cond_start"]), _g(ex["cond"])]),
+          _row(["cond(Y_base), 200 samples", _g(ex["cond_dense_start"]), _g(ex["cond_dense"])]), "",
+          f"Largest limit excess on a grid 4x denser than the constraint grid: {ex['limit_violation']:.3g} "
+          "(<= 0: every limit met). Limits per joint:", "",
+          _row(["joint", "q_min (rad)", "q_max (rad)", "qd_max (rad/s)", "qdd_max (rad/s^2)"]),
+          _row(["---"] * 5)]
+    for j in range(n):
+        L.append(_row([j + 1, _g(limits.q_min[j]), _g(limits.q_max[j]), _g(limits.qd_max[j]),
+                       _g(limits.qdd_max[j])]))
+    L += ["", f"![excitation]({figures['excitation']})", "",
+          "## Estimation", "",
+          f"{len(data.t)} samples after averaging {data.periods} periods, zero-phase Butterworth "
+          f"low-pass (filtfilt), central differences and decimation. cond(Y_base) on these data: "
+          f"{metrics['estimation']['cond_Y_base_data']:.4g}.", "",
+          _row(["joint"] + [str(j + 1) for j in range(n)]), _row(["---"] * (n + 1)),
+          _row(["noise std from WLS residuals (N m)"] + [_g(s, 3) for s in wls.sigma])]
+    if data.tau_std is not None:
+        L.append(_row(["noise std from the spread between periods (N m)"] +
+                       [_g(s, 3) for s in data.tau_std]))
+    L += ["", "Physical consistency (mass, smallest eigenvalue of the pseudo-inertia J; both must be "
+          "> 0): OLS completed with CAD values for the non-identifiable directions vs the "
+          "log-Cholesky estimate.", "",
+          _row(["link", "OLS mass (kg)", "OLS min eig J", "consistent mass (kg)", "consistent min eig J"]),
+          _row(["---"] * 5)]
+    for i in range(n):
+        L.append(_row([i + 1, _g(chk_ols.masses[i]), _g(chk_ols.min_eig[i]), _g(chk_cons.masses[i]),
+                       _g(chk_cons.min_eig[i])]))
+    L += ["", f"OLS physically consistent: **{chk_ols.ok}**"
+          + (f" (sign violations: {', '.join(chk_ols.sign_violations)})" if chk_ols.sign_violations else "")
+          + f"; constrained estimate: **{chk_cons.ok}** ({cons.message})."]
+    if "validation" in metrics:
+        L += ["", "## Validation (a trajectory not used for identification)", "",
+              "Relative RMS torque error per joint, rms(measured - predicted) / rms(measured):", "",
+              _row(["model"] + [f"joint {j + 1}" for j in range(n)]), _row(["---"] * (n + 1))]
+        for key, vals in metrics["validation"].items():
+            L.append(_row([key] + [f"{100 * v:.2f} %" for v in vals]))
+        vr = metrics["validation_residual"]
+        L += ["", f"![validation torques]({figures['validation']})", "",
+              "Residual check (identified model on the validation data): rms, lag-1 autocorrelation, "
+              "share of residual variance explained by sin/cos of the joint positions (a large share "
+              "points to a missing model term rather than noise).", "",
+              _row(["joint", "rms (N m)", "lag-1", "position R^2", "suspect"]), _row(["---"] * 5)]
+        for j in range(n):
+            L.append(_row([j + 1, _g(vr["rms"][j], 3), f"{vr['lag1'][j]:.2f}",
+                           f"{vr['position_r2'][j]:.2f}", "yes" if vr["suspect"][j] else "no"]))
+        L += ["", f"![validation residuals]({figures['residuals']})"]
+    L += ["", "Residual check on the identification data (WLS): position R^2 per joint "
+          + ", ".join(f"{v:.2f}" for v in fit_check.position_r2) + "."]
+    if "tracking" in metrics:
+        L += ["", "## Tracking with feedforward: CAD vs identified parameters", "",
+              _row(["feedforward model"] + [f"rms error joint {j + 1} (rad)" for j in range(n)]
+                   + ["max error (rad)"]), _row(["---"] * (n + 2))]
+        for key, v in metrics["tracking"].items():
+            L.append(_row([key] + [f"{e:.3g}" for e in v["rms_error"]] + [f"{max(v['max_abs_error']):.3g}"]))
+        L += ["", "RMS error CAD / identified per joint: "
+              + ", ".join(f"{x:.1f}x" for x in metrics["tracking_improvement"]) + ".", "",
+              f"![tracking]({figures['tracking']})"]
+    L += ["", "## Files", "",
+          f"- `{ident_path.name}`: the identified robot (load it with `RobotModel.from_yaml` or as "
+          "`robot:` of an InverseDynamics block with `include_friction: true`)",
+          "- `excitation.yaml`: the FourierSeries block parameters of the optimised excitation",
+          "- `excitation_run.yaml`: the data-run diagram with them (simulated data only)",
+          "- `metrics.json`, `data/*.npz` (processed identification and validation data)", ""]
+    Path(path).write_text("\n".join(L))

@@ -1,0 +1,79 @@
+"""Write identified parameters as a robot YAML file, which `RobotModel.from_yaml`, the Manipulator and
+the InverseDynamics block (`include_friction: true`, `friction: model`) load like any other."""
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from ..errors import ParameterError
+from ..models.robot import RobotModel, inertial_from_params
+from .regressor import IdentificationModel
+
+
+def robot_mapping(source: str, base_dir=None) -> tuple[dict, Path | None]:
+    """The YAML mapping of a robot given as a preset name or a robot file path (relative to
+    base_dir), and the file's folder (None for a preset)."""
+    if source in RobotModel.preset_names():
+        ref = resources.files("blocksim.models").joinpath("robots", source + ".yaml")
+        return yaml.safe_load(ref.read_text()), None
+    path = Path(base_dir or ".") / source
+    if not path.is_file():
+        raise ParameterError(f"robot '{source}' is neither a preset nor a file (looked for {path})")
+    return yaml.safe_load(path.read_text()), path.parent
+
+
+def load_robot(source: str, base_dir=None) -> RobotModel:
+    """A RobotModel from a preset name or a robot file path relative to base_dir."""
+    if source in RobotModel.preset_names():
+        return RobotModel.preset(source)
+    return RobotModel.from_yaml(Path(base_dir or ".") / source)
+
+
+def write_robot_file(path, model: IdentificationModel, theta, template: dict, *, name: str,
+                     description: str = "", friction_smoothing: float | None = None,
+                     header: str = "") -> Path:
+    """Write `template` (a DH robot mapping with the identified arm's kinematics) with each link's
+    mass (kg), com (m, link frame), inertia (kg m^2 about the com, link axes: Ixx Ixy Ixz Iyy Iyz
+    Izz), joint-side viscous (N m s/rad) and Coulomb [Tc+, Tc-] (N m) friction and, when identified,
+    the rotor inertia as Jm = Ia / G^2 (G kept) with rotor_inertia: true. Motor-side B and Tc are
+    dropped (the joint-side values replace them). The Stribeck excess, which robot files do not
+    hold, is left out (set Fs, vs on a block's stribeck law). `header` lines become YAML comments.
+    """
+    if "links" not in template:
+        raise ParameterError("identified parameters can be written for DH robot files only (this "
+                             "robot has no 'links' table)")
+    theta = np.asarray(theta, float)
+    data = {k: v for k, v in template.items() if k != "links"}
+    data["name"] = name
+    if description:
+        data["description"] = description
+    data["rotor_inertia"] = bool(model.rotor_inertia)
+    if friction_smoothing is not None:
+        data["friction_smoothing"] = float(friction_smoothing)
+    links = []
+    fr = model.friction_slice()
+    for i, link in enumerate(template["links"]):
+        out = {k: v for k, v in link.items() if k not in ("mass", "com", "inertia", "viscous",
+                                                          "coulomb", "B", "Tc", "Jm")}
+        m, c, Ic = inertial_from_params(theta[model.link_slice(i)])
+        out["mass"] = float(m)
+        out["com"] = [float(v) for v in c]
+        out["inertia"] = [float(Ic[0, 0]), float(Ic[0, 1]), float(Ic[0, 2]), float(Ic[1, 1]),
+                          float(Ic[1, 2]), float(Ic[2, 2])]
+        if model.rotor_inertia:
+            gear = float(link.get("G", link.get("gear", 1.0)))
+            out["Jm"] = float(theta[model.rotor_slice().start + i]) / gear ** 2
+        if model.friction != "none":
+            fv, fcp, fcn = theta[fr.start + 3 * i:fr.start + 3 * i + 3]
+            out["viscous"] = float(fv)
+            out["coulomb"] = [float(fcp), float(fcn)]
+        links.append(out)
+    data["links"] = links
+    text = yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100)
+    comment = "".join(f"# {line}\n" if line else "#\n" for line in header.splitlines())
+    path = Path(path)
+    path.write_text(comment + text)
+    return path
