@@ -64,8 +64,9 @@ class JointBlock(Block):
 
     def configure(self, in_widths, out_widths):
         self.width = max(out_widths.values())
-        self.rows = {k: self.param_as_row(k, self.width) for k in self.width_params
-                     if getattr(self.p, k) is not None}
+        # writable C-contiguous rows: a read-only broadcast view is another numba type
+        self.rows = {k: np.require(self.param_as_row(k, self.width), requirements=("C", "W"))
+                     for k in self.width_params if getattr(self.p, k) is not None}
 
     def positive(self, *keys, allow_zero=False):
         for key in keys:
@@ -75,27 +76,50 @@ class JointBlock(Block):
                                      f"{value[0].tolist()}", block=self.name)
 
 
+def packed(*rows) -> np.ndarray:
+    """Parameter rows (B, n) packed into one (B, n, K) array, column k = rows[k], for kernels: one
+    array argument instead of K (each array passed to compiled code costs a few ns)."""
+    return np.ascontiguousarray(np.stack([np.asarray(r, dtype=float) for r in rows], axis=2))
+
+
 # =====================================================================================================
 # friction
 # =====================================================================================================
 
-@njit(cache=True)
-def static_friction_kernel(qd, Fc, Fs, vs, delta, Fv, eps, tau, p_diss):
+# JointFriction's packed parameter columns (P[b, j, column])
+JF_FC, JF_FS, JF_VS, JF_DELTA, JF_FV, JF_EPS = range(6)
+
+
+@njit(cache=True, inline="always")
+def static_friction_kernel(qd, P, tau, p_diss):
     """tau = (Fc + (Fs - Fc) exp(-|qd/vs|^delta)) sgn(qd) + Fv qd (N m), p_diss = tau qd (W).
 
-    qd (B, n or 1) rad/s; parameter rows (B, n); sgn is exact (sgn(0) = 0) where eps == 0, else
-    tanh(qd / eps).
+    qd (B, n or 1) rad/s; P (B, n, 6) the columns JF_*; sgn is exact (sgn(0) = 0) where eps == 0,
+    else tanh(qd / eps).
     """
     wq = qd.shape[1]
     for b in range(tau.shape[0]):
         for j in range(tau.shape[1]):
             v = qd[b, j if wq > 1 else 0]
-            f = _stribeck_scalar(v, Fc[b, j], Fs[b, j], vs[b, j], delta[b, j], Fv[b, j], eps[b, j])
+            f = _stribeck_scalar(v, P[b, j, JF_FC], P[b, j, JF_FS], P[b, j, JF_VS],
+                                 P[b, j, JF_DELTA], P[b, j, JF_FV], P[b, j, JF_EPS])
             tau[b, j] = f
             p_diss[b, j] = f * v
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
+def joint_friction_output(t, xc, xd, u, y, p):
+    """p = (P,)."""
+    static_friction_kernel(u[0], p[0], y[0], y[1])
+
+
+@njit(cache=True, inline="always")
+def expand_zc(t, xc, xd, u, g, p):
+    """g = the first input, expanded to g's width (crossings at qd = 0)."""
+    expand_kernel(u[0], g)
+
+
+@njit(cache=True, inline="always")
 def expand_kernel(u, g):
     """g = u, a width-1 input expanded to g's width."""
     wu = u.shape[1]
@@ -158,23 +182,29 @@ class JointFriction(JointBlock):
         super().configure(in_widths, out_widths)
         w, B = self.width, self.batch
         rows = self.rows
-        self._Fs = rows.get("Fs", rows["Fc"])
-        self._vs = rows.get("vs", np.ones((B, w)))
+        self._params = (packed(rows["Fc"], rows.get("Fs", rows["Fc"]), rows.get("vs", np.ones((B, w))),
+                               rows["delta"], rows["Fv"], rows["eps"]),)
         self.n_zc = w if (self.p.model != "viscous" and np.any(self.p.eps == 0)) else 0
         self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
 
     def output(self, t, xc, xd, u, y):
-        r = self.rows
-        static_friction_kernel(u[0], r["Fc"], self._Fs, self._vs, r["delta"], r["Fv"], r["eps"],
-                               y[0], y[1])
+        joint_friction_output(t, xc, xd, u, y, self._params)
 
     def zero_crossings(self, t, xc, xd, u, g):
-        expand_kernel(u[0], g)
+        expand_zc(t, xc, xd, u, g, self._params)
+
+    def kernels(self):
+        return Kernels(output=joint_friction_output, update=no_update,
+                       zero_crossings=expand_zc if self.n_zc else None, params=self._params)
 
 
-@njit(cache=True)
-def karnopp_kernel(qd, tau_applied, Fc, Fs, vs, delta, Fv, dv, tau, p_diss):
-    """Karnopp friction (N m) and its power tau qd (W); signals (B, n or 1), parameter rows (B, n).
+# KarnoppFriction's packed parameter columns
+KF_FC, KF_FS, KF_VS, KF_DELTA, KF_FV, KF_DV = range(6)
+
+
+@njit(cache=True, inline="always")
+def karnopp_kernel(qd, tau_applied, P, tau, p_diss):
+    """Karnopp friction (N m) and its power tau qd (W); signals (B, n or 1), P (B, n, 6) columns KF_*.
 
     |qd| < dv: stick, tau = tau_applied clamped to +-Fs; else slip on the Stribeck curve.
     """
@@ -183,26 +213,38 @@ def karnopp_kernel(qd, tau_applied, Fc, Fs, vs, delta, Fv, dv, tau, p_diss):
     for b in range(tau.shape[0]):
         for j in range(tau.shape[1]):
             v = qd[b, j if wq > 1 else 0]
-            if abs(v) < dv[b, j]:
+            if abs(v) < P[b, j, KF_DV]:
                 a = tau_applied[b, j if wt > 1 else 0]
-                lim = Fs[b, j]
+                lim = P[b, j, KF_FS]
                 f = lim if a > lim else (-lim if a < -lim else a)
             else:
-                f = _stribeck_scalar(v, Fc[b, j], Fs[b, j], vs[b, j], delta[b, j], Fv[b, j], 0.0)
+                f = _stribeck_scalar(v, P[b, j, KF_FC], P[b, j, KF_FS], P[b, j, KF_VS],
+                                     P[b, j, KF_DELTA], P[b, j, KF_FV], 0.0)
             tau[b, j] = f
             p_diss[b, j] = f * v
 
 
-@njit(cache=True)
-def karnopp_crossings_kernel(qd, tau_applied, Fs, dv, g):
+@njit(cache=True, inline="always")
+def karnopp_crossings_kernel(qd, tau_applied, P, g):
     """g[:, j] = |qd_j| - dv_j (band edge), g[:, n + j] = |tau_applied_j| - Fs_j (static limit)."""
-    n = Fs.shape[1]
+    n = P.shape[1]
     wq = qd.shape[1]
     wt = tau_applied.shape[1]
     for b in range(g.shape[0]):
         for j in range(n):
-            g[b, j] = abs(qd[b, j if wq > 1 else 0]) - dv[b, j]
-            g[b, n + j] = abs(tau_applied[b, j if wt > 1 else 0]) - Fs[b, j]
+            g[b, j] = abs(qd[b, j if wq > 1 else 0]) - P[b, j, KF_DV]
+            g[b, n + j] = abs(tau_applied[b, j if wt > 1 else 0]) - P[b, j, KF_FS]
+
+
+@njit(cache=True, inline="always")
+def karnopp_output(t, xc, xd, u, y, p):
+    """p = (P,)."""
+    karnopp_kernel(u[0], u[1], p[0], y[0], y[1])
+
+
+@njit(cache=True, inline="always")
+def karnopp_zc(t, xc, xd, u, g, p):
+    karnopp_crossings_kernel(u[0], u[1], p[0], g)
 
 
 @register
@@ -239,43 +281,63 @@ class KarnoppFriction(JointBlock):
 
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
-        self._Fs = self.rows.get("Fs", self.rows["Fc"])
+        r = self.rows
+        self._params = (packed(r["Fc"], r.get("Fs", r["Fc"]), r["vs"], r["delta"], r["Fv"], r["dv"]),)
         self.n_zc = 2 * self.width
         self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
 
     def output(self, t, xc, xd, u, y):
-        r = self.rows
-        karnopp_kernel(u[0], u[1], r["Fc"], self._Fs, r["vs"], r["delta"], r["Fv"], r["dv"], y[0], y[1])
+        karnopp_output(t, xc, xd, u, y, self._params)
 
     def zero_crossings(self, t, xc, xd, u, g):
-        karnopp_crossings_kernel(u[0], u[1], self._Fs, self.rows["dv"], g)
+        karnopp_zc(t, xc, xd, u, g, self._params)
+
+    def kernels(self):
+        return Kernels(output=karnopp_output, update=no_update, zero_crossings=karnopp_zc,
+                       params=self._params)
 
 
-@njit(cache=True)
-def lugre_derivative_kernel(qd, z, sigma0, Fc, Fs, vs, delta, zdot):
-    """dz/dt = qd - sigma0 |qd| z / g(qd) (rad/s), g the Stribeck level; rows (B, n)."""
+# LuGreFriction's packed parameter columns
+LG_SIGMA0, LG_SIGMA1, LG_SIGMA2, LG_FC, LG_FS, LG_VS, LG_DELTA = range(7)
+
+
+@njit(cache=True, inline="always")
+def lugre_derivative_kernel(qd, z, P, zdot):
+    """dz/dt = qd - sigma0 |qd| z / g(qd) (rad/s), g the Stribeck level; P (B, n, 7) columns LG_*."""
     wq = qd.shape[1]
     for b in range(z.shape[0]):
         for j in range(z.shape[1]):
             v = qd[b, j if wq > 1 else 0]
-            g = _stribeck_level(v, Fc[b, j], Fs[b, j], vs[b, j], delta[b, j])
-            zdot[b, j] = v - sigma0[b, j] * abs(v) * z[b, j] / g
+            g = _stribeck_level(v, P[b, j, LG_FC], P[b, j, LG_FS], P[b, j, LG_VS], P[b, j, LG_DELTA])
+            zdot[b, j] = v - P[b, j, LG_SIGMA0] * abs(v) * z[b, j] / g
 
 
-@njit(cache=True)
-def lugre_output_kernel(qd, z, sigma0, sigma1, sigma2, Fc, Fs, vs, delta, tau, p_diss, z_out):
+@njit(cache=True, inline="always")
+def lugre_output_kernel(qd, z, P, tau, p_diss, z_out):
     """tau = sigma0 z + sigma1 dz/dt + sigma2 qd (N m), p_diss = tau qd (W), z_out = z (rad)."""
     wq = qd.shape[1]
     for b in range(z.shape[0]):
         for j in range(z.shape[1]):
             v = qd[b, j if wq > 1 else 0]
-            g = _stribeck_level(v, Fc[b, j], Fs[b, j], vs[b, j], delta[b, j])
+            g = _stribeck_level(v, P[b, j, LG_FC], P[b, j, LG_FS], P[b, j, LG_VS], P[b, j, LG_DELTA])
             zz = z[b, j]
-            zdot = v - sigma0[b, j] * abs(v) * zz / g
-            f = sigma0[b, j] * zz + sigma1[b, j] * zdot + sigma2[b, j] * v
+            s0 = P[b, j, LG_SIGMA0]
+            zdot = v - s0 * abs(v) * zz / g
+            f = s0 * zz + P[b, j, LG_SIGMA1] * zdot + P[b, j, LG_SIGMA2] * v
             tau[b, j] = f
             p_diss[b, j] = f * v
             z_out[b, j] = zz
+
+
+@njit(cache=True, inline="always")
+def lugre_output(t, xc, xd, u, y, p):
+    """p = (P,)."""
+    lugre_output_kernel(u[0], xc, p[0], y[0], y[1], y[2])
+
+
+@njit(cache=True, inline="always")
+def lugre_derivative(t, xc, xd, u, dxc, p):
+    lugre_derivative_kernel(u[0], xc, p[0], dxc)
 
 
 @register
@@ -318,7 +380,9 @@ class LuGreFriction(JointBlock):
 
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
-        self._Fs = self.rows.get("Fs", self.rows["Fc"])
+        r = self.rows
+        self._params = (packed(r["sigma0"], r["sigma1"], r["sigma2"], r["Fc"], r.get("Fs", r["Fc"]),
+                               r["vs"], r["delta"]),)
         self.n_xc = self.width
 
     def state_names(self):
@@ -328,44 +392,48 @@ class LuGreFriction(JointBlock):
         xc[...] = self.rows["z0"]
 
     def output(self, t, xc, xd, u, y):
-        r = self.rows
-        lugre_output_kernel(u[0], xc, r["sigma0"], r["sigma1"], r["sigma2"], r["Fc"], self._Fs,
-                            r["vs"], r["delta"], y[0], y[1], y[2])
+        lugre_output(t, xc, xd, u, y, self._params)
 
     def derivative(self, t, xc, xd, u, dxc):
-        r = self.rows
-        lugre_derivative_kernel(u[0], xc, r["sigma0"], r["Fc"], self._Fs, r["vs"], r["delta"], dxc)
+        lugre_derivative(t, xc, xd, u, dxc, self._params)
+
+    def kernels(self):
+        return Kernels(output=lugre_output, derivative=lugre_derivative, params=self._params)
 
 
 # =====================================================================================================
 # motors
 # =====================================================================================================
 
-@njit(cache=True)
-def dc_motor_derivative_kernel(i, v, qd, R, L, Ke, N, di):
-    """L di/dt = v - R i - Ke N qd (A/s); signals (B, n or 1), rows (B, n)."""
+# DCMotor's packed parameter columns
+DC_R, DC_L, DC_KT, DC_KE, DC_N = range(5)
+
+
+@njit(cache=True, inline="always")
+def dc_motor_derivative_kernel(i, v, qd, P, di):
+    """L di/dt = v - R i - Ke N qd (A/s); signals (B, n or 1), P (B, n, 5) columns DC_*."""
     wv = v.shape[1]
     wq = qd.shape[1]
     for b in range(i.shape[0]):
         for j in range(i.shape[1]):
-            di[b, j] = (v[b, j if wv > 1 else 0] - R[b, j] * i[b, j]
-                        - Ke[b, j] * N[b, j] * qd[b, j if wq > 1 else 0]) / L[b, j]
+            di[b, j] = (v[b, j if wv > 1 else 0] - P[b, j, DC_R] * i[b, j]
+                        - P[b, j, DC_KE] * P[b, j, DC_N] * qd[b, j if wq > 1 else 0]) / P[b, j, DC_L]
 
 
-@njit(cache=True)
-def dc_motor_output_kernel(i, v, qd, R, L, Kt, N, i_out, tau, p_elec, p_copper, e_mag, p_mech):
+@njit(cache=True, inline="always")
+def dc_motor_output_kernel(i, v, qd, P, i_out, tau, p_elec, p_copper, e_mag, p_mech):
     """Current (A), joint torque N Kt i (N m) and the power terms v i, R i^2, tau qd (W), 0.5 L i^2 (J)."""
     wv = v.shape[1]
     wq = qd.shape[1]
     for b in range(i.shape[0]):
         for j in range(i.shape[1]):
             ik = i[b, j]
-            t = N[b, j] * Kt[b, j] * ik
+            t = P[b, j, DC_N] * P[b, j, DC_KT] * ik
             i_out[b, j] = ik
             tau[b, j] = t
             p_elec[b, j] = v[b, j if wv > 1 else 0] * ik
-            p_copper[b, j] = R[b, j] * ik * ik
-            e_mag[b, j] = 0.5 * L[b, j] * ik * ik
+            p_copper[b, j] = P[b, j, DC_R] * ik * ik
+            e_mag[b, j] = 0.5 * P[b, j, DC_L] * ik * ik
             p_mech[b, j] = t * qd[b, j if wq > 1 else 0]
 
 
@@ -408,7 +476,8 @@ class DCMotor(JointBlock):
 
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
-        self._Ke = self.rows.get("Ke", self.rows["Kt"])
+        r = self.rows
+        self._params = (packed(r["R"], r["L"], r["Kt"], r.get("Ke", r["Kt"]), r["N"]),)
         self.n_xc = self.width
 
     def state_names(self):
@@ -418,69 +487,85 @@ class DCMotor(JointBlock):
         xc[...] = self.rows["i0"]
 
     def output(self, t, xc, xd, u, y):
-        r = self.rows
-        dc_motor_output_kernel(xc, u[0], u[1], r["R"], r["L"], r["Kt"], r["N"], *y)
+        dc_motor_output(t, xc, xd, u, y, self._params)
 
     def derivative(self, t, xc, xd, u, dxc):
-        r = self.rows
-        dc_motor_derivative_kernel(xc, u[0], u[1], r["R"], r["L"], self._Ke, r["N"], dxc)
+        dc_motor_derivative(t, xc, xd, u, dxc, self._params)
 
     def kernels(self):
-        r = self.rows
-        return Kernels(output=dc_motor_output, derivative=dc_motor_derivative,
-                       params=(r["R"], r["L"], r["Kt"], self._Ke, r["N"]))
+        return Kernels(output=dc_motor_output, derivative=dc_motor_derivative, params=self._params)
 
 
 @njit(cache=True, inline="always")
 def dc_motor_output(t, xc, xd, u, y, p):
-    dc_motor_output_kernel(xc, u[0], u[1], p[0], p[1], p[2], p[4], y[0], y[1], y[2], y[3], y[4], y[5])
+    """p = (P,)."""
+    dc_motor_output_kernel(xc, u[0], u[1], p[0], y[0], y[1], y[2], y[3], y[4], y[5])
 
 
 @njit(cache=True, inline="always")
 def dc_motor_derivative(t, xc, xd, u, dxc, p):
-    dc_motor_derivative_kernel(xc, u[0], u[1], p[0], p[1], p[3], p[4], dxc)
+    dc_motor_derivative_kernel(xc, u[0], u[1], p[0], dxc)
 
 
-@njit(cache=True)
-def pmsm_derivative_kernel(i_d, i_q, vd, vq, qd, R, Ld, Lq, psi, p, N, did, diq):
-    """dq stator equations (A/s), we = p N qd:
+# PMSM's packed parameter columns
+PM_R, PM_LD, PM_LQ, PM_PSI, PM_P, PM_N = range(6)
+
+
+@njit(cache=True, inline="always")
+def pmsm_derivative_kernel(x, vd, vq, qd, P, dx):
+    """dq stator equations (A/s), we = p N qd, x = (id, iq) side by side (B, 2 n):
     Ld did/dt = vd - R id + we Lq iq,  Lq diq/dt = vq - R iq - we (Ld id + psi)."""
+    n = P.shape[1]
     wd = vd.shape[1]
     wq = vq.shape[1]
     ws = qd.shape[1]
-    for b in range(i_d.shape[0]):
-        for j in range(i_d.shape[1]):
-            we = p[b, j] * N[b, j] * qd[b, j if ws > 1 else 0]
-            a = i_d[b, j]
-            c = i_q[b, j]
-            did[b, j] = (vd[b, j if wd > 1 else 0] - R[b, j] * a + we * Lq[b, j] * c) / Ld[b, j]
-            diq[b, j] = (vq[b, j if wq > 1 else 0] - R[b, j] * c
-                         - we * (Ld[b, j] * a + psi[b, j])) / Lq[b, j]
+    for b in range(x.shape[0]):
+        for j in range(n):
+            we = P[b, j, PM_P] * P[b, j, PM_N] * qd[b, j if ws > 1 else 0]
+            a = x[b, j]
+            c = x[b, n + j]
+            R, Ld, Lq = P[b, j, PM_R], P[b, j, PM_LD], P[b, j, PM_LQ]
+            dx[b, j] = (vd[b, j if wd > 1 else 0] - R * a + we * Lq * c) / Ld
+            dx[b, n + j] = (vq[b, j if wq > 1 else 0] - R * c - we * (Ld * a + P[b, j, PM_PSI])) / Lq
 
 
-@njit(cache=True)
-def pmsm_output_kernel(i_d, i_q, vd, vq, qd, q, R, Ld, Lq, psi, p, N,
-                       id_out, iq_out, tau, theta_e, p_elec, p_copper, e_mag, p_mech):
+@njit(cache=True, inline="always")
+def pmsm_output_kernel(x, vd, vq, qd, q, P, id_out, iq_out, tau, theta_e, p_elec, p_copper, e_mag,
+                       p_mech):
     """Currents (A), joint torque N 1.5 p (psi iq + (Ld - Lq) id iq) (N m), electrical angle p N q
     (rad) and the amplitude-invariant power terms 1.5 (vd id + vq iq), 1.5 R (id^2 + iq^2),
     tau qd (W) and the magnetic energy 0.75 (Ld id^2 + Lq iq^2) (J)."""
+    n = P.shape[1]
     wd = vd.shape[1]
     wq = vq.shape[1]
     ws = qd.shape[1]
     wa = q.shape[1]
-    for b in range(i_d.shape[0]):
-        for j in range(i_d.shape[1]):
-            a = i_d[b, j]
-            c = i_q[b, j]
-            t = N[b, j] * 1.5 * p[b, j] * (psi[b, j] * c + (Ld[b, j] - Lq[b, j]) * a * c)
+    for b in range(x.shape[0]):
+        for j in range(n):
+            a = x[b, j]
+            c = x[b, n + j]
+            N, p, Ld, Lq = P[b, j, PM_N], P[b, j, PM_P], P[b, j, PM_LD], P[b, j, PM_LQ]
+            t = N * 1.5 * p * (P[b, j, PM_PSI] * c + (Ld - Lq) * a * c)
             id_out[b, j] = a
             iq_out[b, j] = c
             tau[b, j] = t
-            theta_e[b, j] = p[b, j] * N[b, j] * q[b, j if wa > 1 else 0]
+            theta_e[b, j] = p * N * q[b, j if wa > 1 else 0]
             p_elec[b, j] = 1.5 * (vd[b, j if wd > 1 else 0] * a + vq[b, j if wq > 1 else 0] * c)
-            p_copper[b, j] = 1.5 * R[b, j] * (a * a + c * c)
-            e_mag[b, j] = 0.75 * (Ld[b, j] * a * a + Lq[b, j] * c * c)
+            p_copper[b, j] = 1.5 * P[b, j, PM_R] * (a * a + c * c)
+            e_mag[b, j] = 0.75 * (Ld * a * a + Lq * c * c)
             p_mech[b, j] = t * qd[b, j if ws > 1 else 0]
+
+
+@njit(cache=True, inline="always")
+def pmsm_output(t, xc, xd, u, y, p):
+    """p = (P,)."""
+    pmsm_output_kernel(xc, u[0], u[1], u[2], u[3], p[0], y[0], y[1], y[2], y[3], y[4], y[5], y[6],
+                       y[7])
+
+
+@njit(cache=True, inline="always")
+def pmsm_derivative(t, xc, xd, u, dxc, p):
+    pmsm_derivative_kernel(xc, u[0], u[1], u[2], p[0], dxc)
 
 
 @register
@@ -532,8 +617,8 @@ class PMSM(JointBlock):
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
         r = self.rows
-        self._Lq = r.get("Lq", r["Ld"])
-        self._psi = r["psi"] if "psi" in r else r["Kt"] / (1.5 * r["p"])
+        psi = r["psi"] if "psi" in r else r["Kt"] / (1.5 * r["p"])
+        self._params = (packed(r["R"], r["Ld"], r.get("Lq", r["Ld"]), psi, r["p"], r["N"]),)
         self.n_xc = 2 * self.width
 
     def state_names(self):
@@ -546,27 +631,45 @@ class PMSM(JointBlock):
         xc[:, w:] = self.rows["iq0"]
 
     def output(self, t, xc, xd, u, y):
-        w, r = self.width, self.rows
-        pmsm_output_kernel(xc[:, :w], xc[:, w:], u[0], u[1], u[2], u[3], r["R"], r["Ld"], self._Lq,
-                           self._psi, r["p"], r["N"], *y)
+        pmsm_output(t, xc, xd, u, y, self._params)
 
     def derivative(self, t, xc, xd, u, dxc):
-        w, r = self.width, self.rows
-        pmsm_derivative_kernel(xc[:, :w], xc[:, w:], u[0], u[1], u[2], r["R"], r["Ld"], self._Lq,
-                               self._psi, r["p"], r["N"], dxc[:, :w], dxc[:, w:])
+        pmsm_derivative(t, xc, xd, u, dxc, self._params)
+
+    def kernels(self):
+        return Kernels(output=pmsm_output, derivative=pmsm_derivative, params=self._params)
 
 
 # =====================================================================================================
 # current loop
 # =====================================================================================================
 
-@njit(cache=True)
-def torque_to_current_kernel(tau, N, Kt, iq, i_d):
-    """iq* = tau* / (N Kt) (A), id* = 0."""
+# TorqueToCurrent's packed parameter columns
+TC_N, TC_KT = range(2)
+
+
+@njit(cache=True, inline="always")
+def torque_to_current_kernel(tau, P, iq):
+    """iq* = tau* / (N Kt) (A); P (B, n, 2) columns TC_*."""
     wt = tau.shape[1]
     for b in range(iq.shape[0]):
         for j in range(iq.shape[1]):
-            iq[b, j] = tau[b, j if wt > 1 else 0] / (N[b, j] * Kt[b, j])
+            iq[b, j] = tau[b, j if wt > 1 else 0] / (P[b, j, TC_N] * P[b, j, TC_KT])
+
+
+@njit(cache=True, inline="always")
+def torque_to_current_output(t, xc, xd, u, y, p):
+    """p = (P,)."""
+    torque_to_current_kernel(u[0], p[0], y[0])
+
+
+@njit(cache=True, inline="always")
+def torque_to_current_dq_output(t, xc, xd, u, y, p):
+    """iq* and id* = 0."""
+    torque_to_current_kernel(u[0], p[0], y[0])
+    i_d = y[1]
+    for b in range(i_d.shape[0]):
+        for j in range(i_d.shape[1]):
             i_d[b, j] = 0.0
 
 
@@ -598,95 +701,123 @@ class TorqueToCurrent(JointBlock):
 
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
-        self._id = np.zeros((self.batch, self.width))
+        self._params = (packed(self.rows["N"], self.rows["Kt"]),)
+        self._output = torque_to_current_dq_output if self.p.with_id else torque_to_current_output
 
     def output(self, t, xc, xd, u, y):
-        torque_to_current_kernel(u[0], self.rows["N"], self.rows["Kt"], y[0],
-                                 y[1] if len(y) > 1 else self._id)
+        self._output(t, xc, xd, u, y, self._params)
 
     def kernels(self):
-        fn = torque_to_current_dq_output if self.p.with_id else torque_to_current_output
-        return Kernels(output=fn, update=no_update, params=(self.rows["N"], self.rows["Kt"], self._id))
+        return Kernels(output=self._output, update=no_update, params=self._params)
+
+
+# CurrentController's packed parameter columns (gains after bandwidth tuning)
+CC_KPD, CC_KID, CC_KPQ, CC_KIQ, CC_LD, CC_LQ, CC_PSI, CC_P, CC_N, CC_VMAX = range(10)
 
 
 @njit(cache=True, inline="always")
-def torque_to_current_output(t, xc, xd, u, y, p):
-    torque_to_current_kernel(u[0], p[0], p[1], y[0], p[2])
-
-
-@njit(cache=True, inline="always")
-def torque_to_current_dq_output(t, xc, xd, u, y, p):
-    torque_to_current_kernel(u[0], p[0], p[1], y[0], y[1])
-
-
-@njit(cache=True)
-def current_pi_q_kernel(iq_ref, iq, qd, z, Kp, Ki, psi, p, N, v_max, decouple, Ts, v, z_next):
+def current_pi_q_kernel(iq_ref, iq, qd, z, P, decouple, Ts, v, update):
     """Single-axis current PI with clamp and conditional integration (WORKLOADS.md W2), per member:
 
         e = iq* - iq;  u = Kp e + Ki z (+ p N qd psi with decoupling);  v = clamp(u, +-v_max)
         z_next = z + Ts e while |u| <= v_max, else z.
 
-    Signals (B, n or 1), z (B, n) A s, rows (B, n); v (B, n) V, z_next (B, n) (may alias z).
+    Signals (B, n or 1), z (B, n) A s, P (B, n, 10) columns CC_*. update False: the held voltage
+    into v (B, n) V; True: z <- z_next in place (v is not touched).
     """
     wr = iq_ref.shape[1]
     wm = iq.shape[1]
     ws = qd.shape[1]
-    for b in range(v.shape[0]):
-        for j in range(v.shape[1]):
+    for b in range(z.shape[0]):
+        for j in range(P.shape[1]):
             e = iq_ref[b, j if wr > 1 else 0] - iq[b, j if wm > 1 else 0]
             zk = z[b, j]
-            u = Kp[b, j] * e + Ki[b, j] * zk
+            u = P[b, j, CC_KPQ] * e + P[b, j, CC_KIQ] * zk
             if decouple:
-                u += p[b, j] * N[b, j] * qd[b, j if ws > 1 else 0] * psi[b, j]
-            lim = v_max[b, j]
+                u += P[b, j, CC_P] * P[b, j, CC_N] * qd[b, j if ws > 1 else 0] * P[b, j, CC_PSI]
+            lim = P[b, j, CC_VMAX]
             if u > lim:
-                v[b, j] = lim
-                z_next[b, j] = zk
+                vk = lim
+                zn = zk
             elif u < -lim:
-                v[b, j] = -lim
-                z_next[b, j] = zk
+                vk = -lim
+                zn = zk
             else:
-                v[b, j] = u
-                z_next[b, j] = zk + Ts * e
+                vk = u
+                zn = zk + Ts * e
+            if update:
+                z[b, j] = zn
+            else:
+                v[b, j] = vk
 
 
-@njit(cache=True)
-def current_pi_dq_kernel(id_ref, iq_ref, i_d, i_q, qd, zd, zq, Kp_d, Ki_d, Kp_q, Ki_q,
-                         Ld, Lq, psi, p, N, v_max, decouple, Ts, vd, vq, zd_next, zq_next):
+@njit(cache=True, inline="always")
+def current_pi_dq_kernel(id_ref, iq_ref, i_d, i_q, qd, z, P, decouple, Ts, vd, vq, update):
     """dq current PI of field-oriented control, per member and joint:
 
         u_d = Kp_d e_d + Ki_d z_d (- we Lq iq),  u_q = Kp_q e_q + Ki_q z_q (+ we (Ld id + psi))
         |u| > v_max: v = u v_max / |u| (direction kept) and both integrators hold;
         else v = u and z += Ts e on both axes.     we = p N qd, rad/s.
+
+    z = (z_d, z_q) side by side (B, 2 n); update False: voltages into vd, vq; True: z <- z_next.
     """
+    n = P.shape[1]
     w1, w2, w3, w4, w5 = id_ref.shape[1], iq_ref.shape[1], i_d.shape[1], i_q.shape[1], qd.shape[1]
-    for b in range(vd.shape[0]):
-        for j in range(vd.shape[1]):
+    for b in range(z.shape[0]):
+        for j in range(n):
             a = i_d[b, j if w3 > 1 else 0]
             c = i_q[b, j if w4 > 1 else 0]
             ed = id_ref[b, j if w1 > 1 else 0] - a
             eq = iq_ref[b, j if w2 > 1 else 0] - c
-            zdk = zd[b, j]
-            zqk = zq[b, j]
-            ud = Kp_d[b, j] * ed + Ki_d[b, j] * zdk
-            uq = Kp_q[b, j] * eq + Ki_q[b, j] * zqk
+            zdk = z[b, j]
+            zqk = z[b, n + j]
+            ud = P[b, j, CC_KPD] * ed + P[b, j, CC_KID] * zdk
+            uq = P[b, j, CC_KPQ] * eq + P[b, j, CC_KIQ] * zqk
             if decouple:
-                we = p[b, j] * N[b, j] * qd[b, j if w5 > 1 else 0]
-                ud -= we * Lq[b, j] * c
-                uq += we * (Ld[b, j] * a + psi[b, j])
+                we = P[b, j, CC_P] * P[b, j, CC_N] * qd[b, j if w5 > 1 else 0]
+                ud -= we * P[b, j, CC_LQ] * c
+                uq += we * (P[b, j, CC_LD] * a + P[b, j, CC_PSI])
             mag = math.sqrt(ud * ud + uq * uq)
-            lim = v_max[b, j]
+            lim = P[b, j, CC_VMAX]
             if mag > lim:
                 s = lim / mag
-                vd[b, j] = ud * s
-                vq[b, j] = uq * s
-                zd_next[b, j] = zdk
-                zq_next[b, j] = zqk
+                vdk = ud * s
+                vqk = uq * s
+                zdn = zdk
+                zqn = zqk
             else:
-                vd[b, j] = ud
-                vq[b, j] = uq
-                zd_next[b, j] = zdk + Ts * ed
-                zq_next[b, j] = zqk + Ts * eq
+                vdk = ud
+                vqk = uq
+                zdn = zdk + Ts * ed
+                zqn = zqk + Ts * eq
+            if update:
+                z[b, j] = zdn
+                z[b, n + j] = zqn
+            else:
+                vd[b, j] = vdk
+                vq[b, j] = vqk
+
+
+# p = (P, decouple, Ts)
+
+@njit(cache=True, inline="always")
+def current_pi_q_output(t, xc, xd, u, y, p):
+    current_pi_q_kernel(u[0], u[1], u[2], xd, p[0], p[1], p[2], y[0], False)
+
+
+@njit(cache=True, inline="always")
+def current_pi_q_update(t, xc, xd, u, p):
+    current_pi_q_kernel(u[0], u[1], u[2], xd, p[0], p[1], p[2], xd, True)
+
+
+@njit(cache=True, inline="always")
+def current_pi_dq_output(t, xc, xd, u, y, p):
+    current_pi_dq_kernel(u[0], u[1], u[2], u[3], u[4], xd, p[0], p[1], p[2], y[0], y[1], False)
+
+
+@njit(cache=True, inline="always")
+def current_pi_dq_update(t, xc, xd, u, p):
+    current_pi_dq_kernel(u[0], u[1], u[2], u[3], u[4], xd, p[0], p[1], p[2], xd, xd, True)
 
 
 @register
@@ -783,13 +914,13 @@ class CurrentController(JointBlock):
             Kp_q, Ki_q = r["Kp"], r["Ki"]
             Kp_d, Ki_d = r.get("Kp_d", Kp_q), r.get("Ki_d", Ki_q)
         self._gains = tuple(np.ascontiguousarray(g) for g in (Kp_d, Ki_d, Kp_q, Ki_q))
-        self._Ld, self._Lq = Ld, Lq
-        self._Ts = float(self.p.period)
+        self._params = (packed(*self._gains, Ld, Lq, r["psi"], r["p"], r["N"], r["v_max"]),
+                        bool(self.p.decouple), float(self.p.period))
         self.n_xd = w if self.p.axes == "q" else 2 * w
-        self._v = np.zeros((B, w))
-        self._z = np.zeros((B, self.n_xd))
-        self._vd = np.zeros((B, w))
-        self._vq = np.zeros((B, w))
+        if self.p.axes == "q":
+            self._output, self._update = current_pi_q_output, current_pi_q_update
+        else:
+            self._output, self._update = current_pi_dq_output, current_pi_dq_update
 
     @property
     def gains(self) -> dict[str, np.ndarray]:
@@ -801,61 +932,11 @@ class CurrentController(JointBlock):
         names = [f"zq[{j}]" for j in range(w)]
         return [], names if self.p.axes == "q" else [f"zd[{j}]" for j in range(w)] + names
 
-    def step(self, xd, u, v_out, z_next):
-        """One PI sample: the held voltage(s) into v_out, the next integral into z_next."""
-        w, r = self.width, self.rows
-        Kp_d, Ki_d, Kp_q, Ki_q = self._gains
-        if self.p.axes == "q":
-            current_pi_q_kernel(u[0], u[1], u[2], xd, Kp_q, Ki_q, r["psi"], r["p"], r["N"],
-                                r["v_max"], self.p.decouple, self._Ts, v_out[0], z_next)
-        else:
-            current_pi_dq_kernel(u[0], u[1], u[2], u[3], u[4], xd[:, :w], xd[:, w:],
-                                 Kp_d, Ki_d, Kp_q, Ki_q, self._Ld, self._Lq, r["psi"], r["p"],
-                                 r["N"], r["v_max"], self.p.decouple, self._Ts,
-                                 v_out[0], v_out[1], z_next[:, :w], z_next[:, w:])
-
     def output(self, t, xc, xd, u, y):
-        self.step(xd, u, y, self._z)
+        self._output(t, xc, xd, u, y, self._params)
 
     def update(self, t, xc, xd, u):
-        self.step(xd, u, (self._vd, self._vq) if self.p.axes == "dq" else (self._v,), xd)
+        self._update(t, xc, xd, u, self._params)
 
     def kernels(self):
-        r = self.rows
-        Kp_d, Ki_d, Kp_q, Ki_q = self._gains
-        if self.p.axes == "q":
-            return Kernels(output=current_pi_q_output, update=current_pi_q_update,
-                           params=(Kp_q, Ki_q, r["psi"], r["p"], r["N"], r["v_max"],
-                                   self.p.decouple, self._Ts, self._v, self._z))
-        return Kernels(output=current_pi_dq_output, update=current_pi_dq_update,
-                       params=(Kp_d, Ki_d, Kp_q, Ki_q, self._Ld, self._Lq, r["psi"], r["p"], r["N"],
-                               r["v_max"], self.p.decouple, self._Ts, self._vd, self._vq, self._z))
-
-
-@njit(cache=True, inline="always")
-def current_pi_q_output(t, xc, xd, u, y, p):
-    current_pi_q_kernel(u[0], u[1], u[2], xd, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7],
-                        y[0], p[9])
-
-
-@njit(cache=True, inline="always")
-def current_pi_q_update(t, xc, xd, u, p):
-    current_pi_q_kernel(u[0], u[1], u[2], xd, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7],
-                        p[8], xd)
-
-
-@njit(cache=True, inline="always")
-def current_pi_dq_output(t, xc, xd, u, y, p):
-    w = p[0].shape[1]
-    z = p[14]
-    current_pi_dq_kernel(u[0], u[1], u[2], u[3], u[4], xd[:, :w], xd[:, w:], p[0], p[1], p[2], p[3],
-                         p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], y[0], y[1],
-                         z[:, :w], z[:, w:])
-
-
-@njit(cache=True, inline="always")
-def current_pi_dq_update(t, xc, xd, u, p):
-    w = p[0].shape[1]
-    current_pi_dq_kernel(u[0], u[1], u[2], u[3], u[4], xd[:, :w], xd[:, w:], p[0], p[1], p[2], p[3],
-                         p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11], p[12], p[13],
-                         xd[:, :w], xd[:, w:])
+        return Kernels(output=self._output, update=self._update, params=self._params)

@@ -14,12 +14,13 @@ from numba import njit
 
 from ..errors import ParameterError
 from .actuators import JointBlock
-from .base import Param, register
+from .base import Kernels, Param, register
+from .discrete import no_update
 
 SQRT3 = math.sqrt(3.0)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def clarke_kernel(a, b, c, alpha, beta, zero):
     """alpha = (2a - b - c) / 3, beta = (b - c) / sqrt(3), zero = (a + b + c) / 3; (B, n or 1) in."""
     wa, wb, wc = a.shape[1], b.shape[1], c.shape[1]
@@ -33,7 +34,7 @@ def clarke_kernel(a, b, c, alpha, beta, zero):
             zero[k, j] = (x + y + z) / 3.0
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def inverse_clarke_kernel(alpha, beta, zero, a, b, c):
     """a = alpha + 0, b = -alpha/2 + sqrt(3)/2 beta + 0, c = -alpha/2 - sqrt(3)/2 beta + 0."""
     w1, w2, w3 = alpha.shape[1], beta.shape[1], zero.shape[1]
@@ -47,7 +48,7 @@ def inverse_clarke_kernel(alpha, beta, zero, a, b, c):
             c[k, j] = -0.5 * al - 0.5 * SQRT3 * be + z
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def rotate_kernel(x, y, theta, sign, x_out, y_out):
     """Rotation by sign * theta: Park (sign -1: d = x cos + y sin, q = -x sin + y cos) and inverse
     Park (sign +1: alpha = d cos - q sin, beta = d sin + q cos); theta in rad."""
@@ -63,10 +64,38 @@ def rotate_kernel(x, y, theta, sign, x_out, y_out):
             y_out[k, j] = u * s + v * c
 
 
+@njit(cache=True, inline="always")
+def clarke_output(t, xc, xd, u, y, p):
+    clarke_kernel(u[0], u[1], u[2], y[0], y[1], y[2])
+
+
+@njit(cache=True, inline="always")
+def inverse_clarke_output(t, xc, xd, u, y, p):
+    inverse_clarke_kernel(u[0], u[1], u[2], y[0], y[1], y[2])
+
+
+@njit(cache=True, inline="always")
+def park_output(t, xc, xd, u, y, p):
+    rotate_kernel(u[0], u[1], u[2], -1.0, y[0], y[1])
+
+
+@njit(cache=True, inline="always")
+def inverse_park_output(t, xc, xd, u, y, p):
+    rotate_kernel(u[0], u[1], u[2], 1.0, y[0], y[1])
+
+
 class Transform(JointBlock):
-    """The shared shape of the FOC transforms: memoryless, every output reads every input."""
+    """The shared shape of the FOC transforms: memoryless, every output reads every input, no
+    parameters; `kernel` is the output adapter (Python and compiled mode alike)."""
 
     params = {}
+    kernel = None
+
+    def output(self, t, xc, xd, u, y):
+        type(self).kernel(t, xc, xd, u, y, ())
+
+    def kernels(self):
+        return Kernels(output=type(self).kernel, update=no_update, params=())
 
 
 @register
@@ -81,8 +110,7 @@ class Clarke(Transform):
     inputs = ("a", "b", "c")
     outputs = ("alpha", "beta", "zero")
 
-    def output(self, t, xc, xd, u, y):
-        clarke_kernel(u[0], u[1], u[2], y[0], y[1], y[2])
+    kernel = clarke_output
 
 
 @register
@@ -95,8 +123,7 @@ class InverseClarke(Transform):
     optional_inputs = ("zero",)
     outputs = ("a", "b", "c")
 
-    def output(self, t, xc, xd, u, y):
-        inverse_clarke_kernel(u[0], u[1], u[2], y[0], y[1], y[2])
+    kernel = inverse_clarke_output
 
 
 @register
@@ -109,8 +136,7 @@ class Park(Transform):
     inputs = ("alpha", "beta", "theta_e")
     outputs = ("d", "q")
 
-    def output(self, t, xc, xd, u, y):
-        rotate_kernel(u[0], u[1], u[2], -1.0, y[0], y[1])
+    kernel = park_output
 
 
 @register
@@ -123,11 +149,10 @@ class InversePark(Transform):
     inputs = ("d", "q", "theta_e")
     outputs = ("alpha", "beta")
 
-    def output(self, t, xc, xd, u, y):
-        rotate_kernel(u[0], u[1], u[2], 1.0, y[0], y[1])
+    kernel = inverse_park_output
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def circle_limit_kernel(v1, v2, vdc, v1_out, v2_out, saturated):
     """(v1, v2) scaled onto |v| <= vdc / sqrt(3), direction kept; saturated = 1 where it was."""
     w1, w2 = v1.shape[1], v2.shape[1]
@@ -148,7 +173,7 @@ def circle_limit_kernel(v1, v2, vdc, v1_out, v2_out, saturated):
             v2_out[k, j] = y
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def circle_crossings_kernel(v1, v2, vdc, g):
     """g = |v| - vdc / sqrt(3): the kink of the limit."""
     w1, w2 = v1.shape[1], v2.shape[1]
@@ -157,6 +182,17 @@ def circle_crossings_kernel(v1, v2, vdc, g):
             x = v1[k, j if w1 > 1 else 0]
             y = v2[k, j if w2 > 1 else 0]
             g[k, j] = math.sqrt(x * x + y * y) - vdc[k, j] / SQRT3
+
+
+@njit(cache=True, inline="always")
+def inverter_output(t, xc, xd, u, y, p):
+    """p = (vdc row (B, n),)."""
+    circle_limit_kernel(u[0], u[1], p[0], y[0], y[1], y[2])
+
+
+@njit(cache=True, inline="always")
+def inverter_zc(t, xc, xd, u, g, p):
+    circle_crossings_kernel(u[0], u[1], p[0], g)
 
 
 @register
@@ -195,14 +231,20 @@ class Inverter(JointBlock):
         self.n_zc = self.width
         self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
 
+        self._params = (self.rows["vdc"],)
+
     def output(self, t, xc, xd, u, y):
-        circle_limit_kernel(u[0], u[1], self.rows["vdc"], y[0], y[1], y[2])
+        inverter_output(t, xc, xd, u, y, self._params)
 
     def zero_crossings(self, t, xc, xd, u, g):
-        circle_crossings_kernel(u[0], u[1], self.rows["vdc"], g)
+        inverter_zc(t, xc, xd, u, g, self._params)
+
+    def kernels(self):
+        return Kernels(output=inverter_output, update=no_update, zero_crossings=inverter_zc,
+                       params=self._params)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def svpwm_kernel(v_alpha, v_beta, vdc, da, db, dc):
     """Centred SVPWM duties by min-max injection: d_x = 1/2 + (v_x - (max + min)/2) / vdc, clipped."""
     w1, w2 = v_alpha.shape[1], v_beta.shape[1]
@@ -218,6 +260,12 @@ def svpwm_kernel(v_alpha, v_beta, vdc, da, db, dc):
             da[k, j] = min(1.0, max(0.0, 0.5 + (va + off) * inv))
             db[k, j] = min(1.0, max(0.0, 0.5 + (vb + off) * inv))
             dc[k, j] = min(1.0, max(0.0, 0.5 + (vc + off) * inv))
+
+
+@njit(cache=True, inline="always")
+def svpwm_output(t, xc, xd, u, y, p):
+    """p = (vdc row (B, n),)."""
+    svpwm_kernel(u[0], u[1], p[0], y[0], y[1], y[2])
 
 
 @register
@@ -241,5 +289,12 @@ class SVPWM(JointBlock):
         if np.any(self.p.vdc <= 0):
             raise ParameterError("vdc must be > 0", block=self.name)
 
+    def configure(self, in_widths, out_widths):
+        super().configure(in_widths, out_widths)
+        self._params = (self.rows["vdc"],)
+
     def output(self, t, xc, xd, u, y):
-        svpwm_kernel(u[0], u[1], self.rows["vdc"], y[0], y[1], y[2])
+        svpwm_output(t, xc, xd, u, y, self._params)
+
+    def kernels(self):
+        return Kernels(output=svpwm_output, update=no_update, params=self._params)

@@ -8,13 +8,13 @@ import numpy as np
 from numba import njit
 
 from ..errors import ParameterError
-from .actuators import JointBlock
-from .base import Param, register
-from .discrete import OFFSET, PERIOD
+from .actuators import JointBlock, packed
+from .base import Kernels, Param, register
+from .discrete import OFFSET, PERIOD, no_update
 from .sources import gaussian
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def encoder_kernel(q, resolution, nearest, q_out, count):
     """count = floor(q / resolution) (or the nearest integer), q_out = count * resolution (rad)."""
     wq = q.shape[1]
@@ -24,6 +24,12 @@ def encoder_kernel(q, resolution, nearest, q_out, count):
             n = math.floor(r + 0.5) if nearest else math.floor(r)
             count[b, j] = n
             q_out[b, j] = n * resolution[b, j]
+
+
+@njit(cache=True, inline="always")
+def encoder_output(t, xc, xd, u, y, p):
+    """p = (resolution (B, n) rad, nearest)."""
+    encoder_kernel(u[0], p[0], p[1], y[0], y[1])
 
 
 @register
@@ -54,20 +60,44 @@ class Encoder(JointBlock):
 
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
-        self._resolution = 2.0 * math.pi / (self.rows["counts"] * self.rows["gear"])
+        resolution = 2.0 * math.pi / (self.rows["counts"] * self.rows["gear"])
+        self._params = (np.ascontiguousarray(resolution), self.p.rounding == "nearest")
 
     def output(self, t, xc, xd, u, y):
-        encoder_kernel(u[0], self._resolution, self.p.rounding == "nearest", y[0], y[1])
+        encoder_output(t, xc, xd, u, y, self._params)
+
+    def kernels(self):
+        return Kernels(output=encoder_output, update=no_update, params=self._params)
 
 
-@njit(cache=True)
-def noisy_sample_kernel(seed, hit, u, mean, std, y):
-    """y[b, i] = u[b, i] + mean + std N(seed, b, i, k), k = hit[b, 0] (the WhiteNoise generator)."""
+# MeasurementNoise's packed parameter columns
+MN_MEAN, MN_STD = range(2)
+
+
+@njit(cache=True, inline="always")
+def noisy_sample_kernel(seed, hit, u, P, y):
+    """y[b, i] = u[b, i] + mean + std N(seed, b, i, k), k = hit[b, 0] (the WhiteNoise generator);
+    P (B, n, 2) holds the columns MN_MEAN, MN_STD."""
     wu = u.shape[1]
     for b in range(y.shape[0]):
         k = np.uint64(hit[b, 0])
         for i in range(y.shape[1]):
-            y[b, i] = u[b, i if wu > 1 else 0] + mean[b, i] + std[b, i] * gaussian(seed, b, i, k)
+            y[b, i] = (u[b, i if wu > 1 else 0] + P[b, i, MN_MEAN]
+                       + P[b, i, MN_STD] * gaussian(seed, b, i, k))
+
+
+@njit(cache=True, inline="always")
+def noise_output(t, xc, xd, u, y, p):
+    """p = (P, seed as uint64)."""
+    noisy_sample_kernel(p[1], xd, u[0], p[0], y[0])
+
+
+@njit(cache=True, inline="always")
+def noise_update(t, xc, xd, u, p):
+    """The sample index k advances by one at every hit."""
+    for b in range(xd.shape[0]):
+        for i in range(xd.shape[1]):
+            xd[b, i] += 1.0
 
 
 @register
@@ -95,19 +125,22 @@ class MeasurementNoise(JointBlock):
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
         self.n_xd = 1
-        self._std = np.sqrt(self.rows["variance"])
+        self._params = (packed(self.rows["mean"], np.sqrt(self.rows["variance"])), self._seed)
 
     def state_names(self):
         return [], ["sample index k"]
 
     def output(self, t, xc, xd, u, y):
-        noisy_sample_kernel(self._seed, xd, u[0], self.rows["mean"], self._std, y[0])
+        noise_output(t, xc, xd, u, y, self._params)
 
     def update(self, t, xc, xd, u):
-        xd += 1.0
+        noise_update(t, xc, xd, u, self._params)
+
+    def kernels(self):
+        return Kernels(output=noise_output, update=noise_update, params=self._params)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def shift_in_kernel(buffer, u, width):
     """Drop the oldest sample (the first `width` columns), append u at the end."""
     n = buffer.shape[1]
@@ -117,6 +150,20 @@ def shift_in_kernel(buffer, u, width):
             buffer[b, i] = buffer[b, i + width]
         for i in range(width):
             buffer[b, n - width + i] = u[b, i if wu > 1 else 0]
+
+
+@njit(cache=True, inline="always")
+def sample_delay_output(t, xc, xd, u, y, p):
+    """y = the oldest stored sample, the first p[0] (the width) columns of xd."""
+    out = y[0]
+    for b in range(out.shape[0]):
+        for i in range(out.shape[1]):
+            out[b, i] = xd[b, i]
+
+
+@njit(cache=True, inline="always")
+def sample_delay_update(t, xc, xd, u, p):
+    shift_in_kernel(xd, u[0], p[0])
 
 
 @register
@@ -142,6 +189,7 @@ class SampleDelay(JointBlock):
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
         self.n_xd = self.p.delay * self.width
+        self._params = (self.width,)
 
     def state_names(self):
         w = self.width
@@ -151,7 +199,10 @@ class SampleDelay(JointBlock):
         xd[...] = np.tile(self.rows["x0"], self.p.delay)
 
     def output(self, t, xc, xd, u, y):
-        y[0][...] = xd[:, :self.width]
+        sample_delay_output(t, xc, xd, u, y, self._params)
 
     def update(self, t, xc, xd, u):
-        shift_in_kernel(xd, u[0], self.width)
+        sample_delay_update(t, xc, xd, u, self._params)
+
+    def kernels(self):
+        return Kernels(output=sample_delay_output, update=sample_delay_update, params=self._params)
