@@ -1,4 +1,4 @@
-"""The command line: simulate, check, blocks, plot, animate, draw, compare (DESIGN.md "CLI").
+"""The command line: simulate, check, blocks, plot, animate, draw, compare (DESIGN.md "CLI"), identify.
 
 Heavy modules (numba kernels, matplotlib) are imported only by the commands that use them, so
 `blocksim blocks` and `--help` answer at once.
@@ -60,6 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_blocks)
 
     add_figure_commands(sub)
+
+    p = sub.add_parser("identify", help="identify a robot's dynamic parameters; report, figures and "
+                       "robot file in --out")
+    p.add_argument("config", help="identification config (YAML), e.g. examples/identify_two_link.yaml")
+    p.add_argument("--out", required=True, help="folder for the report (new or empty)")
+    p.add_argument("--force", action="store_true", help="allow a non-empty --out folder")
+    p.set_defaults(func=cmd_identify)
     return parser
 
 
@@ -280,3 +287,11 @@ def cmd_compare(args) -> int:
     from .compare import compare_command
     return compare_command(args.run_a, args.run_b, variants=args.variants, signals=args.signals,
                            out=args.out, figures=not args.no_figures, fail_rel=args.fail_rel)
+
+
+def cmd_identify(args) -> int:
+    """Run the identification workflow of a config (blocksim.identification.pipeline)."""
+    from .identification.pipeline import run
+    out = prepare_out(args.out, args.force)
+    run(args.config, out)
+    return 0
