@@ -294,10 +294,7 @@ class FromFile(Block):
     or `time`, in s) or an NPZ file with key `t` and one key per signal (1-D, or 2-D (n, m) for m
     columns). Relative paths start at the diagram's folder. Interpolation linear, zoh (sample and
     hold, with breakpoints at the table times) or cubic (not-a-knot spline); outside the table the
-    output holds the end values, or the run stops with an error (`extrapolation: error`). In
-    compiled mode that error is a discrete flag state set to NaN, so the run stops at the first
-    major step at or after the offending time with the non-finite-state error naming the block
-    (interpreted mode raises at the offending time itself, which may be a solver stage)."""
+    output holds the end values, or the run stops with an error (`extrapolation: error`)."""
 
     type_name = "FromFile"
     summary = "signals read from a CSV or NPZ table, interpolated in time"
@@ -381,7 +378,10 @@ class FromFile(Block):
         lo, hi = self._span
         slack = 1e-12 * max(1.0, abs(lo), abs(hi))
         self._check = self.p.extrapolation == "error"
-        # an out-of-table time sets the flag state to NaN, so that compiled mode stops there too
+        # extrapolation: error in compiled mode (which cannot raise a located BlocksimError): an
+        # out-of-table time sets this flag state to NaN, so the run stops at the first major step at
+        # or after that time with the non-finite-state error naming the block (interpreted mode
+        # raises at the offending time itself, which may be a solver stage)
         self.n_xd = 1 if self._check else 0
         self._params = kernel_params(self._times, self._values, self._coefs, self._method,
                                      lo - slack, hi + slack, self._check)
