@@ -90,7 +90,7 @@ def packed(*rows) -> np.ndarray:
 JF_FC, JF_FS, JF_VS, JF_DELTA, JF_FV, JF_EPS = range(6)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def static_friction_kernel(qd, P, tau, p_diss):
     """tau = (Fc + (Fs - Fc) exp(-|qd/vs|^delta)) sgn(qd) + Fv qd (N m), p_diss = tau qd (W).
 
@@ -202,7 +202,7 @@ class JointFriction(JointBlock):
 KF_FC, KF_FS, KF_VS, KF_DELTA, KF_FV, KF_DV = range(6)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def karnopp_kernel(qd, tau_applied, P, tau, p_diss):
     """Karnopp friction (N m) and its power tau qd (W); signals (B, n or 1), P (B, n, 6) columns KF_*.
 
@@ -224,7 +224,7 @@ def karnopp_kernel(qd, tau_applied, P, tau, p_diss):
             p_diss[b, j] = f * v
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def karnopp_crossings_kernel(qd, tau_applied, P, g):
     """g[:, j] = |qd_j| - dv_j (band edge), g[:, n + j] = |tau_applied_j| - Fs_j (static limit)."""
     n = P.shape[1]
@@ -301,7 +301,7 @@ class KarnoppFriction(JointBlock):
 LG_SIGMA0, LG_SIGMA1, LG_SIGMA2, LG_FC, LG_FS, LG_VS, LG_DELTA = range(7)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def lugre_derivative_kernel(qd, z, P, zdot):
     """dz/dt = qd - sigma0 |qd| z / g(qd) (rad/s), g the Stribeck level; P (B, n, 7) columns LG_*."""
     wq = qd.shape[1]
@@ -312,7 +312,7 @@ def lugre_derivative_kernel(qd, z, P, zdot):
             zdot[b, j] = v - P[b, j, LG_SIGMA0] * abs(v) * z[b, j] / g
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def lugre_output_kernel(qd, z, P, tau, p_diss, z_out):
     """tau = sigma0 z + sigma1 dz/dt + sigma2 qd (N m), p_diss = tau qd (W), z_out = z (rad)."""
     wq = qd.shape[1]
@@ -409,7 +409,7 @@ class LuGreFriction(JointBlock):
 DC_R, DC_L, DC_KT, DC_KE, DC_N = range(5)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def dc_motor_derivative_kernel(i, v, qd, P, di):
     """L di/dt = v - R i - Ke N qd (A/s); signals (B, n or 1), P (B, n, 5) columns DC_*."""
     wv = v.shape[1]
@@ -420,7 +420,7 @@ def dc_motor_derivative_kernel(i, v, qd, P, di):
                         - P[b, j, DC_KE] * P[b, j, DC_N] * qd[b, j if wq > 1 else 0]) / P[b, j, DC_L]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def dc_motor_output_kernel(i, v, qd, P, i_out, tau, p_elec, p_copper, e_mag, p_mech):
     """Current (A), joint torque N Kt i (N m) and the power terms v i, R i^2, tau qd (W), 0.5 L i^2 (J)."""
     wv = v.shape[1]
@@ -511,7 +511,7 @@ def dc_motor_derivative(t, xc, xd, u, dxc, p):
 PM_R, PM_LD, PM_LQ, PM_PSI, PM_P, PM_N = range(6)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def pmsm_derivative_kernel(x, vd, vq, qd, P, dx):
     """dq stator equations (A/s), we = p N qd, x = (id, iq) side by side (B, 2 n):
     Ld did/dt = vd - R id + we Lq iq,  Lq diq/dt = vq - R iq - we (Ld id + psi)."""
@@ -529,7 +529,7 @@ def pmsm_derivative_kernel(x, vd, vq, qd, P, dx):
             dx[b, n + j] = (vq[b, j if wq > 1 else 0] - R * c - we * (Ld * a + P[b, j, PM_PSI])) / Lq
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def pmsm_output_kernel(x, vd, vq, qd, q, P, id_out, iq_out, tau, theta_e, p_elec, p_copper, e_mag,
                        p_mech):
     """Currents (A), joint torque N 1.5 p (psi iq + (Ld - Lq) id iq) (N m), electrical angle p N q
@@ -715,7 +715,7 @@ class TorqueToCurrent(JointBlock):
 CC_KPD, CC_KID, CC_KPQ, CC_KIQ, CC_LD, CC_LQ, CC_PSI, CC_P, CC_N, CC_VMAX = range(10)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def current_pi_q_kernel(iq_ref, iq, qd, z, P, decouple, Ts, v, update):
     """Single-axis current PI with clamp and conditional integration (WORKLOADS.md W2), per member:
 
@@ -751,7 +751,7 @@ def current_pi_q_kernel(iq_ref, iq, qd, z, P, decouple, Ts, v, update):
                 v[b, j] = vk
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def current_pi_dq_kernel(id_ref, iq_ref, i_d, i_q, qd, z, P, decouple, Ts, vd, vq, update):
     """dq current PI of field-oriented control, per member and joint:
 

@@ -20,7 +20,7 @@ from .discrete import no_update
 SQRT3 = math.sqrt(3.0)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def clarke_kernel(a, b, c, alpha, beta, zero):
     """alpha = (2a - b - c) / 3, beta = (b - c) / sqrt(3), zero = (a + b + c) / 3; (B, n or 1) in."""
     wa, wb, wc = a.shape[1], b.shape[1], c.shape[1]
@@ -34,7 +34,7 @@ def clarke_kernel(a, b, c, alpha, beta, zero):
             zero[k, j] = (x + y + z) / 3.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def inverse_clarke_kernel(alpha, beta, zero, a, b, c):
     """a = alpha + 0, b = -alpha/2 + sqrt(3)/2 beta + 0, c = -alpha/2 - sqrt(3)/2 beta + 0."""
     w1, w2, w3 = alpha.shape[1], beta.shape[1], zero.shape[1]
@@ -48,7 +48,7 @@ def inverse_clarke_kernel(alpha, beta, zero, a, b, c):
             c[k, j] = -0.5 * al - 0.5 * SQRT3 * be + z
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def rotate_kernel(x, y, theta, sign, x_out, y_out):
     """Rotation by sign * theta: Park (sign -1: d = x cos + y sin, q = -x sin + y cos) and inverse
     Park (sign +1: alpha = d cos - q sin, beta = d sin + q cos); theta in rad."""
@@ -152,7 +152,7 @@ class InversePark(Transform):
     kernel = inverse_park_output
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def circle_limit_kernel(v1, v2, vdc, v1_out, v2_out, saturated):
     """(v1, v2) scaled onto |v| <= vdc / sqrt(3), direction kept; saturated = 1 where it was."""
     w1, w2 = v1.shape[1], v2.shape[1]
@@ -173,7 +173,7 @@ def circle_limit_kernel(v1, v2, vdc, v1_out, v2_out, saturated):
             v2_out[k, j] = y
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def circle_crossings_kernel(v1, v2, vdc, g):
     """g = |v| - vdc / sqrt(3): the kink of the limit."""
     w1, w2 = v1.shape[1], v2.shape[1]
@@ -244,7 +244,7 @@ class Inverter(JointBlock):
                        params=self._params)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def svpwm_kernel(v_alpha, v_beta, vdc, da, db, dc):
     """Centred SVPWM duties by min-max injection: d_x = 1/2 + (v_x - (max + min)/2) / vdc, clipped."""
     w1, w2 = v_alpha.shape[1], v_beta.shape[1]

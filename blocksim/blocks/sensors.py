@@ -14,7 +14,7 @@ from .discrete import OFFSET, PERIOD, no_update
 from .sources import gaussian
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def encoder_kernel(q, resolution, nearest, q_out, count):
     """count = floor(q / resolution) (or the nearest integer), q_out = count * resolution (rad)."""
     wq = q.shape[1]
@@ -74,7 +74,7 @@ class Encoder(JointBlock):
 MN_MEAN, MN_STD = range(2)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True)
 def noisy_sample_kernel(seed, hit, u, P, y):
     """y[b, i] = u[b, i] + mean + std N(seed, b, i, k), k = hit[b, 0] (the WhiteNoise generator);
     P (B, n, 2) holds the columns MN_MEAN, MN_STD."""
