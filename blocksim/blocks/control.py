@@ -19,32 +19,38 @@ METHOD_WEIGHT = {"forward": 0.0, "backward": 1.0, "trapezoidal": 0.5}
 """Share of the current sample in the discrete integrator's output: y(k) = x(k) + weight T u(k)."""
 
 
-@njit(cache=True)
+# Column of each gain in the PID's packed parameter array g (B, w, N_GAINS): one array instead of
+# nine, so a kernel call passes (and, from Python, unboxes) one array for all the gains.
+KP, KI, KD, BW, CW, NF, LO, HI, KB = range(9)
+N_GAINS = 9
+
+
+@njit(cache=True, inline="always")
 def _pick(signal, b, i):
     return signal[b, i if signal.shape[1] > 1 else 0]
 
 
-@njit(cache=True)
-def pid_law(ref, meas, ref_d, meas_d, b, i, integral, filt, derivative_gain,
-            Kp, Ki, Kd, bw, cw, N, d_source):
+@njit(cache=True, inline="always")
+def pid_law(ref, meas, ref_d, meas_d, b, i, integral, filt, derivative_gain, g, d_source):
     """(u before saturation, error e) of one joint: u = Kp (bw r - m) + Ki integral + D, with
-    D = Kd (cw r_d - m_d) (velocity inputs) or Kd N (cw r - m - filt) / derivative_gain (filter)."""
+    D = Kd (cw r_d - m_d) (velocity inputs) or Kd N (cw r - m - filt) / derivative_gain (filter).
+    g (B, w, N_GAINS): the packed gains (columns KP, KI, ...)."""
     r = _pick(ref, b, i)
     m = _pick(meas, b, i)
-    u = Kp[b, i] * (bw[b, i] * r - m) + Ki[b, i] * integral
+    u = g[b, i, KP] * (g[b, i, BW] * r - m) + g[b, i, KI] * integral
     if d_source == 2:
-        u = u + Kd[b, i] * (cw[b, i] * _pick(ref_d, b, i) - _pick(meas_d, b, i))
+        u = u + g[b, i, KD] * (g[b, i, CW] * _pick(ref_d, b, i) - _pick(meas_d, b, i))
     elif d_source == 1:
-        u = u + Kd[b, i] * N[b, i] * (cw[b, i] * r - m - filt) / derivative_gain
+        u = u + g[b, i, KD] * g[b, i, NF] * (g[b, i, CW] * r - m - filt) / derivative_gain
     return u, r - m
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _saturate(u, lo, hi):
     return lo if u < lo else (hi if u > hi else u)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _integrand(e, u, y, Ki, kb, antiwindup):
     """The integral state's rate (continuous) or increment per unit time (discrete): e, except
     clamping: 0 while the output is saturated and Ki e pushes further out; back-calculation:
@@ -58,39 +64,36 @@ def _integrand(e, u, y, Ki, kb, antiwindup):
     return e
 
 
-@njit(cache=True)
-def pid_continuous_output(ref, meas, ref_d, meas_d, x, Kp, Ki, Kd, bw, cw, N, lower, upper,
-                          d_source, out):
+@njit(cache=True, error_model="numpy")
+def pid_continuous_output(ref, meas, ref_d, meas_d, x, g, d_source, out):
     """out = sat(Kp (bw r - m) + Ki z + D); x = [z | filter] (B, w or 2w)."""
     w = out.shape[1]
     for b in range(out.shape[0]):
         for i in range(w):
             filt = x[b, w + i] if d_source == 1 else 0.0
-            u, e = pid_law(ref, meas, ref_d, meas_d, b, i, x[b, i], filt, 1.0,
-                           Kp, Ki, Kd, bw, cw, N, d_source)
-            out[b, i] = _saturate(u, lower[b, i], upper[b, i])
+            u, e = pid_law(ref, meas, ref_d, meas_d, b, i, x[b, i], filt, 1.0, g, d_source)
+            out[b, i] = _saturate(u, g[b, i, LO], g[b, i, HI])
 
 
-@njit(cache=True)
-def pid_continuous_rate(ref, meas, ref_d, meas_d, x, Kp, Ki, Kd, bw, cw, N, lower, upper, kb,
-                        d_source, antiwindup, dx):
+@njit(cache=True, error_model="numpy")
+def pid_continuous_rate(ref, meas, ref_d, meas_d, x, g, d_source, antiwindup, dx):
     """z' = e (with anti-windup), filter' = N (cw r - m - filter)."""
-    w = lower.shape[1]
+    w = g.shape[1]
     for b in range(dx.shape[0]):
         for i in range(w):
             filt = x[b, w + i] if d_source == 1 else 0.0
-            u, e = pid_law(ref, meas, ref_d, meas_d, b, i, x[b, i], filt, 1.0,
-                           Kp, Ki, Kd, bw, cw, N, d_source)
-            y = _saturate(u, lower[b, i], upper[b, i])
-            dx[b, i] = _integrand(e, u, y, Ki[b, i], kb[b, i], antiwindup)
+            u, e = pid_law(ref, meas, ref_d, meas_d, b, i, x[b, i], filt, 1.0, g, d_source)
+            y = _saturate(u, g[b, i, LO], g[b, i, HI])
+            dx[b, i] = _integrand(e, u, y, g[b, i, KI], g[b, i, KB], antiwindup)
             if d_source == 1:
-                dx[b, w + i] = N[b, i] * (cw[b, i] * _pick(ref, b, i) - _pick(meas, b, i) - filt)
+                dx[b, w + i] = g[b, i, NF] * (g[b, i, CW] * _pick(ref, b, i) - _pick(meas, b, i) - filt)
 
 
-@njit(cache=True)
-def pid_discrete_step(ref, meas, ref_d, meas_d, x, Kp, Ki, Kd, bw, cw, N, lower, upper, kb,
-                      d_source, antiwindup, Ts, int_weight, filt_weight, out, x_next):
-    """One sample of the discrete PID: out = sat(u[k]) and the next state x_next (may alias x).
+@njit(cache=True, error_model="numpy")
+def pid_discrete_step(ref, meas, ref_d, meas_d, x, g, d_source, antiwindup, Ts, int_weight,
+                      filt_weight, out, write_out, x_next, write_state):
+    """One sample of the discrete PID: out = sat(u[k]) (when write_out) and the next state x_next
+    (when write_state; may alias x).
 
     Integral (rule by int_weight a: 0 forward, 1 backward, 1/2 trapezoidal):
         I[k] = Ki (z[k] + a Ts e[k]),  z[k+1] = z[k] + Ts integrand[k]
@@ -98,48 +101,51 @@ def pid_discrete_step(ref, meas, ref_d, meas_d, x, Kp, Ki, Kd, bw, cw, N, lower,
     Filtered derivative, g the filter's integrator, v = cw r - m, rule weight f:
         d[k] = N (v[k] - g[k]) / (1 + f N Ts),  D[k] = Kd d[k],  g[k+1] = g[k] + Ts d[k].
     """
-    w = out.shape[1]
-    for b in range(out.shape[0]):
+    w = g.shape[1]
+    for b in range(g.shape[0]):
         for i in range(w):
             z = x[b, i]
             e = _pick(ref, b, i) - _pick(meas, b, i)
             integral = z if int_weight == 0.0 else z + int_weight * Ts * e
             filt = x[b, w + i] if d_source == 1 else 0.0
             u, e = pid_law(ref, meas, ref_d, meas_d, b, i, integral, filt,
-                           1.0 + filt_weight * N[b, i] * Ts, Kp, Ki, Kd, bw, cw, N, d_source)
-            y = _saturate(u, lower[b, i], upper[b, i])
-            out[b, i] = y
-            x_next[b, i] = z + Ts * _integrand(e, u, y, Ki[b, i], kb[b, i], antiwindup)
-            if d_source == 1:
-                v = cw[b, i] * _pick(ref, b, i) - _pick(meas, b, i)
-                x_next[b, w + i] = filt + Ts * N[b, i] * (v - filt) / (1.0 + filt_weight * N[b, i] * Ts)
+                           1.0 + filt_weight * g[b, i, NF] * Ts, g, d_source)
+            y = _saturate(u, g[b, i, LO], g[b, i, HI])
+            if write_out:
+                out[b, i] = y
+            if write_state:
+                x_next[b, i] = z + Ts * _integrand(e, u, y, g[b, i, KI], g[b, i, KB], antiwindup)
+                if d_source == 1:
+                    v = g[b, i, CW] * _pick(ref, b, i) - _pick(meas, b, i)
+                    x_next[b, w + i] = filt + Ts * g[b, i, NF] * (v - filt) / (
+                        1.0 + filt_weight * g[b, i, NF] * Ts)
 
 
-# Compiled-mode entry points. p = (Kp, Ki, Kd, b, c, N, lower, upper, kb, d_source, antiwindup,
-# Ts, int_weight, filt_weight, next_state scratch, held output scratch); u = (ref, meas, ref_d, meas_d).
+# Compiled-mode entry points (thin: the Python methods call the same kernels). p = (g, d_source,
+# antiwindup, Ts, int_weight, filt_weight): one array (the packed gains) and five numbers;
+# u = (ref, meas, ref_d, meas_d). The discrete output never moves the state and the update never
+# writes the output (no scratch).
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def pid_continuous_output_k(t, xc, xd, u, y, p):
-    pid_continuous_output(u[0], u[1], u[2], u[3], xc, p[0], p[1], p[2], p[3], p[4], p[5], p[6],
-                          p[7], p[9], y[0])
+    pid_continuous_output(u[0], u[1], u[2], u[3], xc, p[0], p[1], y[0])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def pid_continuous_derivative_k(t, xc, xd, u, dxc, p):
-    pid_continuous_rate(u[0], u[1], u[2], u[3], xc, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7],
-                        p[8], p[9], p[10], dxc)
+    pid_continuous_rate(u[0], u[1], u[2], u[3], xc, p[0], p[1], p[2], dxc)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def pid_discrete_output_k(t, xc, xd, u, y, p):
-    pid_discrete_step(u[0], u[1], u[2], u[3], xd, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7],
-                      p[8], p[9], p[10], p[11], p[12], p[13], y[0], p[14])
+    pid_discrete_step(u[0], u[1], u[2], u[3], xd, p[0], p[1], p[2], p[3], p[4], p[5],
+                      y[0], True, xd, False)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def pid_discrete_update_k(t, xc, xd, u, p):
-    pid_discrete_step(u[0], u[1], u[2], u[3], xd, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7],
-                      p[8], p[9], p[10], p[11], p[12], p[13], p[15], xd)
+    pid_discrete_step(u[0], u[1], u[2], u[3], xd, p[0], p[1], p[2], p[3], p[4], p[5],
+                      xd, False, xd, True)
 
 
 @register
@@ -264,10 +270,10 @@ class PID(Block):
         else:
             self.n_xc = n_states
             timing = (0.0, 0.0, 0.0)
-        # scratch: output() never moves the state, update() never moves the output
-        scratch = (np.zeros((self.batch, n_states)), np.zeros((self.batch, w)))
-        self._params = (*(rows[k] for k in ("Kp", "Ki", "Kd", "b", "c", "N", "lower", "upper")),
-                        kb, self._d_source, ANTIWINDUP.index(p.antiwindup), *timing, *scratch)
+        gains = np.stack([rows[k] for k in ("Kp", "Ki", "Kd", "b", "c", "N", "lower", "upper")]
+                         + [kb], axis=-1)
+        self._params = (np.ascontiguousarray(gains, dtype=float), self._d_source,
+                        ANTIWINDUP.index(p.antiwindup), *timing)
 
     def state_names(self):
         w = self.out_widths.get("out", 0) if self.out_widths else 0
@@ -282,18 +288,25 @@ class PID(Block):
         x[:, :w] = self._rows["z0"]
         x[:, w:] = 0.0
 
+    # the methods call the kernels the adapters call, with the same arguments, unpacked (from
+    # Python a tuple costs as much to pass as an array)
     def output(self, t, xc, xd, u, y):
+        g, d_source, antiwindup, Ts, int_weight, filt_weight = self._params
         if self.is_discrete:
-            pid_discrete_output_k(t, xc, xd, u, y, self._params)
+            pid_discrete_step(u[0], u[1], u[2], u[3], xd, g, d_source, antiwindup, Ts, int_weight,
+                              filt_weight, y[0], True, xd, False)
         else:
-            pid_continuous_output_k(t, xc, xd, u, y, self._params)
+            pid_continuous_output(u[0], u[1], u[2], u[3], xc, g, d_source, y[0])
 
     def update(self, t, xc, xd, u):
         if self.is_discrete:
-            pid_discrete_update_k(t, xc, xd, u, self._params)
+            g, d_source, antiwindup, Ts, int_weight, filt_weight = self._params
+            pid_discrete_step(u[0], u[1], u[2], u[3], xd, g, d_source, antiwindup, Ts, int_weight,
+                              filt_weight, xd, False, xd, True)
 
     def derivative(self, t, xc, xd, u, dxc):
-        pid_continuous_derivative_k(t, xc, xd, u, dxc, self._params)
+        pid_continuous_rate(u[0], u[1], u[2], u[3], xc, self._params[0], self._params[1],
+                            self._params[2], dxc)
 
     def kernels(self):
         if self.is_discrete:

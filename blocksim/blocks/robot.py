@@ -26,8 +26,10 @@ auto`), which equal the general RNEA/ABA to 1e-12 and are several times faster.
 
 Compiled mode: every block's kernels are the module-level adapters at the end of each section
 (`manipulator_output`, ...); the Python methods call the same adapters with the same parameter
-tuple, so both modes compute identical numbers. Scratch lives in that tuple, allocated once in
-configure().
+tuple, so both modes compute identical numbers. That tuple holds four arrays and a few flags
+("packed kernel data" below): a call's cost grows with the number of arrays it passes, so the
+model, the per-joint law and all scratch are packed, allocated once in configure(). The small
+inner helpers (friction law, closed-form 2R) are inlined; the n-joint RNEA/ABA/CRBA stay calls.
 """
 from __future__ import annotations
 
@@ -142,9 +144,9 @@ def _per_link(value: np.ndarray, n: int, key: str) -> np.ndarray:
 
 class RobotBlock(Block):
     """Base of the robot blocks: resolves the robot parameters into per-member RobotModels and the
-    kernel arrays (`self._model`: jtype, xtree, inertia (Bm, n, 10), armature (Bm, n), tool (12,),
-    gravity (Bm, 3), closed-form parameters (Bm, 9), closed-form flag, workspace); Bm is 1 when
-    every batch member has the same robot, else B."""
+    kernel arrays: `self._jt` (n,) joint types, `self._mem` (Bm, mem_size(n)) one model row per
+    member (xtree, tool, inertia, armature, gravity, closed-form parameters; Bm is 1 when every
+    batch member has the same robot, else B) and `self._use_cf` (closed-form 2R kernels)."""
 
     params = {**ROBOT_PARAMS}
     uses_closed_form = False
@@ -171,7 +173,7 @@ class RobotBlock(Block):
             members.append(models[key])
         self.models = members if len(models) > 1 else members[:1]
         self.model = self.models[0]
-        self._model = self._model_arrays()
+        self._jt, self._mem, self._use_cf = self._model_arrays()
         self.check()
 
     def check(self):
@@ -215,16 +217,19 @@ class RobotBlock(Block):
         return model.with_options(**options) if options else model
 
     def _model_arrays(self):
-        models = self.models
-        jt, xt, _, _, tool = (np.array(a) for a in models[0].arrays)
-        inertia = np.ascontiguousarray(np.stack([m.arrays[2] for m in models]))
-        armature = np.ascontiguousarray(np.stack([m.arrays[3] for m in models]))
-        gravity = np.ascontiguousarray(np.stack([m.gravity for m in models]))
+        models, n = self.models, self.n
+        jt = np.ascontiguousarray(np.array(models[0].arrays[0]), dtype=np.int64)
         use_cf = (self.uses_closed_form and self.p.closed_form == "auto"
                   and all(m.closed_form is not None for m in models))
-        cf = np.ascontiguousarray(np.stack([m.closed_form.params() if use_cf else np.zeros(9)
-                                            for m in models]))
-        return (jt, xt, inertia, armature, tool, gravity, cf, use_cf, rbk.workspace(self.n))
+        if use_cf and n != 2:
+            raise BlocksimError(f"closed-form kernels are for 2 joints, robot has {n}")
+        mem = np.zeros((len(models), mem_size(n)))
+        for k, m in enumerate(models):
+            _, xt, inertia, armature, tool = m.arrays
+            mem[k] = np.concatenate([np.ravel(xt), np.ravel(tool), np.ravel(inertia),
+                                     np.ravel(armature), np.ravel(m.gravity),
+                                     m.closed_form.params() if use_cf else np.zeros(9)])
+        return jt, mem, bool(use_cf)
 
     def joint_width(self, port: str, width, expected: int | None = None):
         """Check an input's width against the robot's joint count n (or `expected`)."""
@@ -244,15 +249,111 @@ class RobotBlock(Block):
         return np.ascontiguousarray(self.param_as_row(key, self.n))
 
 
-# ============================================================================ shared kernels
+# ============================================================================ packed kernel data
+#
+# A robot block's kernels take few arrays: numba passes every array argument of a call that it does
+# not inline as a reference-counted struct, and a call from Python unboxes every array, so the cost
+# of a call grows with the number of arrays, not with the arithmetic (a 2-joint arm's dynamics
+# take a few tens of ns). Every robot block's parameter tuple is (jt, mem, law, work, flags...):
+#   jt    (n,) int64 joint types;
+#   mem   (Bm, MEM(n)) the member's model in one row: joint placements xtree (n, 12), tool (12),
+#         inertia (n, 10), armature (n), gravity (3), closed-form 2R parameters (9) (Bm = 1 when
+#         every batch member has the same robot, else B); views are taken by _xt, _tool, ...;
+#   law   (B, n, N_LAW) the per-joint coefficients, columns named below (friction law, torque
+#         limit, damping, spring, stops, computed-torque gains);
+#   work  one float scratch array (_layout): the rigid-body workspace, per-call rows, the mass
+#         matrix, poses, and the Manipulator's memo of its last accelerations and tool pose.
 
-@njit(cache=True, error_model="numpy")
+TAU_MAX, FV, FCP, FCN, FSP, FSN, VS, DELTA, EPS, DAMPING, STIFFNESS, Q_REST, Q_MIN, Q_MAX, \
+    GAIN_P, GAIN_D = range(16)
+N_LAW = 16
+
+_WS_COLS = rbk.WS_COLS
+
+
+def mem_size(n: int) -> int:
+    """Length of a member's model row in `mem`."""
+    return 23 * n + 24
+
+
+@njit(cache=True, inline="always")
+def _xt(mem, k, n):
+    return mem[k, :12 * n].reshape((n, 12))
+
+
+@njit(cache=True, inline="always")
+def _tool(mem, k, n):
+    return mem[k, 12 * n:12 * n + 12]
+
+
+@njit(cache=True, inline="always")
+def _inertia(mem, k, n):
+    return mem[k, 12 * n + 12:22 * n + 12].reshape((n, 10))
+
+
+@njit(cache=True, inline="always")
+def _arm(mem, k, n):
+    return mem[k, 22 * n + 12:23 * n + 12]
+
+
+@njit(cache=True, inline="always")
+def _grav(mem, k, n):
+    return mem[k, 23 * n + 12:23 * n + 15]
+
+
+@njit(cache=True, inline="always")
+def _cf(mem, k, n):
+    return mem[k, 23 * n + 15:23 * n + 24]
+
+
+@njit(cache=True, inline="always")
+def _layout(n, B):
+    """Offsets in `work` of: the per-call rows (10 rows of n: q1, qd1, te, zero1, out1, bias, rhs,
+    sol, free, stuck), f1 (6), M (n n), L (n n), poses (n + 2, 12), v (B, n), the acceleration memo
+    (B rows of 4 n + 7: valid, q, qd, tau, f_ext (6), qdd), the pose memo (B rows of n + 13: valid,
+    q, pose) and the end; the rigid-body workspace ((n + 1) x WS_COLS) comes first."""
+    rows = (n + 1) * _WS_COLS
+    f1 = rows + 10 * n
+    M = f1 + 6
+    L = M + n * n
+    T = L + n * n
+    V = T + 12 * (n + 2)
+    MQ = V + B * n
+    MP = MQ + B * (4 * n + 7)
+    end = MP + B * (n + 13)
+    return rows, f1, M, L, T, V, MQ, MP, end
+
+
+@njit(cache=True, inline="always")
+def _ws(work, n):
+    return work[:(n + 1) * _WS_COLS].reshape((n + 1, _WS_COLS))
+
+
+@njit(cache=True, inline="always")
+def _row(work, n, r):
+    """Per-call row r (0..9) as a (1, n) view."""
+    start = (n + 1) * _WS_COLS + r * n
+    return work[start:start + n].reshape((1, n))
+
+
+def robot_work(n: int, batch: int) -> np.ndarray:
+    """The `work` scratch array of a robot block with n joints and batch B."""
+    return np.zeros(_layout(n, batch)[-1])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def _member(array, b):
     """Row of a per-member model array: b when it has one row per member, else 0 (shared)."""
     return b if array.shape[0] > 1 else 0
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
+def _same(a, b):
+    """a and b are the same float (a signed zero differs from the other; NaN never matches)."""
+    return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def _joint_friction(w, Fv, Fcp, Fcn, Fsp, Fsn, vs, delta, eps):
     """Friction torque of one joint at speed w (N m): Fv w + level(w) s, s = sign(w) (eps = 0) or
     tanh(w / eps); level = Fc + (Fs - Fc) exp(-|w / vs|^delta), with (Fcp, Fsp) while s > 0 and
@@ -277,28 +378,63 @@ def _joint_friction(w, Fv, Fcp, Fcn, Fsp, Fsn, vs, delta, eps):
     return Fv * w + level * s
 
 
-@njit(cache=True, error_model="numpy")
-def _copy_row(src, b, dst):
-    """dst[0, :] = src[b, :]."""
-    for i in range(dst.shape[1]):
-        dst[0, i] = src[b, i]
+@njit(cache=True, error_model="numpy", inline="always")
+def _law_friction(law, b, i, w):
+    """_joint_friction with joint i of member b's coefficients in `law`."""
+    return _joint_friction(w, law[b, i, FV], law[b, i, FCP], law[b, i, FCN], law[b, i, FSP],
+                           law[b, i, FSN], law[b, i, VS], law[b, i, DELTA], law[b, i, EPS])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _cf_terms(p, q1, q2):
+    """M entries, the Coriolis factor b and the gravity torques of the distributed 2R with
+    p = (m1, m2, l1, l2, c1, c2, I1, I2, g), term by term as models.planar2r (same numbers)."""
+    m1, m2, l1, c1, c2, I1, I2, g = p[0], p[1], p[2], p[4], p[5], p[6], p[7], p[8]
+    cq2 = math.cos(q2)
+    b = m2 * l1 * c2 * math.sin(q2)
+    m11 = I1 + I2 + m1 * c1 * c1 + m2 * (l1 * l1 + c2 * c2 + 2.0 * l1 * c2 * cq2)
+    m12 = I2 + m2 * (c2 * c2 + l1 * c2 * cq2)
+    m22 = I2 + m2 * c2 * c2
+    g2 = m2 * c2 * g * math.cos(q1 + q2)
+    g1 = (m1 * c1 + m2 * l1) * g * math.cos(q1) + g2
+    return m11, m12, m22, b, g1, g2
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _cf_rnea(p, q1, q2, w1, w2, a1, a2):
+    """(tau1, tau2) = M qdd + c + G of the distributed 2R (planar2r.rnea_into, one member)."""
+    m11, m12, m22, b, g1, g2 = _cf_terms(p, q1, q2)
+    return (m11 * a1 + m12 * a2 - b * (2.0 * w1 * w2 + w2 * w2) + g1,
+            m12 * a1 + m22 * a2 + b * w1 * w1 + g2)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _cf_aba(p, q1, q2, w1, w2, t1, t2):
+    """(qdd1, qdd2) = M^-1 (tau - c - G) of the distributed 2R (planar2r.aba_into, one member)."""
+    m11, m12, m22, b, g1, g2 = _cf_terms(p, q1, q2)
+    r1 = t1 + b * (2.0 * w1 * w2 + w2 * w2) - g1
+    r2 = t2 - b * w1 * w1 - g2
+    det = m11 * m22 - m12 * m12
+    return (m22 * r1 - m12 * r2) / det, (m11 * r2 - m12 * r1) / det
 
 
 @njit(cache=True, error_model="numpy")
-def _inverse_dynamics_1(m, k, q1, qd1, qdd1, fext1, out1):
+def _inverse_dynamics_1(jt, mem, k, use_cf, q1, qd1, qdd1, fext1, out1, ws):
     """One member's rnea: out1 (1, n) = M qdd + c + G - J^T fext with member model row k."""
-    jt, xt, inertia, arm, tool, grav, cf, use_cf, ws = m
+    n = jt.shape[0]
     if use_cf and fext1.shape[0] == 0:
-        p2r.rnea_into(cf[k], q1, qd1, qdd1, out1)
+        p2r.rnea_into(_cf(mem, k, n), q1, qd1, qdd1, out1)
     else:
-        rbk.rnea_into(jt, xt, inertia[k], arm[k], tool, q1, qd1, qdd1, grav[k], fext1, out1, ws)
+        rbk.rnea_into(jt, _xt(mem, k, n), _inertia(mem, k, n), _arm(mem, k, n), _tool(mem, k, n),
+                      q1, qd1, qdd1, _grav(mem, k, n), fext1, out1, ws)
 
 
 @njit(cache=True, error_model="numpy")
 def _solve_free(M, rhs, free, L, out):
     """out = solution of M x = rhs restricted to the free joints (Cholesky), 0 for locked joints.
 
-    M (n, n) symmetric positive definite, rhs (n,), free (n,) bool, L (n, n) scratch, out (n,)."""
+    M (n, n) symmetric positive definite, rhs (n,), free (n,) (nonzero: free), L (n, n) scratch,
+    out (n,)."""
     n = M.shape[0]
     for i in range(n):
         if not free[i]:
@@ -334,28 +470,156 @@ def _solve_free(M, rhs, free, L, out):
 
 
 @njit(cache=True, error_model="numpy")
-def _tool_pose(jt, xt, tool, q, b, T, out, col):
-    """out[b, col:col+12] = tool position (3, m) then rotation (9, row-major) in the base frame.
+def _tool_pose(jt, mem, k, q, b, T, out):
+    """out (12,) = tool position (3, m) then rotation (9, row-major) in the base frame at q[b, :n].
 
     T (3, 12) scratch poses (R row-major, p)."""
+    n = jt.shape[0]
+    xt = _xt(mem, k, n)
     rbk._set_identity(T[0])
-    for i in range(jt.shape[0]):
+    for i in range(n):
         rbk._joint_transform(jt[i], xt[i], q[b, i], T[2])
         rbk._compose(T[0], T[2], T[1])
         for j in range(12):
             T[0, j] = T[1, j]
-    rbk._compose(T[0], tool, T[1])
+    rbk._compose(T[0], _tool(mem, k, n), T[1])
     for j in range(3):
-        out[b, col + j] = T[1, 9 + j]
+        out[j] = T[1, 9 + j]
     for j in range(9):
-        out[b, col + 3 + j] = T[1, j]
+        out[3 + j] = T[1, j]
 
 
 # ============================================================================ Manipulator
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _effective_torque(law, b, i, q, w, t, has_friction):
+    """(effective torque, stuck) of joint i: clip(t, +-tau_max) - friction(w) - damping w
+    - stiffness (q - q_rest); stuck when the joint rests (w = 0 exactly) under an exact-sign law
+    with a static level."""
+    lim = law[b, i, TAU_MAX]
+    if t > lim:
+        t = lim
+    elif t < -lim:
+        t = -lim
+    stuck = False
+    if has_friction:
+        t -= _law_friction(law, b, i, w)
+        if w == 0.0 and law[b, i, EPS] == 0.0 and (law[b, i, FSP] > 0.0 or law[b, i, FSN] > 0.0):
+            stuck = True
+    return t - law[b, i, DAMPING] * w - law[b, i, STIFFNESS] * (q - law[b, i, Q_REST]), stuck
+
+
 @njit(cache=True, error_model="numpy")
-def manipulator_accelerations(q, qd, tau, fext, m, law, scr, crba, has_fext, qdd):
-    """Joint accelerations qdd (B, n) of the plant at (q, qd) under input torque tau (B, n).
+def _accelerations_general(b, xc, tau, fext, jt, mem, law, work, crba, has_fext, has_friction,
+                           has_limits, use_cf, qdd):
+    """Joint accelerations qdd[b] of member b (see manipulator_accelerations): any n, CRBA or ABA,
+    external wrench, stiction and joints resting on a stop."""
+    n = jt.shape[0]
+    k = _member(mem, b)
+    lay = _layout(n, xc.shape[0])
+    ws = _ws(work, n)
+    q1, qd1, te, zero1, out1, bias = (_row(work, n, 0), _row(work, n, 1), _row(work, n, 2),
+                                      _row(work, n, 3), _row(work, n, 4), _row(work, n, 5))
+    rhs, sol, free, stuck = (_row(work, n, 6)[0], _row(work, n, 7)[0], _row(work, n, 8)[0],
+                             _row(work, n, 9)[0])
+    f1 = work[lay[1]:lay[1] + 6].reshape((1, 6))
+    no_fext = work[lay[1]:lay[1]].reshape((0, 6))
+    M = work[lay[2]:lay[2] + n * n].reshape((1, n, n))
+    L = work[lay[3]:lay[3] + n * n].reshape((n, n))
+    for i in range(n):
+        q1[0, i] = xc[b, i]
+        qd1[0, i] = xc[b, n + i]
+        zero1[0, i] = 0.0
+    need_crba = crba
+    for i in range(n):
+        t, s = _effective_torque(law, b, i, xc[b, i], xc[b, n + i], tau[b, i], has_friction)
+        te[0, i] = t
+        stuck[i] = 1.0 if s else 0.0
+        free[i] = 0.0 if s else 1.0
+        if s:
+            need_crba = True
+    fx = no_fext
+    if has_fext:
+        for j in range(6):
+            f1[0, j] = fext[b, j]
+        fx = f1
+    if not need_crba:
+        if use_cf and not has_fext:
+            p2r.aba_into(_cf(mem, k, n), q1, qd1, te, out1)
+        else:
+            rbk.aba_into(jt, _xt(mem, k, n), _inertia(mem, k, n), _arm(mem, k, n), _tool(mem, k, n),
+                         q1, qd1, te, _grav(mem, k, n), fx, out1, ws)
+        for i in range(n):
+            sol[i] = out1[0, i]
+    have_m = False
+    for _ in range(2 * n + 1):
+        if need_crba:
+            if not have_m:
+                if use_cf and not has_fext:
+                    p2r.mass_matrix_into(_cf(mem, k, n), q1, M)
+                else:
+                    rbk.mass_matrix_into(jt, _xt(mem, k, n), _inertia(mem, k, n), _arm(mem, k, n),
+                                         q1, M, ws)
+                _inverse_dynamics_1(jt, mem, k, use_cf, q1, qd1, zero1, fx, bias, ws)
+                for i in range(n):
+                    rhs[i] = te[0, i] - bias[0, i]
+                have_m = True
+            _solve_free(M[0], rhs, free, L, sol)
+        need_crba = False
+        for i in range(n):
+            if stuck[i]:
+                hold = -rhs[i]
+                for j in range(n):
+                    if free[j]:
+                        hold += M[0, i, j] * sol[j]
+                level = law[b, i, FSN] if hold > 0.0 else law[b, i, FSP]
+                if abs(hold) > level:
+                    # breakaway: the motion starts opposite to the holding torque
+                    stuck[i] = 0.0
+                    free[i] = 1.0
+                    rhs[i] += level if hold > 0.0 else -level
+                    need_crba = True
+        if has_limits:
+            for i in range(n):
+                if free[i] and xc[b, n + i] == 0.0 and (
+                        (xc[b, i] >= law[b, i, Q_MAX] and sol[i] > 0.0)
+                        or (xc[b, i] <= law[b, i, Q_MIN] and sol[i] < 0.0)):
+                    free[i] = 0.0
+                    need_crba = True
+        if not need_crba:
+            break
+    for i in range(n):
+        qdd[b, i] = sol[i]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _accelerations_closed_form(b, xc, tau, mem, law, has_friction, has_limits, qdd):
+    """qdd[b] of a planar 2R member by the closed form, all in registers; False (nothing written)
+    when a joint sticks or rests on a stop: the general path decides those."""
+    k = _member(mem, b)
+    q1 = xc[b, 0]
+    q2 = xc[b, 1]
+    w1 = xc[b, 2]
+    w2 = xc[b, 3]
+    t1, s1 = _effective_torque(law, b, 0, q1, w1, tau[b, 0], has_friction)
+    t2, s2 = _effective_torque(law, b, 1, q2, w2, tau[b, 1], has_friction)
+    if s1 or s2:
+        return False
+    a1, a2 = _cf_aba(_cf(mem, k, 2), q1, q2, w1, w2, t1, t2)
+    if has_limits:
+        if w1 == 0.0 and ((q1 >= law[b, 0, Q_MAX] and a1 > 0.0) or (q1 <= law[b, 0, Q_MIN] and a1 < 0.0)):
+            return False
+        if w2 == 0.0 and ((q2 >= law[b, 1, Q_MAX] and a2 > 0.0) or (q2 <= law[b, 1, Q_MIN] and a2 < 0.0)):
+            return False
+    qdd[b, 0] = a1
+    qdd[b, 1] = a2
+    return True
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def manipulator_accelerations(xc, tau, fext, jt, mem, law, work, use_cf, crba, has_fext,
+                              has_friction, has_limits, qdd):
+    """Joint accelerations qdd (B, n) of the plant at the state xc = [q | qd] under input torque tau.
 
     Effective torque: clip(tau, +-tau_max) - friction(qd) - damping qd - stiffness (q - q_rest);
     then forward dynamics by the closed-form 2R, the ABA, or CRBA + Cholesky (crba).
@@ -366,114 +630,123 @@ def manipulator_accelerations(q, qd, tau, fext, m, law, scr, crba, has_fext, qdd
       coulomb_viscous and model): stiction. Beyond it the joint breaks away, with the static level
       opposing the motion that starts.
     The sets are settled by repetition (each joint changes at most once per call).
+
+    Each member's result is remembered in `work` with the state, torque and wrench it came from;
+    a call with the very same numbers (the derivative after the output at one solver stage) copies
+    it instead of recomputing (a deterministic function of those numbers: the same bits).
     """
-    jt, xt, inertia, arm, tool, grav, cf, use_cf, ws = m
-    (tau_max, Fv, Fcp, Fcn, Fsp, Fsn, vs, delta, eps, has_friction,
-     damping, stiffness, q_rest, q_min, q_max, has_limits) = law
-    q1, qd1, te, zero1, out1, f1, no_fext, M, L, bias, rhs, sol, free, stuck = scr
-    B, n = q.shape
+    B = xc.shape[0]
+    n = jt.shape[0]
+    memo = _layout(n, B)[6]
+    stride = 4 * n + 7
+    nf = 6 if has_fext else 0
     for b in range(B):
-        k = _member(inertia, b)
-        _copy_row(q, b, q1)
-        _copy_row(qd, b, qd1)
-        need_crba = crba
-        for i in range(n):
-            t = tau[b, i]
-            lim = tau_max[b, i]
-            if t > lim:
-                t = lim
-            elif t < -lim:
-                t = -lim
-            w = qd[b, i]
-            stuck[i] = False
-            if has_friction:
-                t -= _joint_friction(w, Fv[b, i], Fcp[b, i], Fcn[b, i], Fsp[b, i], Fsn[b, i],
-                                     vs[b, i], delta[b, i], eps[b, i])
-                if w == 0.0 and eps[b, i] == 0.0 and (Fsp[b, i] > 0.0 or Fsn[b, i] > 0.0):
-                    stuck[i] = True
-                    need_crba = True
-            free[i] = not stuck[i]
-            te[0, i] = t - damping[b, i] * w - stiffness[b, i] * (q[b, i] - q_rest[b, i])
-        fx = no_fext
-        if has_fext:
-            for j in range(6):
-                f1[0, j] = fext[b, j]
-            fx = f1
-        if not need_crba:
-            if use_cf and not has_fext:
-                p2r.aba_into(cf[k], q1, qd1, te, out1)
-            else:
-                rbk.aba_into(jt, xt, inertia[k], arm[k], tool, q1, qd1, te, grav[k], fx, out1, ws)
+        base = memo + b * stride
+        hit = work[base] == 1.0
+        if hit:
+            for i in range(2 * n):
+                if not _same(work[base + 1 + i], xc[b, i]):
+                    hit = False
+                    break
+        if hit:
             for i in range(n):
-                sol[i] = out1[0, i]
-        have_m = False
-        for _ in range(2 * n + 1):
-            if need_crba:
-                if not have_m:
-                    if use_cf and not has_fext:
-                        p2r.mass_matrix_into(cf[k], q1, M)
-                    else:
-                        rbk.mass_matrix_into(jt, xt, inertia[k], arm[k], q1, M, ws)
-                    _inverse_dynamics_1(m, k, q1, qd1, zero1, fx, bias)
-                    for i in range(n):
-                        rhs[i] = te[0, i] - bias[0, i]
-                    have_m = True
-                _solve_free(M[0], rhs, free, L, sol)
-            need_crba = False
+                if not _same(work[base + 1 + 2 * n + i], tau[b, i]):
+                    hit = False
+                    break
+        if hit:
+            for j in range(nf):
+                if not _same(work[base + 1 + 3 * n + j], fext[b, j]):
+                    hit = False
+                    break
+        if hit:
             for i in range(n):
-                if stuck[i]:
-                    hold = -rhs[i]
-                    for j in range(n):
-                        if free[j]:
-                            hold += M[0, i, j] * sol[j]
-                    level = Fsn[b, i] if hold > 0.0 else Fsp[b, i]
-                    if abs(hold) > level:
-                        # breakaway: the motion starts opposite to the holding torque
-                        stuck[i] = False
-                        free[i] = True
-                        rhs[i] += level if hold > 0.0 else -level
-                        need_crba = True
-            if has_limits:
-                for i in range(n):
-                    if free[i] and qd[b, i] == 0.0 and (
-                            (q[b, i] >= q_max[b, i] and sol[i] > 0.0)
-                            or (q[b, i] <= q_min[b, i] and sol[i] < 0.0)):
-                        free[i] = False
-                        need_crba = True
-            if not need_crba:
-                break
+                qdd[b, i] = work[base + 7 + 3 * n + i]
+            continue
+        done = False
+        if use_cf and not crba and not has_fext:
+            done = _accelerations_closed_form(b, xc, tau, mem, law, has_friction, has_limits, qdd)
+        if not done:
+            _accelerations_general(b, xc, tau, fext, jt, mem, law, work, crba, has_fext,
+                                   has_friction, has_limits, use_cf, qdd)
+        for i in range(2 * n):
+            work[base + 1 + i] = xc[b, i]
         for i in range(n):
-            qdd[b, i] = sol[i]
-
-
-@njit(cache=True, inline="always")
-def manipulator_output(t, xc, xd, u, y, p):
-    m, law, scr, crba, has_fext, pose_scratch, qdd, exact_friction = p
-    n = y[0].shape[1]
-    for b in range(xc.shape[0]):
+            work[base + 1 + 2 * n + i] = tau[b, i]
+        for j in range(nf):
+            work[base + 1 + 3 * n + j] = fext[b, j]
         for i in range(n):
-            y[0][b, i] = xc[b, i]
-            y[1][b, i] = xc[b, n + i]
-    manipulator_accelerations(y[0], y[1], u[0], u[1], m, law, scr, crba, has_fext, y[2])
-    for b in range(xc.shape[0]):
-        _tool_pose(m[0], m[1], m[4], y[0], b, pose_scratch, y[3], 0)
+            work[base + 7 + 3 * n + i] = qdd[b, i]
+        work[base] = 1.0
 
 
-@njit(cache=True, inline="always")
-def manipulator_derivative(t, xc, xd, u, dxc, p):
-    m, law, scr, crba, has_fext, pose_scratch, qdd, exact_friction = p
-    n = xc.shape[1] // 2
-    q = xc[:, :n]
-    qd = xc[:, n:]
-    manipulator_accelerations(q, qd, u[0], u[1], m, law, scr, crba, has_fext, qdd)
-    for b in range(xc.shape[0]):
-        for i in range(n):
-            dxc[b, i] = qd[b, i]
-            dxc[b, n + i] = qdd[b, i]
+@njit(cache=True, error_model="numpy", inline="always")
+def manipulator_pose(xc, jt, mem, work, pose):
+    """pose (B, 12) = tool pose at q = xc[:, :n]; remembered per member with its q in `work`, so
+    the second output call of an evaluation (the late one, for qdd) copies it."""
+    B = xc.shape[0]
+    n = jt.shape[0]
+    lay = _layout(n, B)
+    stride = n + 13
+    for b in range(B):
+        base = lay[7] + b * stride
+        hit = work[base] == 1.0
+        if hit:
+            for i in range(n):
+                if not _same(work[base + 1 + i], xc[b, i]):
+                    hit = False
+                    break
+        if not hit:
+            T = work[lay[4]:lay[4] + 36].reshape((3, 12))
+            _tool_pose(jt, mem, _member(mem, b), xc, b, T, work[base + 1 + n:base + 13 + n])
+            for i in range(n):
+                work[base + 1 + i] = xc[b, i]
+            work[base] = 1.0
+        for j in range(12):
+            pose[b, j] = work[base + 1 + n + j]
 
 
 @njit(cache=True, error_model="numpy")
-def manipulator_crossings(xc, q_min, q_max, has_limits, exact_friction, g):
+def manipulator_outputs(xc, tau, fext, q, qd, qdd, pose, jt, mem, law, work, use_cf, crba,
+                        has_fext, has_friction, has_limits):
+    """The Manipulator's outputs q, qd, qdd, pose (B, n / n / n / 12) at the state xc."""
+    n = jt.shape[0]
+    for b in range(xc.shape[0]):
+        for i in range(n):
+            q[b, i] = xc[b, i]
+            qd[b, i] = xc[b, n + i]
+    manipulator_accelerations(xc, tau, fext, jt, mem, law, work, use_cf, crba, has_fext,
+                              has_friction, has_limits, qdd)
+    manipulator_pose(xc, jt, mem, work, pose)
+
+
+@njit(cache=True, error_model="numpy")
+def manipulator_rates(xc, tau, fext, dxc, jt, mem, law, work, use_cf, crba, has_fext,
+                      has_friction, has_limits):
+    """dxc = [qd | qdd] at the state xc."""
+    n = jt.shape[0]
+    manipulator_accelerations(xc, tau, fext, jt, mem, law, work, use_cf, crba, has_fext,
+                              has_friction, has_limits, dxc[:, n:])
+    for b in range(xc.shape[0]):
+        for i in range(n):
+            dxc[b, i] = xc[b, n + i]
+
+
+# The compiled-mode adapters only unpack the tuples into the kernels' flat arguments (the Python
+# methods call the kernels directly: a tuple costs as much as an array to pass from Python).
+
+@njit(cache=True, error_model="numpy", inline="always")
+def manipulator_output(t, xc, xd, u, y, p):
+    manipulator_outputs(xc, u[0], u[1], y[0], y[1], y[2], y[3], p[0], p[1], p[2], p[3], p[4], p[5],
+                        p[6], p[7], p[8])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def manipulator_derivative(t, xc, xd, u, dxc, p):
+    manipulator_rates(xc, u[0], u[1], dxc, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8])
+
+
+@njit(cache=True, error_model="numpy")
+def manipulator_crossings(xc, law, has_limits, exact_friction, g):
     """g = [q - q_max, q_min - q] per joint (rising; -1 for an infinite limit) when limits are set,
     then [qd] per joint (either direction) when the friction sign is exact."""
     B = xc.shape[0]
@@ -482,18 +755,17 @@ def manipulator_crossings(xc, q_min, q_max, has_limits, exact_friction, g):
         j = 0
         if has_limits:
             for i in range(n):
-                g[b, i] = xc[b, i] - q_max[b, i] if math.isfinite(q_max[b, i]) else -1.0
-                g[b, n + i] = q_min[b, i] - xc[b, i] if math.isfinite(q_min[b, i]) else -1.0
+                g[b, i] = xc[b, i] - law[b, i, Q_MAX] if math.isfinite(law[b, i, Q_MAX]) else -1.0
+                g[b, n + i] = law[b, i, Q_MIN] - xc[b, i] if math.isfinite(law[b, i, Q_MIN]) else -1.0
             j = 2 * n
         if exact_friction:
             for i in range(n):
                 g[b, j + i] = xc[b, n + i]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def manipulator_zero_crossings(t, xc, xd, u, g, p):
-    law = p[1]
-    manipulator_crossings(xc, law[13], law[14], law[15], p[7], g)
+    manipulator_crossings(xc, p[2], p[8], p[9], g)
 
 
 @register
@@ -576,17 +848,21 @@ class Manipulator(RobotBlock):
         p, n, B = self.p, self.n, self.batch
         self._q0 = self.rows("q0")
         self._qd0 = self.rows("qd0")
-        law, exact = friction_rows(self, self.model)
+        law, has_friction, exact = friction_law(self, self.model)
         self._q_min = self.rows("q_min")
         self._q_max = self.rows("q_max")
         self._restitution = self.rows("restitution")
         has_limits = bool(np.any(np.isfinite(self._q_min)) or np.any(np.isfinite(self._q_max)))
-        self._law = (self.rows("tau_max"), *law, self.rows("damping"), self.rows("stiffness"),
-                     self.rows("q_rest"), self._q_min, self._q_max, has_limits)
-        self._scratch = robot_scratch(n)
+        for col, key in ((TAU_MAX, "tau_max"), (DAMPING, "damping"), (STIFFNESS, "stiffness"),
+                         (Q_REST, "q_rest")):
+            law[:, :, col] = self.rows(key)
+        law[:, :, Q_MIN] = self._q_min
+        law[:, :, Q_MAX] = self._q_max
+        self._law = law
         self._has_fext = "f_ext" in self.connected
-        self._p = (self._model, self._law, self._scratch, p.method == "crba", self._has_fext,
-                   np.zeros((3, 12)), np.zeros((B, n)), exact)
+        self._p = (self._jt, self._mem, law, robot_work(n, B), self._use_cf, p.method == "crba",
+                   self._has_fext, has_friction, has_limits, exact)
+        self._args = self._p[:9]
         self.n_xc = 2 * n
         self._has_limits = has_limits
         self._exact_friction = exact
@@ -604,13 +880,13 @@ class Manipulator(RobotBlock):
         xc[:, n:] = self._qd0
 
     def output(self, t, xc, xd, u, y):
-        manipulator_output(t, xc, xd, u, y, self._p)
+        manipulator_outputs(xc, u[0], u[1], y[0], y[1], y[2], y[3], *self._args)
 
     def derivative(self, t, xc, xd, u, dxc):
-        manipulator_derivative(t, xc, xd, u, dxc, self._p)
+        manipulator_rates(xc, u[0], u[1], dxc, *self._args)
 
     def zero_crossings(self, t, xc, xd, u, g):
-        manipulator_zero_crossings(t, xc, xd, u, g, self._p)
+        manipulator_crossings(xc, self._law, self._p[8], self._p[9], g)
 
     def on_event(self, t, xc, xd, u, mask):
         """A stop reached: q onto the limit, qd reversed and scaled by the restitution (or 0).
@@ -635,9 +911,10 @@ class Manipulator(RobotBlock):
                        params=self._p)
 
 
-def friction_rows(block: RobotBlock, model: RobotModel):
-    """The friction law of a block as kernel rows (Fv, Fcp, Fcn, Fsp, Fsn, vs, delta, eps (B, n),
-    has_friction) and whether its sign is exact with a nonzero Coulomb level (needs zero crossings)."""
+def friction_law(block: RobotBlock, model: RobotModel):
+    """The block's per-joint law array (B, n, N_LAW) with the friction columns of its `friction`
+    law filled (the others neutral: no torque limit, damping, spring or stops), whether it has
+    friction, and whether its sign is exact with a nonzero Coulomb level (needs zero crossings)."""
     p, n, B = block.p, block.n, block.batch
     kind = p.friction
     zeros = np.zeros((B, n))
@@ -649,9 +926,9 @@ def friction_rows(block: RobotBlock, model: RobotModel):
     if kind == "none":
         Fv = Fcp = Fcn = zeros
     elif kind == "model":
-        Fv = np.ascontiguousarray(np.broadcast_to(model.viscous, (B, n)))
-        Fcp = np.ascontiguousarray(np.broadcast_to(model.coulomb_pos, (B, n)))
-        Fcn = np.ascontiguousarray(np.broadcast_to(-model.coulomb_neg, (B, n)))
+        Fv = np.broadcast_to(model.viscous, (B, n))
+        Fcp = np.broadcast_to(model.coulomb_pos, (B, n))
+        Fcn = np.broadcast_to(-model.coulomb_neg, (B, n))
     else:
         Fv, Fcp = block.rows("Fv"), block.rows("Fc")
         Fcn = Fcp
@@ -659,68 +936,94 @@ def friction_rows(block: RobotBlock, model: RobotModel):
     Fsn = Fs if kind == "stribeck" else Fcn
     has = kind != "none"
     exact = has and bool(np.any((eps == 0) & ((Fcp != 0) | (Fcn != 0) | (Fs != 0))))
-    law = (Fv, Fcp, Fcn, Fs, Fsn, vs, delta, eps, has)
-    return tuple(np.ascontiguousarray(a, dtype=float) if isinstance(a, np.ndarray) else a
-                 for a in law), exact
+    law = neutral_law(B, n)
+    for col, value in ((FV, Fv), (FCP, Fcp), (FCN, Fcn), (FSP, Fs), (FSN, Fsn), (VS, vs),
+                       (DELTA, delta), (EPS, eps)):
+        law[:, :, col] = value
+    return law, has, exact
 
 
-def robot_scratch(n: int):
-    """Per-call scratch of the dynamics kernels (one member at a time): q1, qd1, te, zero1, out1
-    (1, n); f1 (1, 6); no_fext (0, 6); M (1, n, n); L (n, n); bias (1, n); rhs, sol (n,); free,
-    stuck (n,) bool."""
-    return (np.zeros((1, n)), np.zeros((1, n)), np.zeros((1, n)), np.zeros((1, n)), np.zeros((1, n)),
-            np.zeros((1, 6)), np.zeros((0, 6)), np.zeros((1, n, n)), np.zeros((n, n)),
-            np.zeros((1, n)), np.zeros(n), np.zeros(n), np.ones(n, dtype=np.bool_),
-            np.zeros(n, dtype=np.bool_))
+def neutral_law(B: int, n: int) -> np.ndarray:
+    """A law array (B, n, N_LAW) without friction, torque limit, damping, spring, stops or gains."""
+    law = np.zeros((B, n, N_LAW))
+    law[:, :, TAU_MAX] = np.inf
+    law[:, :, VS] = 1.0
+    law[:, :, DELTA] = 2.0
+    law[:, :, Q_MIN] = -np.inf
+    law[:, :, Q_MAX] = np.inf
+    return law
 
 
 # ============================================================================ inverse dynamics family
 
 @njit(cache=True, error_model="numpy")
-def inverse_dynamics_rows(q, qd, qdd, m, law, scr, tau):
-    """tau (B, n) = M(q) qdd + c(q, qd) + G(q) (+ friction(qd) when the law has friction)."""
-    (Fv, Fcp, Fcn, Fsp, Fsn, vs, delta, eps, has_friction) = law
-    q1, qd1, qdd1, zero1, out1, f1, no_fext = scr[:7]
-    B, n = q.shape
-    for b in range(B):
-        k = _member(m[2], b)
-        _copy_row(q, b, q1)
-        _copy_row(qd, b, qd1)
-        _copy_row(qdd, b, qdd1)
-        _inverse_dynamics_1(m, k, q1, qd1, qdd1, no_fext, out1)
-        for i in range(n):
-            t = out1[0, i]
-            if has_friction:
-                t += _joint_friction(qd[b, i], Fv[b, i], Fcp[b, i], Fcn[b, i], Fsp[b, i], Fsn[b, i],
-                                     vs[b, i], delta[b, i], eps[b, i])
-            tau[b, i] = t
-
-
-@njit(cache=True, inline="always")
-def inverse_dynamics_output(t, xc, xd, u, y, p):
-    m, law, scr = p
-    inverse_dynamics_rows(u[0], u[1], u[2], m, law, scr, y[0])
-
-
-@njit(cache=True, inline="always")
-def gravity_compensation_output(t, xc, xd, u, y, p):
-    m, law, scr, zeros = p
-    inverse_dynamics_rows(u[0], zeros, zeros, m, law, scr, y[0])
+def _rnea_general(b, q, qd, qdd, jt, mem, work, tau):
+    """tau[b] = M(q) qdd + c(q, qd) + G(q) of member b by the RNEA (any n)."""
+    n = jt.shape[0]
+    q1, qd1, qdd1, out1 = _row(work, n, 0), _row(work, n, 1), _row(work, n, 2), _row(work, n, 4)
+    for i in range(n):
+        q1[0, i] = q[b, i]
+        qd1[0, i] = qd[b, i]
+        qdd1[0, i] = qdd[b, i]
+    f1 = _layout(n, q.shape[0])[1]
+    _inverse_dynamics_1(jt, mem, _member(mem, b), False, q1, qd1, qdd1,
+                        work[f1:f1].reshape((0, 6)), out1, _ws(work, n))
+    for i in range(n):
+        tau[b, i] = out1[0, i]
 
 
 @njit(cache=True, error_model="numpy")
-def computed_torque_rows(q_d, qd_d, qdd_d, q, qd, Kp, Kd, v, m, law, scr, tau):
-    """tau = rnea(q, qd, v), v = qdd_d + Kd (qd_d - qd) + Kp (q_d - q)  (v: (B, n) scratch)."""
-    for b in range(q.shape[0]):
-        for i in range(q.shape[1]):
-            v[b, i] = qdd_d[b, i] + Kd[b, i] * (qd_d[b, i] - qd[b, i]) + Kp[b, i] * (q_d[b, i] - q[b, i])
-    inverse_dynamics_rows(q, qd, v, m, law, scr, tau)
+def inverse_dynamics_rows(q, qd, qdd, jt, mem, law, work, use_cf, has_friction, tau):
+    """tau (B, n) = M(q) qdd + c(q, qd) + G(q) (+ friction(qd) when the law has friction)."""
+    B, n = q.shape
+    for b in range(B):
+        if use_cf:
+            t1, t2 = _cf_rnea(_cf(mem, _member(mem, b), 2), q[b, 0], q[b, 1], qd[b, 0], qd[b, 1],
+                              qdd[b, 0], qdd[b, 1])
+            tau[b, 0] = t1
+            tau[b, 1] = t2
+        else:
+            _rnea_general(b, q, qd, qdd, jt, mem, work, tau)
+        if has_friction:
+            for i in range(n):
+                tau[b, i] = tau[b, i] + _law_friction(law, b, i, qd[b, i])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
+def inverse_dynamics_output(t, xc, xd, u, y, p):
+    inverse_dynamics_rows(u[0], u[1], u[2], p[0], p[1], p[2], p[3], p[4], p[5], y[0])
+
+
+@njit(cache=True, error_model="numpy")
+def gravity_compensation_rows(q, jt, mem, law, work, use_cf, has_friction, tau):
+    """tau = G(q) = rnea(q, 0, 0)."""
+    B, n = q.shape
+    lay = _layout(n, B)
+    zeros = work[lay[5]:lay[5] + B * n].reshape((B, n))     # never written in this block's work
+    inverse_dynamics_rows(q, zeros, zeros, jt, mem, law, work, use_cf, has_friction, tau)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def gravity_compensation_output(t, xc, xd, u, y, p):
+    gravity_compensation_rows(u[0], p[0], p[1], p[2], p[3], p[4], p[5], y[0])
+
+
+@njit(cache=True, error_model="numpy")
+def computed_torque_rows(q_d, qd_d, qdd_d, q, qd, jt, mem, law, work, use_cf, has_friction, tau):
+    """tau = rnea(q, qd, v), v = qdd_d + Kd (qd_d - qd) + Kp (q_d - q) (v kept in `work`)."""
+    B, n = q.shape
+    lay = _layout(n, B)
+    v = work[lay[5]:lay[5] + B * n].reshape((B, n))
+    for b in range(B):
+        for i in range(n):
+            v[b, i] = (qdd_d[b, i] + law[b, i, GAIN_D] * (qd_d[b, i] - qd[b, i])
+                       + law[b, i, GAIN_P] * (q_d[b, i] - q[b, i]))
+    inverse_dynamics_rows(q, qd, v, jt, mem, law, work, use_cf, has_friction, tau)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def computed_torque_output(t, xc, xd, u, y, p):
-    m, law, scr, Kp, Kd, v = p
-    computed_torque_rows(u[0], u[1], u[2], u[3], u[4], Kp, Kd, v, m, law, scr, y[0])
+    computed_torque_rows(u[0], u[1], u[2], u[3], u[4], p[0], p[1], p[2], p[3], p[4], p[5], y[0])
 
 
 class _JointInputs(RobotBlock):
@@ -734,10 +1037,8 @@ class _JointInputs(RobotBlock):
             self.joint_width(port, w)
         return {o: self.n for o in self.output_names()}
 
-    def _no_friction(self):
-        B, n = self.batch, self.n
-        z = np.zeros((B, n))
-        return (z, z, z, z, z, np.ones((B, n)), np.full((B, n), 2.0), z, False)
+    def kernel_params(self, law, has_friction):
+        return (self._jt, self._mem, law, robot_work(self.n, self.batch), self._use_cf, has_friction)
 
 
 @register
@@ -762,11 +1063,14 @@ class InverseDynamics(_JointInputs):
     outputs = ("tau",)
 
     def configure(self, in_widths, out_widths):
-        law = friction_rows(self, self.model)[0] if self.p.include_friction else self._no_friction()
-        self._p = (self._model, law, robot_scratch(self.n))
+        if self.p.include_friction:
+            law, has_friction, _ = friction_law(self, self.model)
+        else:
+            law, has_friction = neutral_law(self.batch, self.n), False
+        self._p = self.kernel_params(law, has_friction)
 
     def output(self, t, xc, xd, u, y):
-        inverse_dynamics_output(t, xc, xd, u, y, self._p)
+        inverse_dynamics_rows(u[0], u[1], u[2], *self._p, y[0])
 
     def kernels(self):
         return Kernels(output=inverse_dynamics_output, params=self._p)
@@ -782,11 +1086,10 @@ class GravityCompensation(_JointInputs):
     outputs = ("tau",)
 
     def configure(self, in_widths, out_widths):
-        self._p = (self._model, self._no_friction(), robot_scratch(self.n),
-                   np.zeros((self.batch, self.n)))
+        self._p = self.kernel_params(neutral_law(self.batch, self.n), False)
 
     def output(self, t, xc, xd, u, y):
-        gravity_compensation_output(t, xc, xd, u, y, self._p)
+        gravity_compensation_rows(u[0], *self._p, y[0])
 
     def kernels(self):
         return Kernels(output=gravity_compensation_output, params=self._p)
@@ -810,11 +1113,13 @@ class ComputedTorque(_JointInputs):
     outputs = ("tau",)
 
     def configure(self, in_widths, out_widths):
-        self._p = (self._model, self._no_friction(), robot_scratch(self.n), self.rows("Kp"),
-                   self.rows("Kd"), np.zeros((self.batch, self.n)))
+        law = neutral_law(self.batch, self.n)
+        law[:, :, GAIN_P] = self.rows("Kp")
+        law[:, :, GAIN_D] = self.rows("Kd")
+        self._p = self.kernel_params(law, False)
 
     def output(self, t, xc, xd, u, y):
-        computed_torque_output(t, xc, xd, u, y, self._p)
+        computed_torque_rows(u[0], u[1], u[2], u[3], u[4], *self._p, y[0])
 
     def kernels(self):
         return Kernels(output=computed_torque_output, params=self._p)
@@ -822,18 +1127,23 @@ class ComputedTorque(_JointInputs):
 
 # ============================================================================ kinematics and energy
 
-@njit(cache=True, inline="always")
-def forward_kinematics_output(t, xc, xd, u, y, p):
-    m, T, pose = p
-    q = u[0]
-    for b in range(q.shape[0]):
-        _tool_pose(m[0], m[1], m[4], q, b, T, pose, 0)
+@njit(cache=True, error_model="numpy")
+def forward_kinematics_rows(q, jt, mem, work, position, rotation, pose):
+    B, n = q.shape
+    T0 = _layout(n, B)[4]
+    T = work[T0:T0 + 36].reshape((3, 12))
+    for b in range(B):
+        row = pose[b]
+        _tool_pose(jt, mem, _member(mem, b), q, b, T, row)
         for j in range(3):
-            y[0][b, j] = pose[b, j]
+            position[b, j] = row[j]
         for j in range(9):
-            y[1][b, j] = pose[b, 3 + j]
-        for j in range(12):
-            y[2][b, j] = pose[b, j]
+            rotation[b, j] = row[3 + j]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def forward_kinematics_output(t, xc, xd, u, y, p):
+    forward_kinematics_rows(u[0], p[0], p[1], p[2], y[0], y[1], y[2])
 
 
 @register
@@ -851,27 +1161,31 @@ class ForwardKinematics(RobotBlock):
         return {"position": 3, "rotation": 9, "pose": 12}
 
     def configure(self, in_widths, out_widths):
-        self._p = (self._model, np.zeros((3, 12)), np.zeros((self.batch, 12)))
+        self._p = (self._jt, self._mem, robot_work(self.n, self.batch))
 
     def output(self, t, xc, xd, u, y):
-        forward_kinematics_output(t, xc, xd, u, y, self._p)
+        forward_kinematics_rows(u[0], *self._p, *y)
 
     def kernels(self):
         return Kernels(output=forward_kinematics_output, params=self._p)
 
 
 @njit(cache=True, error_model="numpy")
-def jacobian_rows(jt, xt, tool, q, poses, J):
+def jacobian_rows(jt, mem, q, work, J):
     """J (B, 6 n) = the 6 x n geometric Jacobian of the tool origin, rows [v; w], row-major.
 
-    Column i: revolute [z_i x (p_tool - o_i); z_i], prismatic [z_i; 0]; poses (n + 2, 12) scratch."""
+    Column i: revolute [z_i x (p_tool - o_i); z_i], prismatic [z_i; 0]; poses (n + 2, 12) in work."""
     B, n = q.shape
+    T0 = _layout(n, B)[4]
+    poses = work[T0:T0 + 12 * (n + 2)].reshape((n + 2, 12))
     for b in range(B):
+        k = _member(mem, b)
+        xt = _xt(mem, k, n)
         rbk._set_identity(poses[n + 1])
         for i in range(n):
             rbk._joint_transform(jt[i], xt[i], q[b, i], poses[n])
             rbk._compose(poses[i - 1] if i > 0 else poses[n + 1], poses[n], poses[i])
-        rbk._compose(poses[n - 1], tool, poses[n])
+        rbk._compose(poses[n - 1], _tool(mem, k, n), poses[n])
         Tt = poses[n]
         for i in range(n):
             T = poses[i]
@@ -897,10 +1211,9 @@ def jacobian_rows(jt, xt, tool, q, poses, J):
                 J[b, 5 * n + i] = 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def jacobian_output(t, xc, xd, u, y, p):
-    m, poses = p
-    jacobian_rows(m[0], m[1], m[4], u[0], poses, y[0])
+    jacobian_rows(p[0], p[1], u[0], p[2], y[0])
 
 
 @register
@@ -918,28 +1231,33 @@ class Jacobian(RobotBlock):
         return {"J": 6 * self.n}
 
     def configure(self, in_widths, out_widths):
-        self._p = (self._model, np.zeros((self.n + 2, 12)))
+        self._p = (self._jt, self._mem, robot_work(self.n, self.batch))
 
     def output(self, t, xc, xd, u, y):
-        jacobian_output(t, xc, xd, u, y, self._p)
+        jacobian_rows(self._p[0], self._p[1], u[0], self._p[2], y[0])
 
     def kernels(self):
         return Kernels(output=jacobian_output, params=self._p)
 
 
 @njit(cache=True, error_model="numpy")
-def energy_rows(q, qd, m, M, poses, q1, kinetic, potential, total):
+def energy_rows(q, qd, jt, mem, work, kinetic, potential, total):
     """kinetic = qd^T M(q) qd / 2, potential = -sum_i gravity . (m_i p_i + R_i h_i) (J; zero with
     every centre of mass at the base origin), total = their sum. Body i's pose is (R_i, p_i) and its
-    inertia row holds m_i, h_i = m_i c_i (body frame). Scratch: M (1, n, n), poses (n + 1, 12),
-    q1 (1, n)."""
-    jt, xt, inertia, arm, tool, grav, cf, use_cf, ws = m
+    inertia row holds m_i, h_i = m_i c_i (body frame). Scratch in work: M (1, n, n), poses
+    (n + 1, 12), q1 (1, n)."""
     B, n = q.shape
+    lay = _layout(n, B)
+    M = work[lay[2]:lay[2] + n * n].reshape((1, n, n))
+    poses = work[lay[4]:lay[4] + 12 * (n + 1)].reshape((n + 1, 12))
+    q1 = _row(work, n, 0)
+    ws = _ws(work, n)
     for b in range(B):
-        k = _member(inertia, b)
+        k = _member(mem, b)
+        xt, inertia, grav = _xt(mem, k, n), _inertia(mem, k, n), _grav(mem, k, n)
         for i in range(n):
             q1[0, i] = q[b, i]
-        rbk.mass_matrix_into(jt, xt, inertia[k], arm[k], q1, M, ws)
+        rbk.mass_matrix_into(jt, xt, inertia, _arm(mem, k, n), q1, M, ws)
         T = 0.0
         for i in range(n):
             for j in range(n):
@@ -954,19 +1272,18 @@ def energy_rows(q, qd, m, M, poses, q1, kinetic, potential, total):
             else:
                 rbk._compose(poses[i - 1], poses[n], poses[i])
             P = poses[i]
-            I = inertia[k, i]
+            I = inertia[i]
             for r in range(3):
                 mc = I[0] * P[9 + r] + P[3 * r] * I[1] + P[3 * r + 1] * I[2] + P[3 * r + 2] * I[3]
-                V -= grav[k, r] * mc
+                V -= grav[r] * mc
         kinetic[b, 0] = T
         potential[b, 0] = V
         total[b, 0] = T + V
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def energy_output(t, xc, xd, u, y, p):
-    m, M, poses, q1 = p
-    energy_rows(u[0], u[1], m, M, poses, q1, y[0], y[1], y[2])
+    energy_rows(u[0], u[1], p[0], p[1], p[2], y[0], y[1], y[2])
 
 
 @register
@@ -987,11 +1304,10 @@ class Energy(RobotBlock):
         return {"kinetic": 1, "potential": 1, "total": 1}
 
     def configure(self, in_widths, out_widths):
-        n = self.n
-        self._p = (self._model, np.zeros((1, n, n)), np.zeros((n + 1, 12)), np.zeros((1, n)))
+        self._p = (self._jt, self._mem, robot_work(self.n, self.batch))
 
     def output(self, t, xc, xd, u, y):
-        energy_output(t, xc, xd, u, y, self._p)
+        energy_rows(u[0], u[1], *self._p, *y)
 
     def kernels(self):
         return Kernels(output=energy_output, params=self._p)

@@ -38,7 +38,12 @@ class Trajectory(Block):
         return {o: self._width for o in self.outputs}
 
     output_kernel = None
-    """The module-level compiled output(t, xc, xd, u, y, p) of the generator (see Kernels)."""
+    """The module-level compiled output(t, xc, xd, u, y, p) of the generator (see Kernels): an
+    adapter that calls `kernel(t, *p, *y)`."""
+
+    kernel = None
+    """The generator's kernel(t, *params, q, qd, qdd), which the Python method calls directly (from
+    Python, passing a tuple costs as much as an array)."""
 
     def configure(self, in_widths, out_widths):
         self._params = self.kernel_params()
@@ -48,7 +53,7 @@ class Trajectory(Block):
         raise NotImplementedError
 
     def output(self, t, xc, xd, u, y):
-        self.output_kernel(t, xc, xd, u, y, self._params)
+        self.kernel(t, *self._params, *y)
 
     def kernels(self):
         return Kernels(output=self.output_kernel, params=self._params)
@@ -56,6 +61,11 @@ class Trajectory(Block):
     def row(self, key):
         """An array parameter as (B, width) for the kernels (a scalar repeated over the joints)."""
         return np.ascontiguousarray(self.param_as_row(key, self._width))
+
+    def packed(self, *keys) -> np.ndarray:
+        """Array parameters as one (B, width, len(keys)) array: a kernel call then passes (and, from
+        Python, unboxes) one array instead of one per parameter."""
+        return np.ascontiguousarray(np.stack([self.row(k) for k in keys], axis=-1), dtype=float)
 
     def positive(self, *keys):
         for key in keys:
@@ -71,23 +81,24 @@ def times_within(values, t0: float, t1: float) -> list[float]:
 
 # ---- periodic references ------------------------------------------------------------------------
 
-@njit(cache=True)
-def cosine_ramp_kernel(t, amplitude, period, offset, q, qd, qdd):
-    """q = offset + A (1 - cos(w t)), qd = A w sin(w t), qdd = A w^2 cos(w t), w = 2 pi / period."""
+@njit(cache=True, error_model="numpy")
+def cosine_ramp_kernel(t, P, q, qd, qdd):
+    """q = offset + A (1 - cos(w t)), qd = A w sin(w t), qdd = A w^2 cos(w t), w = 2 pi / period;
+    P (B, n, 3): amplitude, period, offset."""
     for b in range(q.shape[0]):
         for i in range(q.shape[1]):
-            w = 2.0 * math.pi / period[b, i]
-            a = amplitude[b, i]
+            w = 2.0 * math.pi / P[b, i, 1]
+            a = P[b, i, 0]
             c = math.cos(w * t)
             s = math.sin(w * t)
-            q[b, i] = offset[b, i] + a * (1.0 - c)
+            q[b, i] = P[b, i, 2] + a * (1.0 - c)
             qd[b, i] = a * w * s
             qdd[b, i] = a * w * w * c
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def cosine_ramp_output(t, xc, xd, u, y, p):
-    cosine_ramp_kernel(t, p[0], p[1], p[2], y[0], y[1], y[2])
+    cosine_ramp_kernel(t, p[0], y[0], y[1], y[2])
 
 
 @register
@@ -105,31 +116,33 @@ class CosineRamp(Trajectory):
               "offset": Param(0.0, "rad", "q0 added to the ramp (the value at t = 0)")}
     width_params = ("amplitude", "period", "offset")
     output_kernel = staticmethod(cosine_ramp_output)
+    kernel = staticmethod(cosine_ramp_kernel)
 
     def check(self):
         self.positive("period")
 
     def kernel_params(self):
-        return tuple(self.row(k) for k in self.width_params)
+        return (self.packed(*self.width_params),)
 
 
-@njit(cache=True)
-def sine_trajectory_kernel(t, amplitude, frequency, phase, offset, q, qd, qdd):
-    """q = offset + A sin(w t + phase), qd = A w cos(.), qdd = -A w^2 sin(.), w = 2 pi frequency."""
+@njit(cache=True, error_model="numpy")
+def sine_trajectory_kernel(t, P, q, qd, qdd):
+    """q = offset + A sin(w t + phase), qd = A w cos(.), qdd = -A w^2 sin(.), w = 2 pi frequency;
+    P (B, n, 4): amplitude, frequency, phase, offset."""
     for b in range(q.shape[0]):
         for i in range(q.shape[1]):
-            w = 2.0 * math.pi * frequency[b, i]
-            a = amplitude[b, i]
-            arg = w * t + phase[b, i]
+            w = 2.0 * math.pi * P[b, i, 1]
+            a = P[b, i, 0]
+            arg = w * t + P[b, i, 2]
             s = math.sin(arg)
-            q[b, i] = offset[b, i] + a * s
+            q[b, i] = P[b, i, 3] + a * s
             qd[b, i] = a * w * math.cos(arg)
             qdd[b, i] = -a * w * w * s
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def sine_trajectory_output(t, xc, xd, u, y, p):
-    sine_trajectory_kernel(t, p[0], p[1], p[2], p[3], y[0], y[1], y[2])
+    sine_trajectory_kernel(t, p[0], y[0], y[1], y[2])
 
 
 @register
@@ -145,13 +158,14 @@ class SineTrajectory(Trajectory):
               "offset": Param(0.0, "rad", "mean value q0")}
     width_params = ("amplitude", "frequency", "phase", "offset")
     output_kernel = staticmethod(sine_trajectory_output)
+    kernel = staticmethod(sine_trajectory_kernel)
 
     def check(self):
         if np.any(self.p.frequency < 0):
             raise ParameterError("frequency must be >= 0", block=self.name)
 
     def kernel_params(self):
-        return tuple(self.row(k) for k in self.width_params)
+        return (self.packed(*self.width_params),)
 
 
 # ---- point to point -------------------------------------------------------------------------------
@@ -159,27 +173,32 @@ class SineTrajectory(Trajectory):
 CUBIC, QUINTIC = 0, 1
 
 
-@njit(cache=True)
-def point_to_point_kernel(t, q0, qf, t0, t_end, shape, q, qd, qdd):
+@njit(cache=True, error_model="numpy")
+def point_to_point_kernel(t, P, shape, q, qd, qdd):
     """Rest-to-rest motion q = q0 + (qf - q0) s(x), x = (t - t0) / (t_end - t0) in [0, 1), held at
     q0 before t0 and at qf from t_end on. shape 0: cubic s = 3 x^2 - 2 x^3 (zero end velocities);
     1: quintic (minimum jerk) s = 10 x^3 - 15 x^4 + 6 x^5 (zero end velocities and accelerations).
     The segment is chosen by comparing t with t0 and t_end themselves, the very numbers reported
-    as breakpoints, so a solver stage on a breakpoint sees the segment that starts there."""
+    as breakpoints, so a solver stage on a breakpoint sees the segment that starts there.
+    P (B, n, 4): q0, qf, t0, t_end."""
     for b in range(q.shape[0]):
         for i in range(q.shape[1]):
-            if t < t0[b, i]:
-                q[b, i] = q0[b, i]
+            q0 = P[b, i, 0]
+            qf = P[b, i, 1]
+            t0 = P[b, i, 2]
+            t_end = P[b, i, 3]
+            if t < t0:
+                q[b, i] = q0
                 qd[b, i] = 0.0
                 qdd[b, i] = 0.0
-            elif t >= t_end[b, i]:
-                q[b, i] = qf[b, i]
+            elif t >= t_end:
+                q[b, i] = qf
                 qd[b, i] = 0.0
                 qdd[b, i] = 0.0
             else:
-                T = t_end[b, i] - t0[b, i]
-                d = qf[b, i] - q0[b, i]
-                x = (t - t0[b, i]) / T
+                T = t_end - t0
+                d = qf - q0
+                x = (t - t0) / T
                 if shape == 0:
                     s = x * x * (3.0 - 2.0 * x)
                     sd = 6.0 * x * (1.0 - x)
@@ -188,14 +207,14 @@ def point_to_point_kernel(t, q0, qf, t0, t_end, shape, q, qd, qdd):
                     s = x * x * x * (10.0 + x * (-15.0 + 6.0 * x))
                     sd = 30.0 * x * x * (1.0 - x) * (1.0 - x)
                     sdd = x * (60.0 + x * (-180.0 + 120.0 * x))
-                q[b, i] = q0[b, i] + d * s
+                q[b, i] = q0 + d * s
                 qd[b, i] = d * sd / T
                 qdd[b, i] = d * sdd / (T * T)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def point_to_point_output(t, xc, xd, u, y, p):
-    point_to_point_kernel(t, p[0], p[1], p[2], p[3], p[4], y[0], y[1], y[2])
+    point_to_point_kernel(t, p[0], p[1], y[0], y[1], y[2])
 
 
 class PointToPoint(Trajectory):
@@ -203,11 +222,13 @@ class PointToPoint(Trajectory):
 
     shape = QUINTIC
     output_kernel = staticmethod(point_to_point_output)
+    kernel = staticmethod(point_to_point_kernel)
 
     def kernel_params(self):
         self._t0 = self.row("t0")
         self._t_end = np.ascontiguousarray(self.end_row())
-        return (self.row("q0"), self.row("qf"), self._t0, self._t_end, self.shape)
+        packed = np.stack([self.row("q0"), self.row("qf"), self._t0, self._t_end], axis=-1)
+        return (np.ascontiguousarray(packed, dtype=float), self.shape)
 
     def end_row(self) -> np.ndarray:
         """The end time of the motion per joint, (B, width) s."""
@@ -268,37 +289,43 @@ class MinimumJerk(PointToPoint):
 
 # ---- trapezoidal velocity ------------------------------------------------------------------------
 
-@njit(cache=True)
-def trapezoidal_kernel(t, q0, dq, t_start, t_cruise, t_brake, t_end, v_path, a_path, q, qd, qdd):
+@njit(cache=True, error_model="numpy")
+def trapezoidal_kernel(t, line, path, q, qd, qdd):
     """q = q0 + dq s(t) along the straight joint-space line, where the path coordinate s goes from
     0 to 1 with a trapezoidal speed: acceleration a_path from t_start to t_cruise, cruise at v_path
-    until t_brake, deceleration until t_end (t_cruise = t_brake: triangular). Per member: the four
-    switching times (B,) s, v_path (B,) 1/s, a_path (B,) 1/s^2; q0, dq (B, n). Segments are chosen
-    by comparing t with the switching times themselves (the breakpoints)."""
+    until t_brake, deceleration until t_end (t_cruise = t_brake: triangular). Per member, path
+    (B, 6): the four switching times t_start, t_cruise, t_brake, t_end (s), v_path (1/s), a_path
+    (1/s^2); line (B, n, 2): q0, dq. Segments are chosen by comparing t with the switching times
+    themselves (the breakpoints)."""
     for b in range(q.shape[0]):
-        a = a_path[b]
-        if t < t_start[b]:
+        t_start = path[b, 0]
+        t_cruise = path[b, 1]
+        t_brake = path[b, 2]
+        t_end = path[b, 3]
+        v_path = path[b, 4]
+        a = path[b, 5]
+        if t < t_start:
             s, sd, sdd = 0.0, 0.0, 0.0
-        elif t >= t_end[b]:
+        elif t >= t_end:
             s, sd, sdd = 1.0, 0.0, 0.0
-        elif t < t_cruise[b]:
-            tau = t - t_start[b]
+        elif t < t_cruise:
+            tau = t - t_start
             s, sd, sdd = 0.5 * a * tau * tau, a * tau, a
-        elif t < t_brake[b]:
-            ta = t_cruise[b] - t_start[b]
-            s, sd, sdd = 0.5 * a * ta * ta + v_path[b] * (t - t_cruise[b]), v_path[b], 0.0
+        elif t < t_brake:
+            ta = t_cruise - t_start
+            s, sd, sdd = 0.5 * a * ta * ta + v_path * (t - t_cruise), v_path, 0.0
         else:
-            r = t_end[b] - t
+            r = t_end - t
             s, sd, sdd = 1.0 - 0.5 * a * r * r, a * r, -a
         for i in range(q.shape[1]):
-            q[b, i] = q0[b, i] + dq[b, i] * s
-            qd[b, i] = dq[b, i] * sd
-            qdd[b, i] = dq[b, i] * sdd
+            q[b, i] = line[b, i, 0] + line[b, i, 1] * s
+            qd[b, i] = line[b, i, 1] * sd
+            qdd[b, i] = line[b, i, 1] * sdd
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def trapezoidal_output(t, xc, xd, u, y, p):
-    trapezoidal_kernel(t, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], y[0], y[1], y[2])
+    trapezoidal_kernel(t, p[0], p[1], y[0], y[1], y[2])
 
 
 @register
@@ -325,6 +352,7 @@ class Trapezoidal(Trajectory):
               "t0": Param(0.0, "s", "start time (scalar)")}
     width_params = ("q0", "qf")
     output_kernel = staticmethod(trapezoidal_output)
+    kernel = staticmethod(trapezoidal_kernel)
 
     def check(self):
         p = self.p
@@ -382,8 +410,9 @@ class Trapezoidal(Trajectory):
         t0 = np.broadcast_to(self.p.t0, (self.batch,)).astype(float)
         self._duration = duration
         self._switches = [t0, t0 + t_acc, t0 + duration - t_acc, t0 + duration]
-        return (self._q0, self._dq, *(np.ascontiguousarray(x, dtype=float) for x in self._switches),
-                np.ascontiguousarray(vs, dtype=float), np.ascontiguousarray(as_, dtype=float))
+        line = np.stack([self._q0, self._dq], axis=-1)
+        path = np.stack([*self._switches, vs, as_], axis=-1)
+        return (np.ascontiguousarray(line, dtype=float), np.ascontiguousarray(path, dtype=float))
 
     @property
     def motion_time(self) -> np.ndarray:
@@ -396,19 +425,19 @@ class Trapezoidal(Trajectory):
 
 # ---- splines through via points ------------------------------------------------------------------
 
-@njit(cache=True)
-def spline_kernel(t, times, coefs, first, last, q, qd, qdd):
+@njit(cache=True, error_model="numpy")
+def spline_kernel(t, times, coefs, ends, q, qd, qdd):
     """Piecewise cubic through via points, held (at rest) outside [times[0], times[-1]].
 
     times (B, m) s; coefs (B, 4, m - 1, n), highest power first in (t - times[k]) as SciPy's
-    CubicSpline; first, last (B, n) the end points.
+    CubicSpline; ends (B, 2, n) the first and last points.
     """
     m = times.shape[1]
     for b in range(q.shape[0]):
         if t <= times[b, 0] or t >= times[b, m - 1]:
-            ends = first if t <= times[b, 0] else last
+            e = 0 if t <= times[b, 0] else 1
             for i in range(q.shape[1]):
-                q[b, i] = ends[b, i]
+                q[b, i] = ends[b, e, i]
                 qd[b, i] = 0.0
                 qdd[b, i] = 0.0
             continue
@@ -421,9 +450,9 @@ def spline_kernel(t, times, coefs, first, last, q, qd, qdd):
             qdd[b, i] = 6.0 * c0 * dt + 2.0 * c1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def spline_output(t, xc, xd, u, y, p):
-    spline_kernel(t, p[0], p[1], p[2], p[3], y[0], y[1], y[2])
+    spline_kernel(t, p[0], p[1], p[2], y[0], y[1], y[2])
 
 
 @register
@@ -441,6 +470,7 @@ class ViaPoints(Trajectory):
     params = {"times": Param(units="s", doc="via-point times, strictly increasing (m >= 2)"),
               "points": Param(units="rad", doc="positions: m rows (one per time) x n joints")}
     output_kernel = staticmethod(spline_output)
+    kernel = staticmethod(spline_kernel)
 
     def setup(self):
         times = self.p.times
@@ -464,8 +494,8 @@ class ViaPoints(Trajectory):
         for b in range(self.batch):
             coefs[b] = CubicSpline(times[b], points[b], bc_type="clamped", axis=0).c
         self._times = np.ascontiguousarray(times)
-        return (self._times, coefs, np.ascontiguousarray(points[:, 0, :]),
-                np.ascontiguousarray(points[:, -1, :]))
+        ends = np.stack([points[:, 0, :], points[:, -1, :]], axis=1)
+        return (self._times, coefs, np.ascontiguousarray(ends, dtype=float))
 
     def breakpoints(self, t0, t1):
         return times_within(self._times, t0, t1)
@@ -473,23 +503,25 @@ class ViaPoints(Trajectory):
 
 # ---- identification excitation -------------------------------------------------------------------
 
-@njit(cache=True)
-def fourier_kernel(t, wf, a, b, q0, q, qd, qdd):
+@njit(cache=True, error_model="numpy")
+def fourier_kernel(t, rows, ab, q, qd, qdd):
     """Finite Fourier series per joint i (Swevers et al.), w_l = wf l:
         q   = q0 + sum_l a_il / w_l sin(w_l t) - b_il / w_l cos(w_l t)
         qd  = sum_l a_il cos(w_l t) + b_il sin(w_l t)
         qdd = sum_l w_l (b_il cos(w_l t) - a_il sin(w_l t))
-    wf (B,) rad/s; a, b (B, n, L) rad/s; q0 (B, n) rad."""
+    rows (B, n + 1): q0 (rad) per joint, then wf (rad/s); ab (B, n, L, 2) rad/s: a, b."""
+    n = q.shape[1]
     for m in range(q.shape[0]):
-        for i in range(q.shape[1]):
-            pos = q0[m, i]
+        wf = rows[m, n]
+        for i in range(n):
+            pos = rows[m, i]
             vel = 0.0
             acc = 0.0
-            for k in range(a.shape[2]):
-                w = wf[m] * (k + 1)
+            for k in range(ab.shape[2]):
+                w = wf * (k + 1)
                 s = math.sin(w * t)
                 c = math.cos(w * t)
-                ak, bk = a[m, i, k], b[m, i, k]
+                ak, bk = ab[m, i, k, 0], ab[m, i, k, 1]
                 pos += (ak * s - bk * c) / w
                 vel += ak * c + bk * s
                 acc += w * (bk * c - ak * s)
@@ -498,9 +530,9 @@ def fourier_kernel(t, wf, a, b, q0, q, qd, qdd):
             qdd[m, i] = acc
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy", inline="always")
 def fourier_output(t, xc, xd, u, y, p):
-    fourier_kernel(t, p[0], p[1], p[2], p[3], y[0], y[1], y[2])
+    fourier_kernel(t, p[0], p[1], y[0], y[1], y[2])
 
 
 @register
@@ -523,6 +555,7 @@ class FourierSeries(Trajectory):
               "b": Param(units="rad/s", doc="cosine coefficients b_il: n joints x L harmonics"),
               "q0": Param(0.0, "rad", "offset (mean position) per joint")}
     output_kernel = staticmethod(fourier_output)
+    kernel = staticmethod(fourier_kernel)
 
     def setup(self):
         a, b = self.p.a, self.p.b
@@ -546,5 +579,6 @@ class FourierSeries(Trajectory):
                                  block=self.name)
 
     def kernel_params(self):
-        return (np.ascontiguousarray(2.0 * np.pi * self.p.frequency), self._a, self._b,
-                self.row("q0"))
+        rows = np.concatenate([self.row("q0"), (2.0 * np.pi * self.p.frequency)[:, None]], axis=1)
+        return (np.ascontiguousarray(rows, dtype=float),
+                np.ascontiguousarray(np.stack([self._a, self._b], axis=-1), dtype=float))
