@@ -252,6 +252,22 @@ def test_compiled_equals_interpreted(tmp_path, diagram, solver):
         assert {e.block for e in a.events} >= {"fr", "kp", "inv", "invab"}
 
 
+def test_compiled_batch_sweeps_motor_and_friction_parameters_like_interpreted(tmp_path):
+    """A batch of two members (same structure and array types: the cached module is reused)."""
+    path = tmp_path / "d.yaml"
+    path.write_text(dedent(ELECTRIC))
+    batch = {"motor.R": [0.8, 1.6], "lugre.sigma0": [1000.0, 500.0], "dc.Kt": [[0.1, 0.2], [0.3, 0.1]],
+             "pi.v_max": [2.0, 1.5], "noise.mean": [0.01, -0.02]}
+    runs = {mode: blocksim.simulate(blocksim.load(path, set={"simulation.mode": mode,
+                                                             "simulation.stop_time": 0.05}),
+                                    batch=batch) for mode in ("interpreted", "compiled")}
+    a, b = runs["interpreted"], runs["compiled"]
+    assert b.stats.get("mode") == "compiled"
+    assert_same(a, b, 1e-12)
+    for name in ("motor.iq", "lugre.tau", "dc.tau", "noise.out"):
+        assert not np.array_equal(a[name][0], a[name][1]), name
+
+
 def test_w2_two_link_foc_runs_compiled_and_equals_interpreted():
     d = {mode: blocksim.load(EXAMPLES / "two_link_foc.yaml",
                              set={"simulation.mode": mode, "simulation.stop_time": 0.05})
