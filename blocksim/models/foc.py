@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
+
+from .arrays import as_batch, per_joint
 from numpy.typing import ArrayLike
 
 __all__ = [
@@ -21,21 +23,6 @@ __all__ = [
 ]
 
 _SQRT3 = math.sqrt(3.0)
-
-
-def _per_joint(value, n: int) -> np.ndarray:
-    """A parameter broadcast to a contiguous float64 array of shape (n,), as the kernels take it."""
-    return np.array(np.broadcast_to(np.asarray(value, dtype=np.float64), (n,)), order="C")
-
-
-def _as_batch(*signals):
-    """Signals broadcast together to contiguous (B, n) float64 arrays, and the shape to give results back in."""
-    arrays = np.broadcast_arrays(*[np.asarray(s, dtype=np.float64) for s in signals])
-    shape = arrays[0].shape
-    if len(shape) > 2:
-        raise ValueError(f"signals must have shape (B, n), (n,) or be scalars; got {shape}")
-    two_d = [np.array(a.reshape((1,) * (2 - a.ndim) + a.shape), order="C") for a in arrays]
-    return two_d, shape
 
 
 # ---------------------------------------------------------------- transforms
@@ -270,7 +257,7 @@ def inverter_voltage_limit(vdc) -> np.ndarray:
 
 def clarke(a, b, c):
     """(alpha, beta, zero) of phase quantities a, b, c (shapes (B, n), (n,) or scalars)."""
-    (a2, b2, c2), shape = _as_batch(a, b, c)
+    (a2, b2, c2), shape = as_batch(a, b, c)
     outs = [np.empty_like(a2) for _ in range(3)]
     clarke_into(a2, b2, c2, *outs)
     return tuple(o.reshape(shape) for o in outs)
@@ -278,7 +265,7 @@ def clarke(a, b, c):
 
 def inverse_clarke(alpha, beta, zero=0.0):
     """Phase quantities (a, b, c) of (alpha, beta, zero)."""
-    (al, be, z), shape = _as_batch(alpha, beta, zero)
+    (al, be, z), shape = as_batch(alpha, beta, zero)
     outs = [np.empty_like(al) for _ in range(3)]
     inverse_clarke_into(al, be, z, *outs)
     return tuple(o.reshape(shape) for o in outs)
@@ -286,7 +273,7 @@ def inverse_clarke(alpha, beta, zero=0.0):
 
 def park(alpha, beta, theta_e):
     """(d, q) of (alpha, beta) in the frame at electrical angle theta_e (rad)."""
-    (al, be, th), shape = _as_batch(alpha, beta, theta_e)
+    (al, be, th), shape = as_batch(alpha, beta, theta_e)
     d = np.empty_like(al)
     q = np.empty_like(al)
     park_into(al, be, th, d, q)
@@ -295,7 +282,7 @@ def park(alpha, beta, theta_e):
 
 def inverse_park(d, q, theta_e):
     """(alpha, beta) of (d, q) at electrical angle theta_e (rad)."""
-    (dd, qq, th), shape = _as_batch(d, q, theta_e)
+    (dd, qq, th), shape = as_batch(d, q, theta_e)
     al = np.empty_like(dd)
     be = np.empty_like(dd)
     inverse_park_into(dd, qq, th, al, be)
@@ -304,18 +291,18 @@ def inverse_park(d, q, theta_e):
 
 def limit_voltage(v1, v2, vdc):
     """A voltage vector (V, dq or alpha-beta) scaled onto the inverter circle |v| <= Vdc / sqrt(3)."""
-    (x, y), shape = _as_batch(v1, v2)
+    (x, y), shape = as_batch(v1, v2)
     xo = np.empty_like(x)
     yo = np.empty_like(x)
-    voltage_circle_limit_into(x, y, _per_joint(inverter_voltage_limit(vdc), x.shape[1]), xo, yo)
+    voltage_circle_limit_into(x, y, per_joint(inverter_voltage_limit(vdc), x.shape[1]), xo, yo)
     return xo.reshape(shape), yo.reshape(shape)
 
 
 def svpwm_duties(v_alpha, v_beta, vdc):
     """Duty cycles (da, db, dc) in [0, 1] of centred SVPWM for a commanded voltage (V) and DC link vdc (V)."""
-    (al, be), shape = _as_batch(v_alpha, v_beta)
+    (al, be), shape = as_batch(v_alpha, v_beta)
     outs = [np.empty_like(al) for _ in range(3)]
-    svpwm_into(al, be, _per_joint(vdc, al.shape[1]), *outs)
+    svpwm_into(al, be, per_joint(vdc, al.shape[1]), *outs)
     return tuple(o.reshape(shape) for o in outs)
 
 
@@ -331,21 +318,21 @@ def average_phase_voltages(da, db, dc, vdc):
 
 def pi_current_step(i_ref, i, z, Kp, Ki, v_max, Ts, v_ff=0.0):
     """One sample of the single-axis current PI (see pi_current_step_into); returns (v, z_next)."""
-    (r, m, zz, ff), shape = _as_batch(i_ref, i, z, v_ff)
+    (r, m, zz, ff), shape = as_batch(i_ref, i, z, v_ff)
     n = r.shape[1]
     v = np.empty_like(r)
     zn = np.empty_like(r)
-    pi_current_step_into(r, m, zz, ff, _per_joint(Kp, n), _per_joint(Ki, n),
-                         _per_joint(v_max, n), float(Ts), v, zn)
+    pi_current_step_into(r, m, zz, ff, per_joint(Kp, n), per_joint(Ki, n),
+                         per_joint(v_max, n), float(Ts), v, zn)
     return v.reshape(shape), zn.reshape(shape)
 
 
 def dq_current_pi_step(id_ref, iq_ref, i_d, i_q, omega_e, z_d, z_q, gains: CurrentPIGains,
                        v_max, Ts, Ld=0.0, Lq=0.0, psi=0.0, decouple=False):
     """One sample of the dq current controller (see dq_current_pi_step_into); returns (vd, vq, zd, zq)."""
-    sig, shape = _as_batch(id_ref, iq_ref, i_d, i_q, omega_e, z_d, z_q)
+    sig, shape = as_batch(id_ref, iq_ref, i_d, i_q, omega_e, z_d, z_q)
     n = sig[0].shape[1]
     outs = [np.empty_like(sig[0]) for _ in range(4)]
-    pars = [_per_joint(x, n) for x in (gains.Kp_d, gains.Ki_d, gains.Kp_q, gains.Ki_q, Ld, Lq, psi, v_max)]
+    pars = [per_joint(x, n) for x in (gains.Kp_d, gains.Ki_d, gains.Kp_q, gains.Ki_q, Ld, Lq, psi, v_max)]
     dq_current_pi_step_into(*sig, *pars, bool(decouple), float(Ts), *outs)
     return tuple(o.reshape(shape) for o in outs)

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
+
+from .arrays import as_batch, frozen_array, per_joint
 from numpy.typing import ArrayLike
 
 __all__ = [
@@ -22,36 +24,6 @@ __all__ = [
 
 
 # ---------------------------------------------------------------- helpers shared by the numpy functions
-
-def _per_joint(value, n: int) -> np.ndarray:
-    """A parameter broadcast to a contiguous float64 array of shape (n,), as the kernels take it."""
-    return np.array(np.broadcast_to(np.asarray(value, dtype=np.float64), (n,)), order="C")
-
-
-def _as_batch(*signals):
-    """Signals broadcast together to contiguous (B, n) float64 arrays, and the shape to give results back in."""
-    arrays = np.broadcast_arrays(*[np.asarray(s, dtype=np.float64) for s in signals])
-    shape = arrays[0].shape
-    if len(shape) > 2:
-        raise ValueError(f"signals must have shape (B, n), (n,) or be scalars; got {shape}")
-    two_d = [np.array(a.reshape((1,) * (2 - a.ndim) + a.shape), order="C") for a in arrays]
-    return two_d, shape
-
-
-def _frozen_array(value, name: str, *, positive: bool = False, nonnegative: bool = False) -> np.ndarray:
-    """A dataclass field as a read-only float64 array (scalar or (n,)), checked for sign."""
-    arr = np.array(value, dtype=np.float64)
-    if arr.ndim > 1:
-        raise ValueError(f"{name} must be a scalar or a per-joint vector of shape (n,); got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite; got {value!r}")
-    if positive and np.any(arr <= 0.0):
-        raise ValueError(f"{name} must be > 0; got {value!r}")
-    if nonnegative and np.any(arr < 0.0):
-        raise ValueError(f"{name} must be >= 0; got {value!r}")
-    arr.setflags(write=False)
-    return arr
-
 
 # ---------------------------------------------------------------- scalar laws (inlined into the kernels)
 
@@ -215,12 +187,12 @@ class StribeckFriction:
     smoothing: ArrayLike = 0.0
 
     def __post_init__(self):
-        object.__setattr__(self, "Fc", _frozen_array(self.Fc, "Fc", nonnegative=True))
-        object.__setattr__(self, "Fs", self.Fc if self.Fs is None else _frozen_array(self.Fs, "Fs", nonnegative=True))
-        object.__setattr__(self, "vs", _frozen_array(self.vs, "vs", positive=True))
-        object.__setattr__(self, "Fv", _frozen_array(self.Fv, "Fv", nonnegative=True))
-        object.__setattr__(self, "delta", _frozen_array(self.delta, "delta", positive=True))
-        object.__setattr__(self, "smoothing", _frozen_array(self.smoothing, "smoothing", nonnegative=True))
+        object.__setattr__(self, "Fc", frozen_array(self.Fc, "Fc", nonnegative=True))
+        object.__setattr__(self, "Fs", self.Fc if self.Fs is None else frozen_array(self.Fs, "Fs", nonnegative=True))
+        object.__setattr__(self, "vs", frozen_array(self.vs, "vs", positive=True))
+        object.__setattr__(self, "Fv", frozen_array(self.Fv, "Fv", nonnegative=True))
+        object.__setattr__(self, "delta", frozen_array(self.delta, "delta", positive=True))
+        object.__setattr__(self, "smoothing", frozen_array(self.smoothing, "smoothing", nonnegative=True))
 
     @classmethod
     def viscous(cls, Fv) -> "StribeckFriction":
@@ -234,11 +206,11 @@ class StribeckFriction:
 
     def kernel_args(self, n: int):
         """(Fc, Fs, vs, delta, Fv, smoothing) as (n,) arrays, in stribeck_into's order."""
-        return tuple(_per_joint(v, n) for v in (self.Fc, self.Fs, self.vs, self.delta, self.Fv, self.smoothing))
+        return tuple(per_joint(v, n) for v in (self.Fc, self.Fs, self.vs, self.delta, self.Fv, self.smoothing))
 
     def torque(self, qd) -> np.ndarray:
         """Friction torque, N m, for joint speeds qd (rad/s) of shape (B, n), (n,) or scalar."""
-        (v,), shape = _as_batch(qd)
+        (v,), shape = as_batch(qd)
         out = np.empty_like(v)
         stribeck_into(v, *self.kernel_args(v.shape[1]), out)
         return out.reshape(shape)
@@ -265,30 +237,30 @@ class KarnoppFriction:
     dv: ArrayLike = 1e-4
 
     def __post_init__(self):
-        object.__setattr__(self, "Fc", _frozen_array(self.Fc, "Fc", nonnegative=True))
-        object.__setattr__(self, "Fs", self.Fc if self.Fs is None else _frozen_array(self.Fs, "Fs", nonnegative=True))
-        object.__setattr__(self, "vs", _frozen_array(self.vs, "vs", positive=True))
-        object.__setattr__(self, "Fv", _frozen_array(self.Fv, "Fv", nonnegative=True))
-        object.__setattr__(self, "delta", _frozen_array(self.delta, "delta", positive=True))
-        object.__setattr__(self, "dv", _frozen_array(self.dv, "dv", positive=True))
+        object.__setattr__(self, "Fc", frozen_array(self.Fc, "Fc", nonnegative=True))
+        object.__setattr__(self, "Fs", self.Fc if self.Fs is None else frozen_array(self.Fs, "Fs", nonnegative=True))
+        object.__setattr__(self, "vs", frozen_array(self.vs, "vs", positive=True))
+        object.__setattr__(self, "Fv", frozen_array(self.Fv, "Fv", nonnegative=True))
+        object.__setattr__(self, "delta", frozen_array(self.delta, "delta", positive=True))
+        object.__setattr__(self, "dv", frozen_array(self.dv, "dv", positive=True))
 
     def kernel_args(self, n: int):
         """(Fc, Fs, vs, delta, Fv, dv) as (n,) arrays, in karnopp_into's order."""
-        return tuple(_per_joint(v, n) for v in (self.Fc, self.Fs, self.vs, self.delta, self.Fv, self.dv))
+        return tuple(per_joint(v, n) for v in (self.Fc, self.Fs, self.vs, self.delta, self.Fv, self.dv))
 
     def torque(self, qd, tau_applied) -> np.ndarray:
         """Friction torque, N m, for joint speeds qd (rad/s) and applied torques (N m), same shapes."""
-        (v, t), shape = _as_batch(qd, tau_applied)
+        (v, t), shape = as_batch(qd, tau_applied)
         out = np.empty_like(v)
         karnopp_into(v, t, *self.kernel_args(v.shape[1]), out)
         return out.reshape(shape)
 
     def zero_crossings(self, qd, tau_applied) -> np.ndarray:
         """Switching functions, shape (B, 2n): |qd| - dv, then |tau_applied| - Fs."""
-        (v, t), _ = _as_batch(qd, tau_applied)
+        (v, t), _ = as_batch(qd, tau_applied)
         n = v.shape[1]
         out = np.empty((v.shape[0], 2 * n))
-        karnopp_zero_crossings_into(v, t, _per_joint(self.Fs, n), _per_joint(self.dv, n), out)
+        karnopp_zero_crossings_into(v, t, per_joint(self.Fs, n), per_joint(self.dv, n), out)
         return out
 
 
@@ -316,33 +288,33 @@ class LuGreFriction:
     delta: ArrayLike = 2.0
 
     def __post_init__(self):
-        object.__setattr__(self, "sigma0", _frozen_array(self.sigma0, "sigma0", positive=True))
-        object.__setattr__(self, "sigma1", _frozen_array(self.sigma1, "sigma1", nonnegative=True))
-        object.__setattr__(self, "sigma2", _frozen_array(self.sigma2, "sigma2", nonnegative=True))
-        object.__setattr__(self, "Fc", _frozen_array(self.Fc, "Fc", positive=True))
-        object.__setattr__(self, "Fs", self.Fc if self.Fs is None else _frozen_array(self.Fs, "Fs", positive=True))
-        object.__setattr__(self, "vs", _frozen_array(self.vs, "vs", positive=True))
-        object.__setattr__(self, "delta", _frozen_array(self.delta, "delta", positive=True))
+        object.__setattr__(self, "sigma0", frozen_array(self.sigma0, "sigma0", positive=True))
+        object.__setattr__(self, "sigma1", frozen_array(self.sigma1, "sigma1", nonnegative=True))
+        object.__setattr__(self, "sigma2", frozen_array(self.sigma2, "sigma2", nonnegative=True))
+        object.__setattr__(self, "Fc", frozen_array(self.Fc, "Fc", positive=True))
+        object.__setattr__(self, "Fs", self.Fc if self.Fs is None else frozen_array(self.Fs, "Fs", positive=True))
+        object.__setattr__(self, "vs", frozen_array(self.vs, "vs", positive=True))
+        object.__setattr__(self, "delta", frozen_array(self.delta, "delta", positive=True))
 
     def level_args(self, n: int):
         """(Fc, Fs, vs, delta) as (n,) arrays: the Stribeck level g(v) arguments of the LuGre kernels."""
-        return tuple(_per_joint(v, n) for v in (self.Fc, self.Fs, self.vs, self.delta))
+        return tuple(per_joint(v, n) for v in (self.Fc, self.Fs, self.vs, self.delta))
 
     def state_derivative(self, qd, z) -> np.ndarray:
         """dz/dt, rad/s, for joint speeds qd (rad/s) and bristle deflections z (rad), same shapes."""
-        (v, zz), shape = _as_batch(qd, z)
+        (v, zz), shape = as_batch(qd, z)
         out = np.empty_like(v)
         n = v.shape[1]
-        lugre_state_derivative_into(v, zz, _per_joint(self.sigma0, n), *self.level_args(n), out)
+        lugre_state_derivative_into(v, zz, per_joint(self.sigma0, n), *self.level_args(n), out)
         return out.reshape(shape)
 
     def torque(self, qd, z) -> np.ndarray:
         """Friction torque F = sigma0 z + sigma1 dz/dt + sigma2 qd, N m."""
-        (v, zz), shape = _as_batch(qd, z)
+        (v, zz), shape = as_batch(qd, z)
         out = np.empty_like(v)
         n = v.shape[1]
-        lugre_torque_into(v, zz, _per_joint(self.sigma0, n), _per_joint(self.sigma1, n),
-                          _per_joint(self.sigma2, n), *self.level_args(n), out)
+        lugre_torque_into(v, zz, per_joint(self.sigma0, n), per_joint(self.sigma1, n),
+                          per_joint(self.sigma2, n), *self.level_args(n), out)
         return out.reshape(shape)
 
     def steady_state_bristle(self, qd) -> np.ndarray:
@@ -396,7 +368,7 @@ def lugre_steady_state_bristle(qd, model: LuGreFriction) -> np.ndarray:
 
 def dissipated_power(tau_f, qd) -> np.ndarray:
     """Power taken out of the joints by friction torque tau_f (N m) at speed qd (rad/s), W, elementwise."""
-    (t, v), shape = _as_batch(tau_f, qd)
+    (t, v), shape = as_batch(tau_f, qd)
     out = np.empty_like(v)
     dissipated_power_into(t, v, out)
     return out.reshape(shape)

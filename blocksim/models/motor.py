@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
+
+from .arrays import as_batch, frozen_array, per_joint
 from numpy.typing import ArrayLike
 
 __all__ = [
@@ -17,36 +19,6 @@ __all__ = [
     "dc_current_derivative_into", "dc_joint_torque_into",
     "electrical_angle", "electrical_speed",
 ]
-
-
-def _per_joint(value, n: int) -> np.ndarray:
-    """A parameter broadcast to a contiguous float64 array of shape (n,), as the kernels take it."""
-    return np.array(np.broadcast_to(np.asarray(value, dtype=np.float64), (n,)), order="C")
-
-
-def _as_batch(*signals):
-    """Signals broadcast together to contiguous (B, n) float64 arrays, and the shape to give results back in."""
-    arrays = np.broadcast_arrays(*[np.asarray(s, dtype=np.float64) for s in signals])
-    shape = arrays[0].shape
-    if len(shape) > 2:
-        raise ValueError(f"signals must have shape (B, n), (n,) or be scalars; got {shape}")
-    two_d = [np.array(a.reshape((1,) * (2 - a.ndim) + a.shape), order="C") for a in arrays]
-    return two_d, shape
-
-
-def _frozen_array(value, name: str, *, positive: bool = False, nonnegative: bool = False) -> np.ndarray:
-    """A dataclass field as a read-only float64 array (scalar or (n,)), checked for sign."""
-    arr = np.array(value, dtype=np.float64)
-    if arr.ndim > 1:
-        raise ValueError(f"{name} must be a scalar or a per-joint vector of shape (n,); got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite; got {value!r}")
-    if positive and np.any(arr <= 0.0):
-        raise ValueError(f"{name} must be > 0; got {value!r}")
-    if nonnegative and np.any(arr < 0.0):
-        raise ValueError(f"{name} must be >= 0; got {value!r}")
-    arr.setflags(write=False)
-    return arr
 
 
 # ---------------------------------------------------------------- kernels: (B, n) signals, (n,) parameters
@@ -130,8 +102,8 @@ class PMSM:
 
     def __post_init__(self):
         for name in ("R", "Ld", "Lq", "psi", "p", "N"):
-            object.__setattr__(self, name, _frozen_array(getattr(self, name), name, positive=True))
-        object.__setattr__(self, "Jm", _frozen_array(self.Jm, "Jm", nonnegative=True))
+            object.__setattr__(self, name, frozen_array(getattr(self, name), name, positive=True))
+        object.__setattr__(self, "Jm", frozen_array(self.Jm, "Jm", nonnegative=True))
 
     @classmethod
     def from_torque_constant(cls, Kt, R, Ld, Lq=None, p=1.0, Jm=0.0, N=1.0) -> "PMSM":
@@ -152,11 +124,11 @@ class PMSM:
 
     def kernel_args(self, n: int):
         """(R, Ld, Lq, psi, p, N) as (n,) arrays, in pmsm_current_derivative_into's order."""
-        return tuple(_per_joint(v, n) for v in (self.R, self.Ld, self.Lq, self.psi, self.p, self.N))
+        return tuple(per_joint(v, n) for v in (self.R, self.Ld, self.Lq, self.psi, self.p, self.N))
 
     def current_derivative(self, i_d, i_q, v_d, v_q, qd):
         """(di_d/dt, di_q/dt), A/s, for currents (A), voltages (V) and joint speeds (rad/s) of one shape."""
-        (a, b, c, d, w), shape = _as_batch(i_d, i_q, v_d, v_q, qd)
+        (a, b, c, d, w), shape = as_batch(i_d, i_q, v_d, v_q, qd)
         did = np.empty_like(a)
         diq = np.empty_like(a)
         pmsm_current_derivative_into(a, b, c, d, w, *self.kernel_args(a.shape[1]), did, diq)
@@ -164,11 +136,11 @@ class PMSM:
 
     def joint_torque(self, i_d, i_q) -> np.ndarray:
         """N Te, N m, for dq currents (A)."""
-        (a, b), shape = _as_batch(i_d, i_q)
+        (a, b), shape = as_batch(i_d, i_q)
         n = a.shape[1]
         out = np.empty_like(a)
-        pmsm_joint_torque_into(a, b, _per_joint(self.psi, n), _per_joint(self.p, n), _per_joint(self.Ld, n),
-                               _per_joint(self.Lq, n), _per_joint(self.N, n), out)
+        pmsm_joint_torque_into(a, b, per_joint(self.psi, n), per_joint(self.p, n), per_joint(self.Ld, n),
+                               per_joint(self.Lq, n), per_joint(self.N, n), out)
         return out.reshape(shape)
 
     def electrical_power(self, i_d, i_q, v_d, v_q) -> np.ndarray:
@@ -221,9 +193,9 @@ class DCMotor:
 
     def __post_init__(self):
         for name in ("R", "L", "Kt", "N"):
-            object.__setattr__(self, name, _frozen_array(getattr(self, name), name, positive=True))
-        object.__setattr__(self, "Ke", self.Kt if self.Ke is None else _frozen_array(self.Ke, "Ke", positive=True))
-        object.__setattr__(self, "Jm", _frozen_array(self.Jm, "Jm", nonnegative=True))
+            object.__setattr__(self, name, frozen_array(getattr(self, name), name, positive=True))
+        object.__setattr__(self, "Ke", self.Kt if self.Ke is None else frozen_array(self.Ke, "Ke", positive=True))
+        object.__setattr__(self, "Jm", frozen_array(self.Jm, "Jm", nonnegative=True))
 
     @property
     def reflected_inertia(self) -> np.ndarray:
@@ -232,21 +204,21 @@ class DCMotor:
 
     def kernel_args(self, n: int):
         """(R, L, Ke, N) as (n,) arrays, in dc_current_derivative_into's order."""
-        return tuple(_per_joint(v, n) for v in (self.R, self.L, self.Ke, self.N))
+        return tuple(per_joint(v, n) for v in (self.R, self.L, self.Ke, self.N))
 
     def current_derivative(self, i, v, qd) -> np.ndarray:
         """di/dt, A/s, for current (A), voltage (V) and joint speed (rad/s) of one shape."""
-        (a, b, c), shape = _as_batch(i, v, qd)
+        (a, b, c), shape = as_batch(i, v, qd)
         out = np.empty_like(a)
         dc_current_derivative_into(a, b, c, *self.kernel_args(a.shape[1]), out)
         return out.reshape(shape)
 
     def joint_torque(self, i) -> np.ndarray:
         """N Kt i, N m."""
-        (a,), shape = _as_batch(i)
+        (a,), shape = as_batch(i)
         n = a.shape[1]
         out = np.empty_like(a)
-        dc_joint_torque_into(a, _per_joint(self.Kt, n), _per_joint(self.N, n), out)
+        dc_joint_torque_into(a, per_joint(self.Kt, n), per_joint(self.N, n), out)
         return out.reshape(shape)
 
     def steady_state_current(self, v, qd) -> np.ndarray:
