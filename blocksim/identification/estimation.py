@@ -217,7 +217,7 @@ class ConsistentEstimate:
 
 def physically_consistent(model: IdentificationModel, basis: BaseParameters, Yb, tau, sigma,
                           prior, prior_weight: float = 1e-3, start=None,
-                          max_nfev: int = 2000) -> ConsistentEstimate:
+                          max_nfev: int = 500) -> ConsistentEstimate:
     """min over x of ||Sigma^-1/2 (tau - Y_base K theta(x))||^2 + prior_weight ||x - x_prior||^2.
 
     theta(x): each link from its log-Cholesky vector (always a positive definite pseudo-inertia,
@@ -279,7 +279,7 @@ def physically_consistent(model: IdentificationModel, basis: BaseParameters, Yb,
     lin0 = np.clip(lin0, lin_lo + 1e-3 * span, lin_hi - 1e-3 * span)
     x0 = np.concatenate([x_prior if start is None else x_start, lin0])
     sol = scipy.optimize.least_squares(residual, x0, jac=jacobian, bounds=(lo, hi), method="trf",
-                                       x_scale="jac", xtol=1e-10, ftol=1e-10, gtol=1e-10,
-                                       max_nfev=max_nfev)
+                                       x_scale="jac", tr_solver="lsmr", xtol=1e-10, ftol=1e-10,
+                                       gtol=1e-10, max_nfev=max_nfev)
     theta = theta_of(sol.x)
     return ConsistentEstimate(theta, basis.K @ theta, float(sol.cost), str(sol.message), int(sol.nfev))

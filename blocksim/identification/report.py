@@ -115,7 +115,7 @@ def write(path: Path, *, cfg, config_path, model, basis, opt, limits, data, sour
           _row(["", "random start", "optimised"]), _row(["---"] * 3),
           _row(["cond(Y_base), objective grid", _g(ex["cond_start"]), _g(ex["cond"])]),
           _row(["cond(Y_base), 200 samples", _g(ex["cond_dense_start"]), _g(ex["cond_dense"])]), "",
-          f"Largest limit excess on a grid 4x denser than the constraint grid: {ex['limit_violation']:.3g} "
+          f"Largest limit excess on a fine grid (200 samples per period of the highest harmonic): {ex['limit_violation']:.3g} "
           "(<= 0: every limit met). Limits per joint:", "",
           _row(["joint", "q_min (rad)", "q_max (rad)", "qd_max (rad/s)", "qdd_max (rad/s^2)"]),
           _row(["---"] * 5)]
