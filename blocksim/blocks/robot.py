@@ -470,23 +470,52 @@ def _solve_free(M, rhs, free, L, out):
 
 
 @njit(cache=True, error_model="numpy")
-def _tool_pose(jt, mem, k, q, b, T, out):
-    """out (12,) = tool position (3, m) then rotation (9, row-major) in the base frame at q[b, :n].
-
-    T (3, 12) scratch poses (R row-major, p)."""
+def _tool_pose(jt, mem, k, q, b, out, o):
+    """out[o:o+12] = tool position (3, m) then rotation (9, row-major) in the base frame at
+    q[b, :n]: the product of the joint transforms (rigid_body_kernels._joint_transform and
+    _compose, operation for operation) kept in registers, then the tool frame."""
     n = jt.shape[0]
-    xt = _xt(mem, k, n)
-    rbk._set_identity(T[0])
-    for i in range(n):
-        rbk._joint_transform(jt[i], xt[i], q[b, i], T[2])
-        rbk._compose(T[0], T[2], T[1])
-        for j in range(12):
-            T[0, j] = T[1, j]
-    rbk._compose(T[0], _tool(mem, k, n), T[1])
-    for j in range(3):
-        out[j] = T[1, 9 + j]
-    for j in range(9):
-        out[3 + j] = T[1, j]
+    a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11 = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0,
+                                                        1.0, 0.0, 0.0, 0.0)
+    for i in range(n + 1):
+        x = 12 * i                        # joint i's placement, then (i = n) the tool frame
+        r00, r01, r02 = mem[k, x], mem[k, x + 1], mem[k, x + 2]
+        r10, r11, r12 = mem[k, x + 3], mem[k, x + 4], mem[k, x + 5]
+        r20, r21, r22 = mem[k, x + 6], mem[k, x + 7], mem[k, x + 8]
+        p0, p1, p2 = mem[k, x + 9], mem[k, x + 10], mem[k, x + 11]
+        if i < n:
+            qi = q[b, i]
+            if jt[i] == 0:
+                c = math.cos(qi)
+                s = math.sin(qi)
+                r00, r01 = r00 * c + r01 * s, r01 * c - r00 * s
+                r10, r11 = r10 * c + r11 * s, r11 * c - r10 * s
+                r20, r21 = r20 * c + r21 * s, r21 * c - r20 * s
+            else:
+                p0 = p0 + r02 * qi
+                p1 = p1 + r12 * qi
+                p2 = p2 + r22 * qi
+        a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11 = (
+            a0 * r00 + a1 * r10 + a2 * r20, a0 * r01 + a1 * r11 + a2 * r21,
+            a0 * r02 + a1 * r12 + a2 * r22,
+            a3 * r00 + a4 * r10 + a5 * r20, a3 * r01 + a4 * r11 + a5 * r21,
+            a3 * r02 + a4 * r12 + a5 * r22,
+            a6 * r00 + a7 * r10 + a8 * r20, a6 * r01 + a7 * r11 + a8 * r21,
+            a6 * r02 + a7 * r12 + a8 * r22,
+            a0 * p0 + a1 * p1 + a2 * p2 + a9, a3 * p0 + a4 * p1 + a5 * p2 + a10,
+            a6 * p0 + a7 * p1 + a8 * p2 + a11)
+    out[o] = a9
+    out[o + 1] = a10
+    out[o + 2] = a11
+    out[o + 3] = a0
+    out[o + 4] = a1
+    out[o + 5] = a2
+    out[o + 6] = a3
+    out[o + 7] = a4
+    out[o + 8] = a5
+    out[o + 9] = a6
+    out[o + 10] = a7
+    out[o + 11] = a8
 
 
 # ============================================================================ Manipulator
@@ -696,8 +725,7 @@ def manipulator_pose(xc, jt, mem, work, pose):
                     hit = False
                     break
         if not hit:
-            T = work[lay[4]:lay[4] + 36].reshape((3, 12))
-            _tool_pose(jt, mem, _member(mem, b), xc, b, T, work[base + 1 + n:base + 13 + n])
+            _tool_pose(jt, mem, _member(mem, b), xc, b, work, base + 1 + n)
             for i in range(n):
                 work[base + 1 + i] = xc[b, i]
             work[base] = 1.0
@@ -1129,16 +1157,13 @@ class ComputedTorque(_JointInputs):
 
 @njit(cache=True, error_model="numpy")
 def forward_kinematics_rows(q, jt, mem, work, position, rotation, pose):
-    B, n = q.shape
-    T0 = _layout(n, B)[4]
-    T = work[T0:T0 + 36].reshape((3, 12))
+    B = q.shape[0]
     for b in range(B):
-        row = pose[b]
-        _tool_pose(jt, mem, _member(mem, b), q, b, T, row)
+        _tool_pose(jt, mem, _member(mem, b), q, b, pose[b], 0)
         for j in range(3):
-            position[b, j] = row[j]
+            position[b, j] = pose[b, j]
         for j in range(9):
-            rotation[b, j] = row[3 + j]
+            rotation[b, j] = pose[b, 3 + j]
 
 
 @njit(cache=True, error_model="numpy", inline="always")
