@@ -42,6 +42,7 @@ from numba import njit
 
 from ..errors import BlocksimError, ParameterError, WidthError
 from ..models import planar2r as p2r
+from ..models.friction import _stribeck_level
 from ..models import rigid_body_kernels as rbk
 from ..models.robot import RobotModel
 from .base import Block, Kernels, Param, register
@@ -51,6 +52,8 @@ from .base import Block, Kernels, Param, register
 STOP_CAPTURE_SPEED = 1e-6
 
 FRICTION_LAWS = ("none", "model", "coulomb_viscous", "stribeck")
+#: The Manipulator's laws: the static maps, and LuGre (bristle state) and Karnopp (stick band).
+PLANT_FRICTION_LAWS = FRICTION_LAWS + ("lugre", "karnopp")
 
 ROBOT_PARAMS = {
     "robot": Param(units="-", doc="preset name (two_link, two_link_point_mass, puma560, kr6_like) or "
@@ -260,13 +263,17 @@ class RobotBlock(Block):
 #         inertia (n, 10), armature (n), gravity (3), closed-form 2R parameters (9) (Bm = 1 when
 #         every batch member has the same robot, else B); views are taken by _xt, _tool, ...;
 #   law   (B, n, N_LAW) the per-joint coefficients, columns named below (friction law, torque
-#         limit, damping, spring, stops, computed-torque gains);
+#         limit, damping, spring, stops, computed-torque gains, the LuGre sigmas, the Karnopp band
+#         and FKIND, which of the friction laws the joint has);
 #   work  one float scratch array (_layout): the rigid-body workspace, per-call rows, the mass
 #         matrix, poses, and the Manipulator's memo of its last accelerations and tool pose.
 
 TAU_MAX, FV, FCP, FCN, FSP, FSN, VS, DELTA, EPS, DAMPING, STIFFNESS, Q_REST, Q_MIN, Q_MAX, \
-    GAIN_P, GAIN_D = range(16)
-N_LAW = 16
+    GAIN_P, GAIN_D, SIGMA0, SIGMA1, SIGMA2, DV, FKIND = range(21)
+N_LAW = 21
+
+#: Values of the FKIND column: a static map (none, model, coulomb_viscous, stribeck), LuGre, Karnopp.
+KIND_STATIC, KIND_LUGRE, KIND_KARNOPP = 0.0, 1.0, 2.0
 
 _WS_COLS = rbk.WS_COLS
 
@@ -310,8 +317,9 @@ def _cf(mem, k, n):
 def _layout(n, B):
     """Offsets in `work` of: the per-call rows (10 rows of n: q1, qd1, te, zero1, out1, bias, rhs,
     sol, free, stuck), f1 (6), M (n n), L (n n), poses (n + 2, 12), v (B, n), the acceleration memo
-    (B rows of 4 n + 7: valid, q, qd, tau, f_ext (6), qdd), the pose memo (B rows of n + 13: valid,
-    q, pose) and the end; the rigid-body workspace ((n + 1) x WS_COLS) comes first."""
+    (B rows of 5 n + 7: valid, q, qd, z (LuGre bristles, else unused), tau, f_ext (6), qdd), the pose
+    memo (B rows of n + 13: valid, q, pose) and the end; the rigid-body workspace
+    ((n + 1) x WS_COLS) comes first."""
     rows = (n + 1) * _WS_COLS
     f1 = rows + 10 * n
     M = f1 + 6
@@ -319,7 +327,7 @@ def _layout(n, B):
     T = L + n * n
     V = T + 12 * (n + 2)
     MQ = V + B * n
-    MP = MQ + B * (4 * n + 7)
+    MP = MQ + B * (5 * n + 7)
     end = MP + B * (n + 13)
     return rows, f1, M, L, T, V, MQ, MP, end
 
@@ -383,6 +391,17 @@ def _law_friction(law, b, i, w):
     """_joint_friction with joint i of member b's coefficients in `law`."""
     return _joint_friction(w, law[b, i, FV], law[b, i, FCP], law[b, i, FCN], law[b, i, FSP],
                            law[b, i, FSN], law[b, i, VS], law[b, i, DELTA], law[b, i, EPS])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _law_lugre(law, b, i, w, z):
+    """(dz/dt, friction torque) of joint i's LuGre law at speed w and bristle deflection z:
+    dz/dt = w - sigma0 |w| z / g(w), tau_f = sigma0 z + sigma1 dz/dt + sigma2 w, g the Stribeck level
+    of models.friction (the LuGreFriction block's operations, in its order)."""
+    g = _stribeck_level(w, law[b, i, FCP], law[b, i, FSP], law[b, i, VS], law[b, i, DELTA])
+    s0 = law[b, i, SIGMA0]
+    zdot = w - s0 * abs(w) * z / g
+    return zdot, s0 * z + law[b, i, SIGMA1] * zdot + law[b, i, SIGMA2] * w
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -521,10 +540,12 @@ def _tool_pose(jt, mem, k, q, b, out, o):
 # ============================================================================ Manipulator
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _effective_torque(law, b, i, q, w, t, has_friction):
-    """(effective torque, stuck) of joint i: clip(t, +-tau_max) - friction(w) - damping w
-    - stiffness (q - q_rest); stuck when the joint rests (w = 0 exactly) under an exact-sign law
-    with a static level."""
+def _effective_torque(law, b, i, q, w, z, t, has_friction):
+    """(effective torque, stuck) of joint i: clip(t, +-tau_max) - friction(w, z) - damping w
+    - stiffness (q - q_rest). Stuck (its friction left out here: it is the holding torque, up to
+    the static level, that the caller solves for): the joint rests (w = 0 exactly) under an
+    exact-sign static law with a static level, or its speed is inside a Karnopp band |w| < dv.
+    z is the LuGre bristle deflection (unused by the other laws)."""
     lim = law[b, i, TAU_MAX]
     if t > lim:
         t = lim
@@ -532,9 +553,18 @@ def _effective_torque(law, b, i, q, w, t, has_friction):
         t = -lim
     stuck = False
     if has_friction:
-        t -= _law_friction(law, b, i, w)
-        if w == 0.0 and law[b, i, EPS] == 0.0 and (law[b, i, FSP] > 0.0 or law[b, i, FSN] > 0.0):
-            stuck = True
+        kind = law[b, i, FKIND]
+        if kind == KIND_LUGRE:
+            t -= _law_lugre(law, b, i, w, z)[1]
+        elif kind == KIND_KARNOPP:
+            if abs(w) < law[b, i, DV]:
+                stuck = True
+            else:
+                t -= _law_friction(law, b, i, w)
+        else:
+            t -= _law_friction(law, b, i, w)
+            if w == 0.0 and law[b, i, EPS] == 0.0 and (law[b, i, FSP] > 0.0 or law[b, i, FSN] > 0.0):
+                stuck = True
     return t - law[b, i, DAMPING] * w - law[b, i, STIFFNESS] * (q - law[b, i, Q_REST]), stuck
 
 
@@ -560,8 +590,10 @@ def _accelerations_general(b, xc, tau, fext, jt, mem, law, work, crba, has_fext,
         qd1[0, i] = xc[b, n + i]
         zero1[0, i] = 0.0
     need_crba = crba
+    lugre = xc.shape[1] > 2 * n
     for i in range(n):
-        t, s = _effective_torque(law, b, i, xc[b, i], xc[b, n + i], tau[b, i], has_friction)
+        t, s = _effective_torque(law, b, i, xc[b, i], xc[b, n + i],
+                                 xc[b, 2 * n + i] if lugre else 0.0, tau[b, i], has_friction)
         te[0, i] = t
         stuck[i] = 1.0 if s else 0.0
         free[i] = 0.0 if s else 1.0
@@ -630,8 +662,11 @@ def _accelerations_closed_form(b, xc, tau, mem, law, has_friction, has_limits, q
     q2 = xc[b, 1]
     w1 = xc[b, 2]
     w2 = xc[b, 3]
-    t1, s1 = _effective_torque(law, b, 0, q1, w1, tau[b, 0], has_friction)
-    t2, s2 = _effective_torque(law, b, 1, q2, w2, tau[b, 1], has_friction)
+    lugre = xc.shape[1] > 4
+    t1, s1 = _effective_torque(law, b, 0, q1, w1, xc[b, 4] if lugre else 0.0, tau[b, 0],
+                               has_friction)
+    t2, s2 = _effective_torque(law, b, 1, q2, w2, xc[b, 5] if lugre else 0.0, tau[b, 1],
+                               has_friction)
     if s1 or s2:
         return False
     a1, a2 = _cf_aba(_cf(mem, k, 2), q1, q2, w1, w2, t1, t2)
@@ -648,16 +683,19 @@ def _accelerations_closed_form(b, xc, tau, mem, law, has_friction, has_limits, q
 @njit(cache=True, error_model="numpy", inline="always")
 def manipulator_accelerations(xc, tau, fext, jt, mem, law, work, use_cf, crba, has_fext,
                               has_friction, has_limits, qdd):
-    """Joint accelerations qdd (B, n) of the plant at the state xc = [q | qd] under input torque tau.
+    """Joint accelerations qdd (B, n) of the plant at the state xc = [q | qd] (or [q | qd | z] with
+    LuGre friction, z its bristle deflections) under input torque tau.
 
-    Effective torque: clip(tau, +-tau_max) - friction(qd) - damping qd - stiffness (q - q_rest);
+    Effective torque: clip(tau, +-tau_max) - friction(qd, z) - damping qd - stiffness (q - q_rest);
     then forward dynamics by the closed-form 2R, the ABA, or CRBA + Cholesky (crba).
     Locked joints (qdd = 0, the others solved by CRBA + Cholesky on the free joints):
     - a joint resting on a stop (q at a limit, qd = 0) whose acceleration would push it through;
     - a joint at rest (qd = 0 exactly) under an exact-sign friction law, while the torque needed to
       hold it, tau_hold_i = sum_j M_ij qdd_j - rhs_i, stays within its static level (Fs, or Fc for
       coulomb_viscous and model): stiction. Beyond it the joint breaks away, with the static level
-      opposing the motion that starts.
+      opposing the motion that starts;
+    - a joint inside its Karnopp band (|qd| < dv), by the same rule with the level Fs: the friction
+      balances the net non-friction torque (the joint's acceleration is zero) up to Fs.
     The sets are settled by repetition (each joint changes at most once per call).
 
     Each member's result is remembered in `work` with the state, torque and wrench it came from;
@@ -667,29 +705,30 @@ def manipulator_accelerations(xc, tau, fext, jt, mem, law, work, use_cf, crba, h
     B = xc.shape[0]
     n = jt.shape[0]
     memo = _layout(n, B)[6]
-    stride = 4 * n + 7
+    stride = 5 * n + 7
+    nx = xc.shape[1]
     nf = 6 if has_fext else 0
     for b in range(B):
         base = memo + b * stride
         hit = work[base] == 1.0
         if hit:
-            for i in range(2 * n):
+            for i in range(nx):
                 if not _same(work[base + 1 + i], xc[b, i]):
                     hit = False
                     break
         if hit:
             for i in range(n):
-                if not _same(work[base + 1 + 2 * n + i], tau[b, i]):
+                if not _same(work[base + 1 + 3 * n + i], tau[b, i]):
                     hit = False
                     break
         if hit:
             for j in range(nf):
-                if not _same(work[base + 1 + 3 * n + j], fext[b, j]):
+                if not _same(work[base + 1 + 4 * n + j], fext[b, j]):
                     hit = False
                     break
         if hit:
             for i in range(n):
-                qdd[b, i] = work[base + 7 + 3 * n + i]
+                qdd[b, i] = work[base + 7 + 4 * n + i]
             continue
         done = False
         if use_cf and not crba and not has_fext:
@@ -697,14 +736,14 @@ def manipulator_accelerations(xc, tau, fext, jt, mem, law, work, use_cf, crba, h
         if not done:
             _accelerations_general(b, xc, tau, fext, jt, mem, law, work, crba, has_fext,
                                    has_friction, has_limits, use_cf, qdd)
-        for i in range(2 * n):
+        for i in range(nx):
             work[base + 1 + i] = xc[b, i]
         for i in range(n):
-            work[base + 1 + 2 * n + i] = tau[b, i]
+            work[base + 1 + 3 * n + i] = tau[b, i]
         for j in range(nf):
-            work[base + 1 + 3 * n + j] = fext[b, j]
+            work[base + 1 + 4 * n + j] = fext[b, j]
         for i in range(n):
-            work[base + 7 + 3 * n + i] = qdd[b, i]
+            work[base + 7 + 4 * n + i] = qdd[b, i]
         work[base] = 1.0
 
 
@@ -750,13 +789,17 @@ def manipulator_outputs(xc, tau, fext, q, qd, qdd, pose, jt, mem, law, work, use
 @njit(cache=True, error_model="numpy")
 def manipulator_rates(xc, tau, fext, dxc, jt, mem, law, work, use_cf, crba, has_fext,
                       has_friction, has_limits):
-    """dxc = [qd | qdd] at the state xc."""
+    """dxc = [qd | qdd] at the state xc (then dz/dt of the LuGre bristles when xc holds z)."""
     n = jt.shape[0]
     manipulator_accelerations(xc, tau, fext, jt, mem, law, work, use_cf, crba, has_fext,
                               has_friction, has_limits, dxc[:, n:])
+    lugre = xc.shape[1] > 2 * n
     for b in range(xc.shape[0]):
         for i in range(n):
             dxc[b, i] = xc[b, n + i]
+        if lugre:
+            for i in range(n):
+                dxc[b, 2 * n + i] = _law_lugre(law, b, i, xc[b, n + i], xc[b, 2 * n + i])[0]
 
 
 # The compiled-mode adapters only unpack the tuples into the kernels' flat arguments (the Python
@@ -776,9 +819,10 @@ def manipulator_derivative(t, xc, xd, u, dxc, p):
 @njit(cache=True, error_model="numpy")
 def manipulator_crossings(xc, law, has_limits, exact_friction, g):
     """g = [q - q_max, q_min - q] per joint (rising; -1 for an infinite limit) when limits are set,
-    then [qd] per joint (either direction) when the friction sign is exact."""
+    then per joint (either direction) qd when the friction sign is exact, |qd| - dv for a Karnopp
+    band."""
     B = xc.shape[0]
-    n = xc.shape[1] // 2
+    n = law.shape[1]
     for b in range(B):
         j = 0
         if has_limits:
@@ -788,7 +832,10 @@ def manipulator_crossings(xc, law, has_limits, exact_friction, g):
             j = 2 * n
         if exact_friction:
             for i in range(n):
-                g[b, j + i] = xc[b, n + i]
+                if law[b, i, FKIND] == KIND_KARNOPP:
+                    g[b, j + i] = abs(xc[b, n + i]) - law[b, i, DV]
+                else:
+                    g[b, j + i] = xc[b, n + i]
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -810,6 +857,15 @@ class Manipulator(RobotBlock):
     with an exact sign each qd = 0 is a zero crossing: the solver stops there, qd is set to 0, and
     the joint sticks while the torque needed to hold it stays within the static level (Fs; Fc for
     coulomb_viscous and model), breaking away once it exceeds it (stick-slip, no chattering).
+    lugre (Canudas de Wit et al. 1995, as the LuGreFriction block): tau_f = sigma0 z + sigma1 z'
+    + sigma2 qd, z' = qd - sigma0 |qd| z / g(qd), g = Fc + (Fs - Fc) exp(-|qd/vs|^delta) (Fc > 0);
+    the bristle deflections z (rad, one per joint, initially 0) are continuous states after q and
+    qd; no events (pre-sliding is a spring of stiffness sigma0); the bristles are fast, prefer an
+    adaptive or stiff solver. karnopp (as the KarnoppFriction block, with the applied torque taken
+    from the plant's own equations): inside the band |qd| < dv the friction balances the net
+    non-friction torque, i.e. the torque that makes the joint's acceleration zero (the other
+    joints' motion included), up to Fs; outside it the stribeck curve (exact sign) + Fv qd; each
+    |qd| = dv is a zero crossing (qd is not reset: a joint entering the band keeps its speed).
     Joint stops (`q_min`, `q_max`): zero crossings q - q_max and q_min - q; at the located instant
     q is set to the limit and qd to -restitution qd (0: inelastic; impacts slower than
     STOP_CAPTURE_SPEED end at rest). A joint resting on a stop stays there while the dynamics push it
@@ -830,6 +886,13 @@ class Manipulator(RobotBlock):
         "method": Param("aba", "-", "forward dynamics: aba (O(n)) or crba (mass matrix + Cholesky)",
                         kind="str", choices=("aba", "crba")),
         **FRICTION_PARAMS,
+        "friction": Param("none", "-", "joint friction law: none | model (the robot file's viscous "
+                          "and Coulomb) | coulomb_viscous | stribeck | lugre | karnopp", kind="str",
+                          choices=PLANT_FRICTION_LAWS),
+        "sigma0": Param(None, "N m/rad", "LuGre bristle stiffness per joint (> 0; friction: lugre)"),
+        "sigma1": Param(None, "N m s/rad", "LuGre bristle damping per joint (default 0)"),
+        "sigma2": Param(None, "N m s/rad", "LuGre viscous coefficient per joint (default 0)"),
+        "dv": Param(1e-4, "rad/s", "Karnopp stick band half-width per joint (> 0; friction: karnopp)"),
         "damping": Param(0.0, "N m s/rad", "joint damping coefficient per joint"),
         "stiffness": Param(0.0, "N m/rad", "joint spring stiffness per joint"),
         "q_rest": Param(0.0, "rad", "spring rest position per joint"),
@@ -861,8 +924,32 @@ class Manipulator(RobotBlock):
         if np.any(p.q_min > p.q_max):
             raise ParameterError("q_min must be <= q_max", block=self.name)
         if p.friction in ("none", "model") and (np.any(p.Fv != 0) or np.any(p.Fc != 0) or p.Fs is not None):
-            raise ParameterError(f"Fv, Fc and Fs set the coulomb_viscous and stribeck laws; with friction: "
-                                 f"{p.friction} they have no effect", block=self.name)
+            raise ParameterError(f"Fv, Fc and Fs set the coulomb_viscous, stribeck, lugre and karnopp "
+                                 f"laws; with friction: {p.friction} they have no effect", block=self.name)
+        sigmas = [k for k in ("sigma0", "sigma1", "sigma2") if getattr(p, k) is not None]
+        if p.friction != "lugre" and sigmas:
+            raise ParameterError(f"{', '.join(sigmas)} set the lugre law; with friction: {p.friction} "
+                                 f"they have no effect", block=self.name)
+        if p.friction == "lugre":
+            if p.sigma0 is None or np.any(p.sigma0 <= 0):
+                raise ParameterError("friction: lugre needs sigma0 > 0 (bristle stiffness, N m/rad)",
+                                     block=self.name)
+            for key in ("sigma1", "sigma2"):
+                if getattr(p, key) is not None and np.any(getattr(p, key) < 0):
+                    raise ParameterError(f"'{key}' must be >= 0", block=self.name)
+            if np.any(p.Fc <= 0) or (p.Fs is not None and np.any(p.Fs <= 0)):
+                raise ParameterError("friction: lugre needs Fc > 0 and Fs > 0 (the Stribeck level g "
+                                     "divides the bristle rate)", block=self.name)
+            if np.any(p.Fv != 0):
+                raise ParameterError("friction: lugre takes its viscous term from sigma2, not Fv",
+                                     block=self.name)
+        if p.friction in ("lugre", "karnopp") and p.friction_smoothing is not None:
+            raise ParameterError(f"friction_smoothing smooths the static laws' sign; friction: "
+                                 f"{p.friction} has none to smooth", block=self.name)
+        if p.friction == "karnopp" and np.any(p.dv <= 0):
+            raise ParameterError("'dv' must be > 0", block=self.name)
+        if p.Fs is not None and np.any(p.Fs < 0):
+            raise ParameterError("'Fs' must be >= 0", block=self.name)
 
     def resolve_widths(self, in_widths):
         self.joint_width("tau", in_widths.get("tau"))
@@ -891,7 +978,9 @@ class Manipulator(RobotBlock):
         self._p = (self._jt, self._mem, law, robot_work(n, B), self._use_cf, p.method == "crba",
                    self._has_fext, has_friction, has_limits, exact)
         self._args = self._p[:9]
-        self.n_xc = 2 * n
+        self._lugre = p.friction == "lugre"
+        self._karnopp = p.friction == "karnopp"
+        self.n_xc = 3 * n if self._lugre else 2 * n
         self._has_limits = has_limits
         self._exact_friction = exact
         self.n_zc = (2 * n if has_limits else 0) + (n if exact else 0)
@@ -900,12 +989,15 @@ class Manipulator(RobotBlock):
 
     def state_names(self):
         names = self.model.joint_names
-        return [f"q[{j}]" for j in names] + [f"qd[{j}]" for j in names], []
+        z = [f"z[{j}]" for j in names] if self._lugre else []
+        return [f"q[{j}]" for j in names] + [f"qd[{j}]" for j in names] + z, []
 
     def initial_state(self, xc, xd):
         n = self.n
         xc[:, :n] = self._q0
-        xc[:, n:] = self._qd0
+        xc[:, n:2 * n] = self._qd0
+        if self._lugre:
+            xc[:, 2 * n:] = 0.0
 
     def output(self, t, xc, xd, u, y):
         manipulator_outputs(xc, u[0], u[1], y[0], y[1], y[2], y[3], *self._args)
@@ -919,7 +1011,8 @@ class Manipulator(RobotBlock):
     def on_event(self, t, xc, xd, u, mask):
         """A stop reached: q onto the limit, qd reversed and scaled by the restitution (or 0).
         A joint speed through zero under exact-sign friction: qd = 0 exactly, so the dynamics
-        decide between sticking and reversing (see manipulator_accelerations)."""
+        decide between sticking and reversing (see manipulator_accelerations). A Karnopp band
+        entered or left: nothing to reset (the crossing only ends the step there)."""
         n = self.n
         if self._has_limits:
             for b, i in zip(*np.nonzero(mask[:, :n] | mask[:, n:2 * n])):
@@ -927,7 +1020,7 @@ class Manipulator(RobotBlock):
                 xc[b, i] = self._q_max[b, i] if upper else self._q_min[b, i]
                 bounce = -self._restitution[b, i] * xc[b, n + i]
                 xc[b, n + i] = bounce if abs(bounce) >= STOP_CAPTURE_SPEED else 0.0
-        if self._exact_friction:
+        if self._exact_friction and not self._karnopp:
             start = 2 * n if self._has_limits else 0
             for b, i in zip(*np.nonzero(mask[:, start:start + n])):
                 xc[b, n + i] = 0.0
@@ -960,14 +1053,27 @@ def friction_law(block: RobotBlock, model: RobotModel):
     else:
         Fv, Fcp = block.rows("Fv"), block.rows("Fc")
         Fcn = Fcp
-    Fs = block.rows("Fs") if (kind == "stribeck" and p.Fs is not None) else Fcp
-    Fsn = Fs if kind == "stribeck" else Fcn
+    dynamic = kind in ("lugre", "karnopp")
+    Fs = block.rows("Fs") if (kind in ("stribeck", "lugre", "karnopp") and p.Fs is not None) else Fcp
+    Fsn = Fs if kind in ("stribeck", "lugre", "karnopp") else Fcn
+    if dynamic:
+        eps = zeros                       # LuGre has no sign; Karnopp slips with the exact sign
     has = kind != "none"
     exact = has and bool(np.any((eps == 0) & ((Fcp != 0) | (Fcn != 0) | (Fs != 0))))
     law = neutral_law(B, n)
     for col, value in ((FV, Fv), (FCP, Fcp), (FCN, Fcn), (FSP, Fs), (FSN, Fsn), (VS, vs),
                        (DELTA, delta), (EPS, eps)):
         law[:, :, col] = value
+    if kind == "lugre":
+        law[:, :, FKIND] = KIND_LUGRE
+        law[:, :, SIGMA0] = block.rows("sigma0")
+        for col, key in ((SIGMA1, "sigma1"), (SIGMA2, "sigma2")):
+            law[:, :, col] = block.rows(key) if getattr(p, key) is not None else 0.0
+        exact = False                     # no mode switch: pre-sliding is a spring
+    elif kind == "karnopp":
+        law[:, :, FKIND] = KIND_KARNOPP
+        law[:, :, DV] = block.rows("dv")
+        exact = True                      # the band edges |qd| = dv are zero crossings
     return law, has, exact
 
 
