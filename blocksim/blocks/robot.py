@@ -6,8 +6,10 @@ Conventions shared by every block here
 - Frames: the robot's base frame. Gravity is the robot file's vector (3-D presets: -9.81 m/s^2 along
   base z; the planar presets `two_link` and `two_link_point_mass` use -y with angle 0 = link
   horizontal along +x, as WORKLOADS.md) unless the block's `gravity` overrides it.
-- Joint torque balance of the plant:  M(q) qdd + c(q, qd) + G(q) = tau_sat - tau_f(qd) - d qd
-  - k (q - q_rest) + J(q)^T f_ext, with tau_sat the input torque saturated to +-tau_max.
+- Joint torque balance of the plant:  M(q) qdd + c(q, qd) + G(q) = tau_sat - tau_f - d qd
+  - k (q - q_rest) + J(q)^T f_ext, with tau_sat the input torque saturated to +-tau_max and tau_f
+  the joint friction: a static map of qd, LuGre (of qd and the bristle states z) or Karnopp (inside
+  its band, the holding torque solved from this very equation).
 - Tool pose outputs (`pose`, 12 values): position x, y, z (m), then the rotation matrix R of the
   tool frame in the base frame, row-major (R00, R01, R02, R10, ..., R22).
 - The Jacobian output J (6 n values) is the 6 x n geometric Jacobian of the tool origin in the base
@@ -83,7 +85,8 @@ FRICTION_PARAMS = {
                       "Coulomb) | coulomb_viscous | stribeck", kind="str", choices=FRICTION_LAWS),
     "Fv": Param(0.0, "N m s/rad", "viscous coefficient per joint"),
     "Fc": Param(0.0, "N m", "Coulomb level per joint"),
-    "Fs": Param(None, "N m", "static (breakaway) level per joint, stribeck law (default Fc)"),
+    "Fs": Param(None, "N m", "static (breakaway) level per joint, stribeck, lugre and karnopp laws "
+                 "(default Fc)"),
     "vs": Param(1.0, "rad/s", "Stribeck speed per joint (> 0)"),
     "delta": Param(2.0, "-", "Stribeck shape exponent (2: Gaussian)"),
     "friction_smoothing": Param(None, "rad/s", "eps: sign(qd) becomes tanh(qd / eps); 0 = exact sign "
@@ -847,7 +850,7 @@ def manipulator_zero_crossings(t, xc, xd, u, g, p):
 class Manipulator(RobotBlock):
     """The robot arm as a plant: continuous states q, qd; input joint torques; outputs the motion.
 
-    Equation (module docstring): M(q) qdd + c + G = sat(tau) - tau_f(qd) - damping qd
+    Equation (module docstring): M(q) qdd + c + G = sat(tau) - tau_f - damping qd
     - stiffness (q - q_rest) + J^T f_ext, integrated from q0, qd0.
     Forward dynamics: `method: aba` (O(n) articulated-body algorithm) or `crba` (mass matrix by CRBA,
     then Cholesky); the planar 2R presets use the closed form unless `closed_form: never`.
