@@ -54,11 +54,9 @@ def blocksim_case(path: Path, variant: str | None, mode: str, batch: int, sets=N
     d = blocksim.load(path, variant=variant, set=overrides)
     members = None
     if batch > 1:
-        members = {"parameters.Kp": [[400.0 * (1 + 1e-3 * k), 200.0] for k in range(batch)]} \
-            if path == W1 else None
-        if members is None:
-            first = next(iter(d.spec.blocks))
-            members = {f"{first}.enabled": [True] * batch}
+        # B members with proportional gains spread by 0.1 % each (every workload has parameter Kp)
+        kp = np.asarray(d.spec.parameters["Kp"], dtype=float)
+        members = {"parameters.Kp": [(kp * (1 + 1e-3 * k)).tolist() for k in range(batch)]}
     return lambda: blocksim.simulate(d, batch=members)
 
 
