@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 from numba import njit
-from scipy.interpolate import CubicSpline
 
 from ..errors import ParameterError
 from .base import Block, Kernels, Param, common_width, register
@@ -488,6 +487,7 @@ class ViaPoints(Trajectory):
         self._width = points.shape[2]
 
     def kernel_params(self):
+        from scipy.interpolate import CubicSpline   # only ViaPoints needs SciPy: keep it off start-up
         times, points = self.p.times, self._points
         m, n = times.shape[1], self._width
         coefs = np.empty((self.batch, 4, m - 1, n))

@@ -4,11 +4,6 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-import scipy.sparse
-from scipy.integrate import BDF as ScipyBDF
-from scipy.integrate import LSODA as ScipyLSODA
-from scipy.integrate import OdeSolver
-from scipy.integrate import Radau as ScipyRadau
 
 from blocksim.errors import SolverError
 from blocksim.solvers.base import FINISHED, MIN_STEP_SPACINGS, Interpolant, Solver
@@ -24,7 +19,12 @@ class ScipyStiffSolver(Solver):
     """
 
     adaptive = True
-    scipy_class: ClassVar[type[OdeSolver]]
+    scipy_name: ClassVar[str]      # the scipy.integrate class, imported when a solver is built
+
+    @property
+    def scipy_class(self):
+        import scipy.integrate   # imported here: SciPy costs ~0.2 s of start-up that most runs skip
+        return getattr(scipy.integrate, self.scipy_name)
 
     def __init__(self, fun, t0, x0, t_bound, **options):
         super().__init__(fun, t0, x0, t_bound, **options)
@@ -41,9 +41,10 @@ class ScipyStiffSolver(Solver):
         B, n = self.x.shape
         if B == 1:
             return {}
+        import scipy.sparse
         return {"jac_sparsity": scipy.sparse.block_diag([np.ones((n, n))] * B, format="csc")}
 
-    def _build(self, first_step: float | None) -> OdeSolver:
+    def _build(self, first_step: float | None):
         room = self.t_bound - self.t
         if first_step is not None:
             first_step = min(first_step, self.max_step, room) if room > 0 else None
@@ -94,7 +95,7 @@ class Radau(ScipyStiffSolver):
 
     name = "radau"
     order = 5
-    scipy_class = ScipyRadau
+    scipy_name = "Radau"
 
 
 class BDF(ScipyStiffSolver):
@@ -102,7 +103,7 @@ class BDF(ScipyStiffSolver):
 
     name = "bdf"
     order = 5
-    scipy_class = ScipyBDF
+    scipy_name = "BDF"
 
 
 class LSODA(ScipyStiffSolver):
@@ -111,7 +112,7 @@ class LSODA(ScipyStiffSolver):
 
     name = "lsoda"
     order = 12
-    scipy_class = ScipyLSODA
+    scipy_name = "LSODA"
 
     def _batch_options(self) -> dict:
         B, n = self.x.shape
