@@ -272,6 +272,31 @@ def _subtract_tool_wrench(T_last, tool, fext_k, f_last):
         f_last[3 + r] -= T_last[r] * fx + T_last[3 + r] * fy + T_last[6 + r] * fz
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _propagate_motion(jtype_i, xtree_i, q_i, qd_i, qdd_i, parent, row):
+    """RNEA forward pass for body i: its joint transform X, spatial velocity v = X v_parent + S qd
+    and acceleration a = X a_parent + v x (S qd) + S qdd (S = [e_z; 0] revolute, [0; e_z] prismatic),
+    written into row's _X, _V and _A columns."""
+    _joint_transform(jtype_i, xtree_i, q_i, row)
+    X = row[_X:_X + 12]
+    v = row[_V:_V + 6]
+    a = row[_A:_A + 6]
+    _motion_to_child(X, parent[_V:_V + 6], v)
+    _motion_to_child(X, parent[_A:_A + 6], a)
+    if jtype_i == 0:
+        a[0] += v[1] * qd_i
+        a[1] -= v[0] * qd_i
+        a[3] += v[4] * qd_i
+        a[4] -= v[3] * qd_i
+        a[2] += qdd_i
+        v[2] += qd_i
+    else:
+        a[3] += v[1] * qd_i
+        a[4] -= v[0] * qd_i
+        a[5] += qdd_i
+        v[5] += qd_i
+
+
 @njit(cache=True, error_model="numpy")
 def rnea_into(jtype, xtree, inertia, armature, tool, q, qd, qdd, gravity, fext, out, ws):
     """Inverse dynamics by the recursive Newton-Euler algorithm (Featherstone, Table 5.1).
@@ -295,26 +320,10 @@ def rnea_into(jtype, xtree, inertia, armature, tool, q, qd, qdd, gravity, fext, 
         for i in range(n):
             row = ws[i]
             parent = ws[i - 1]
-            _joint_transform(jtype[i], xtree[i], q[k, i], row)
+            _propagate_motion(jtype[i], xtree[i], q[k, i], qd[k, i], qdd[k, i], parent, row)
             X = row[_X:_X + 12]
             v = row[_V:_V + 6]
             a = row[_A:_A + 6]
-            _motion_to_child(X, parent[_V:_V + 6], v)
-            _motion_to_child(X, parent[_A:_A + 6], a)
-            qdi = qd[k, i]
-            if jtype[i] == 0:
-                # a += v x (S qd) + S qdd, S = [e_z; 0]
-                a[0] += v[1] * qdi
-                a[1] -= v[0] * qdi
-                a[3] += v[4] * qdi
-                a[4] -= v[3] * qdi
-                a[2] += qdd[k, i]
-                v[2] += qdi
-            else:
-                a[3] += v[1] * qdi
-                a[4] -= v[0] * qdi
-                a[5] += qdd[k, i]
-                v[5] += qdi
             _body_force(inertia[i], v, a, row[_F:_F + 6])
             if has_fext:
                 _compose(parent[_T:_T + 12], X, row[_T:_T + 12])
@@ -869,25 +878,7 @@ def body_regressor_into(jtype, xtree, q, qd, qdd, gravity, out, ws):
         for i in range(n):
             row = ws[i]
             parent = ws[i - 1]
-            _joint_transform(jtype[i], xtree[i], q[k, i], row)
-            X = row[_X:_X + 12]
-            v = row[_V:_V + 6]
-            a = row[_A:_A + 6]
-            _motion_to_child(X, parent[_V:_V + 6], v)
-            _motion_to_child(X, parent[_A:_A + 6], a)
-            qdi = qd[k, i]
-            if jtype[i] == 0:
-                a[0] += v[1] * qdi
-                a[1] -= v[0] * qdi
-                a[3] += v[4] * qdi
-                a[4] -= v[3] * qdi
-                a[2] += qdd[k, i]
-                v[2] += qdi
-            else:
-                a[3] += v[1] * qdi
-                a[4] -= v[0] * qdi
-                a[5] += qdd[k, i]
-                v[5] += qdi
+            _propagate_motion(jtype[i], xtree[i], q[k, i], qd[k, i], qdd[k, i], parent, row)
         for i in range(n):
             for j in range(n):
                 for p in range(10):
