@@ -44,7 +44,7 @@ from numba import njit
 
 from ..errors import BlocksimError, ParameterError, WidthError
 from ..models import planar2r as p2r
-from ..models.friction import _stribeck_level
+from ..models.friction import _stribeck_level, sign_or_tanh
 from ..models import rigid_body_kernels as rbk
 from ..models.robot import RobotModel
 from .base import Block, Kernels, Param, register
@@ -369,14 +369,7 @@ def _joint_friction(w, Fv, Fcp, Fcn, Fsp, Fsn, vs, delta, eps):
     """Friction torque of one joint at speed w (N m): Fv w + level(w) s, s = sign(w) (eps = 0) or
     tanh(w / eps); level = Fc + (Fs - Fc) exp(-|w / vs|^delta), with (Fcp, Fsp) while s > 0 and
     (Fcn, Fsn) while s < 0 (magnitudes), as models.friction's Stribeck law."""
-    if eps > 0.0:
-        s = math.tanh(w / eps)
-    elif w > 0.0:
-        s = 1.0
-    elif w < 0.0:
-        s = -1.0
-    else:
-        s = 0.0
+    s = sign_or_tanh(w, eps)
     if s > 0.0:
         fc = Fcp
         fs = Fsp

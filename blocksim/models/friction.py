@@ -27,8 +27,8 @@ __all__ = [
 
 # ---------------------------------------------------------------- scalar laws (inlined into the kernels)
 
-@njit(cache=True)
-def _sign(v, smoothing):
+@njit(cache=True, inline="always")
+def sign_or_tanh(v, smoothing):
     """sign(v) with sign(0) = 0 when smoothing == 0, else tanh(v / smoothing)."""
     if smoothing > 0.0:
         return math.tanh(v / smoothing)
@@ -49,7 +49,7 @@ def _stribeck_level(v, Fc, Fs, vs, delta):
 
 @njit(cache=True)
 def _stribeck_scalar(v, Fc, Fs, vs, delta, Fv, smoothing):
-    return _stribeck_level(v, Fc, Fs, vs, delta) * _sign(v, smoothing) + Fv * v
+    return _stribeck_level(v, Fc, Fs, vs, delta) * sign_or_tanh(v, smoothing) + Fv * v
 
 
 # ---------------------------------------------------------------- kernels: (B, n) signals, (n,) parameters

@@ -50,6 +50,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .friction import sign_or_tanh
+
 WS_COLS = 208
 
 #: Pass as `fext` when there is no external wrench.
@@ -273,6 +275,29 @@ def _subtract_tool_wrench(T_last, tool, fext_k, f_last):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
+def _base_axis(jtype_i, T, S):
+    """Joint i's motion subspace in base coordinates about the base origin, from its frame T (R, p):
+    revolute S = [z; p x z], prismatic S = [0; z] (z the joint axis, T's third column)."""
+    zx = T[2]
+    zy = T[5]
+    zz = T[8]
+    if jtype_i == 0:
+        S[0] = zx
+        S[1] = zy
+        S[2] = zz
+        S[3] = T[10] * zz - T[11] * zy
+        S[4] = T[11] * zx - T[9] * zz
+        S[5] = T[9] * zy - T[10] * zx
+    else:
+        S[0] = 0.0
+        S[1] = 0.0
+        S[2] = 0.0
+        S[3] = zx
+        S[4] = zy
+        S[5] = zz
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def _propagate_motion(jtype_i, xtree_i, q_i, qd_i, qdd_i, parent, row):
     """RNEA forward pass for body i: its joint transform X, spatial velocity v = X v_parent + S qd
     and acceleration a = X a_parent + v x (S qd) + S qdd (S = [e_z; 0] revolute, [0; e_z] prismatic),
@@ -455,23 +480,7 @@ def aba_into(jtype, xtree, inertia, armature, tool, q, qd, tau, gravity, fext, o
             T = row[_T:_T + 12]
             _compose(ws[i - 1, _T:_T + 12], row[_X:_X + 12], T)
             S = row[_S:_S + 6]
-            zx = T[2]
-            zy = T[5]
-            zz = T[8]
-            if jtype[i] == 0:
-                S[0] = zx
-                S[1] = zy
-                S[2] = zz
-                S[3] = T[10] * zz - T[11] * zy
-                S[4] = T[11] * zx - T[9] * zz
-                S[5] = T[9] * zy - T[10] * zx
-            else:
-                S[0] = 0.0
-                S[1] = 0.0
-                S[2] = 0.0
-                S[3] = zx
-                S[4] = zy
-                S[5] = zz
+            _base_axis(jtype[i], T, S)
             qdi = qd[k, i]
             # c = v_parent x (S qd)  (equal to v x S qd since S x S = 0)
             c = row[_C:_C + 6]
@@ -710,24 +719,7 @@ def coriolis_matrix_into(jtype, xtree, inertia, q, qd, out, ws):
                 _compose(ws[i - 1, _T:_T + 12], X, row[_T:_T + 12])
             T = row[_T:_T + 12]
             S = row[_S:_S + 6]
-            zx = T[2]
-            zy = T[5]
-            zz = T[8]
-            if jtype[i] == 0:
-                S[0] = zx
-                S[1] = zy
-                S[2] = zz
-                # p x z
-                S[3] = T[10] * zz - T[11] * zy
-                S[4] = T[11] * zx - T[9] * zz
-                S[5] = T[9] * zy - T[10] * zx
-            else:
-                S[0] = 0.0
-                S[1] = 0.0
-                S[2] = 0.0
-                S[3] = zx
-                S[4] = zy
-                S[5] = zz
+            _base_axis(jtype[i], T, S)
             qdi = qd[k, i]
             vx += S[0] * qdi
             vy += S[1] * qdi
@@ -916,14 +908,7 @@ def friction_into(viscous, coulomb_pos, coulomb_neg, smoothing, qd, out):
     for k in range(nb):
         for i in range(n):
             w = qd[k, i]
-            if smoothing > 0.0:
-                s = math.tanh(w / smoothing)
-            elif w > 0.0:
-                s = 1.0
-            elif w < 0.0:
-                s = -1.0
-            else:
-                s = 0.0
+            s = sign_or_tanh(w, smoothing)
             if s > 0.0:
                 fc = coulomb_pos[i] * s
             else:
