@@ -105,7 +105,6 @@ def main() -> None:
 
     # warm everything once (kernels and generated modules compiled, caches filled)
     ref.w1_numba(True), ref.w2_numba(), ref.w3_reference()
-    cases = []
     hand = {
         "W1 pid_ff": (lambda: ref.w1_numba(True), lambda: ref.w1_python(True)),
         "W2": (lambda: ref.w2_numba(), lambda: ref.w2_python()),

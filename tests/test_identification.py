@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from blocksim.cli import main
-from blocksim.identification import (FourierExcitation, IdentificationModel, Measurement,
+from blocksim.identification import (IdentificationModel, Measurement,
                                      base_parameters, complete_standard, consistency, corrupt,
                                      optimise_excitation, ordinary_least_squares,
                                      physically_consistent, process, random_excitation,

@@ -127,7 +127,7 @@ class Generator:
         c, d = cd.xd_slices[name]
         _, _, u, y, _, _ = sim.views[name]
         us = "".join(f"s[{self._signal(arr)}], " for arr in u)
-        args = [f"t", f"xc[:, {a}:{b}]", f"xd[:, {c}:{d}]", f"({us})"]
+        args = ["t", f"xc[:, {a}:{b}]", f"xd[:, {c}:{d}]", f"({us})"]
         if extra == "y":
             args.append("(" + "".join(f"s[{self._signal(arr)}], " for arr in y) + ")")
         elif extra == "dxc":

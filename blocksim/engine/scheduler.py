@@ -167,7 +167,6 @@ class Simulation:
         enabled = {n for n, b in cd.blocks.items() if b.enabled}
         self.views = {n: self._views(n) for n in cd.blocks}
         rate_index = {r.sample_time: k for k, r in enumerate(self.timebase.rates)}
-        self.rate_index = rate_index
         self.major_calls = []      # (rate index or -1 = every major step, method, args)
         self.constant_calls = []
         self.minor_calls = []
@@ -316,7 +315,6 @@ class Simulation:
         stop_ticks = (s.stop - s.start) / tb.tick
         stop_tick_exact = int(stop_ticks) if stop_ticks.denominator == 1 else stop_ticks
         self.stopped_by = None
-        self.recorder_started = _time.perf_counter()
         for name in self.order:
             blk = self.cd.blocks[name]
             xc, xd, _, _, _, _ = self.views[name]

@@ -198,7 +198,7 @@ def run(config_path, out, *, echo=print) -> dict:
         header=f"Identified robot file written by `blocksim identify {config_path.name}`: the\n"
                "physically consistent estimate (log-Cholesky, Wensing et al. 2017); kinematics from "
                f"{rob['cad']}.")
-    ident_robot = load_robot(str(ident_path.resolve()))
+    load_robot(str(ident_path.resolve()))   # the written robot file must load as a RobotModel
 
     # ---------------------------------------------------------------- validation
     vc = cfg.get("validation", {})
