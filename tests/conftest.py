@@ -6,4 +6,12 @@ compiled-equals-interpreted checks), with its own cache folder.
 """
 import os
 
+import pytest
+
 os.environ.setdefault("BLOCKSIM_MODE", "interpreted")
+
+
+@pytest.fixture
+def compiled_cache(tmp_path_factory, monkeypatch):
+    """A cache folder of this test session for compiled code (BLOCKSIM_CACHE_DIR)."""
+    monkeypatch.setenv("BLOCKSIM_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))

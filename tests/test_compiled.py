@@ -24,9 +24,7 @@ log: {signals: [x.out, v.out], every: 0.01}
 """
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("BLOCKSIM_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+pytestmark = pytest.mark.usefixtures("compiled_cache")
 
 
 def run(tmp_path, mode, text=MSD, **sets):

@@ -16,6 +16,7 @@ import pytest
 
 import blocksim
 from blockcheck import BlockCheck
+from modecheck import assert_same, signal_changes
 from blocksim.blocks import REGISTRY
 from blocksim.engine.compiled import _import_name, missing_kernels
 
@@ -128,9 +129,7 @@ simulation: {stop_time: 0.6, solver: rk4, step: 1.0e-3}
 DIAGRAMS = {"electric": ELECTRIC, "crossings": CROSSINGS}
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("BLOCKSIM_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+pytestmark = pytest.mark.usefixtures("compiled_cache")
 
 
 def run(tmp_path, text, mode, **sets):
@@ -139,19 +138,6 @@ def run(tmp_path, text, mode, **sets):
     overrides = {"simulation.mode": mode}
     overrides.update(sets)
     return blocksim.simulate(blocksim.load(path, set=overrides))
-
-
-def assert_same(a, b, tol):
-    np.testing.assert_array_equal(a.t, b.t)
-    assert sorted(a.names) == sorted(b.names)
-    for name in a.names:
-        diff = np.max(np.abs(a[name] - b[name]), initial=0.0)
-        assert diff <= tol, f"{name}: compiled differs from interpreted by {diff}"
-
-
-def changes(result, name):
-    values = result[name]
-    return bool(np.ptp(values.reshape(values.shape[0], -1), axis=0).max() > 0)
 
 
 # ---- every block type has kernels ---------------------------------------------------------------
@@ -243,7 +229,7 @@ def test_compiled_equals_interpreted(tmp_path, diagram, solver):
     assert_same(a, b, 1e-12)
     for name in a.names:
         if name not in ("t2c.id", "clk.zero"):            # zero by construction
-            assert changes(a, name), f"{name} never changes in this diagram"
+            assert signal_changes(a, name), f"{name} never changes in this diagram"
     if diagram == "electric":
         assert np.max(np.hypot(a["pi.vd"], a["pi.vq"])) == pytest.approx(2.0)   # circle reached
         assert np.max(np.abs(a["piq.vq"])) == pytest.approx(4.0)               # clamp reached

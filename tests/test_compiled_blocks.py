@@ -17,6 +17,7 @@ import pytest
 
 import blocksim
 from blockcheck import BlockCheck
+from modecheck import assert_same, signal_changes
 from blocksim.blocks import REGISTRY
 from blocksim.engine.compiled import _import_name
 from blocksim.errors import BlocksimError
@@ -154,9 +155,7 @@ DIAGRAMS = {"sources_math": SOURCES_MATH, "linear_discrete": LINEAR_DISCRETE,
             "crossings": CROSSINGS}
 
 
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("BLOCKSIM_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+pytestmark = pytest.mark.usefixtures("compiled_cache")
 
 
 def load(tmp_path, text, mode, **sets):
@@ -170,20 +169,6 @@ def load(tmp_path, text, mode, **sets):
 
 def run(tmp_path, text, mode, batch=None, **sets):
     return blocksim.simulate(load(tmp_path, text, mode, **sets), batch=batch)
-
-
-def assert_same(a, b, tol):
-    np.testing.assert_array_equal(a.t, b.t)
-    assert sorted(a.names) == sorted(b.names)
-    for name in a.names:
-        diff = np.max(np.abs(a[name] - b[name]), initial=0.0)
-        assert diff <= tol, f"{name}: compiled differs from interpreted by {diff}"
-
-
-def signal_changes(result, name):
-    """True when the logged signal is not constant (the diagram really exercises the block)."""
-    values = result[name]
-    return bool(np.ptp(values.reshape(values.shape[0], -1), axis=0).max() > 0)
 
 
 # ---- every block type has kernels ---------------------------------------------------------------
