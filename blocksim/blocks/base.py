@@ -434,6 +434,15 @@ class Kernels:
         derivative(t, xc, xd, u, dxc, p)
         update(t, xc, xd, u, p)
         zero_crossings(t, xc, xd, u, g, p)
+        partial_output(t, xc, xd, u, y, p, want)
+                                             optional: only the outputs whose flag in `want` (a
+                                             tuple of bools, in port order) is set
+
+    An output kernel writes the block's outputs and nothing another kernel relies on (memos that
+    the others recompute on a miss are fine): compiled mode leaves out output calls whose outputs
+    nobody reads, for blocks without update and zero-crossing kernels, and calls partial_output,
+    where the block has one, when only some are read. Kernels are declared inline="always" down
+    to the per-member arithmetic, so a call costs nothing beyond its work.
 
     p is the block's tuple of parameter arrays and scratch (`params`): runtime data, so changing a
     gain or a mass recompiles nothing; only the functions' identities, array ranks and layouts,
@@ -445,3 +454,4 @@ class Kernels:
     update: Any = None
     zero_crossings: Any = None
     params: tuple = ()
+    partial_output: Any = None

@@ -64,7 +64,7 @@ def _integrand(e, u, y, Ki, kb, antiwindup):
     return e
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def pid_continuous_output(ref, meas, ref_d, meas_d, x, g, d_source, out):
     """out = sat(Kp (bw r - m) + Ki z + D); x = [z | filter] (B, w or 2w)."""
     w = out.shape[1]
@@ -75,7 +75,7 @@ def pid_continuous_output(ref, meas, ref_d, meas_d, x, g, d_source, out):
             out[b, i] = _saturate(u, g[b, i, LO], g[b, i, HI])
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def pid_continuous_rate(ref, meas, ref_d, meas_d, x, g, d_source, antiwindup, dx):
     """z' = e (with anti-windup), filter' = N (cw r - m - filter)."""
     w = g.shape[1]

@@ -770,16 +770,20 @@ def manipulator_pose(xc, jt, mem, work, pose):
 
 @njit(cache=True, error_model="numpy")
 def manipulator_outputs(xc, tau, fext, q, qd, qdd, pose, jt, mem, law, work, use_cf, crba,
-                        has_fext, has_friction, has_limits):
-    """The Manipulator's outputs q, qd, qdd, pose (B, n / n / n / 12) at the state xc."""
+                        has_fext, has_friction, has_limits, want_state, want_qdd, want_pose):
+    """The Manipulator's outputs q, qd, qdd, pose (B, n / n / n / 12) at the state xc: q and qd
+    when want_state, qdd when want_qdd, pose when want_pose."""
     n = jt.shape[0]
-    for b in range(xc.shape[0]):
-        for i in range(n):
-            q[b, i] = xc[b, i]
-            qd[b, i] = xc[b, n + i]
-    manipulator_accelerations(xc, tau, fext, jt, mem, law, work, use_cf, crba, has_fext,
-                              has_friction, has_limits, qdd)
-    manipulator_pose(xc, jt, mem, work, pose)
+    if want_state:
+        for b in range(xc.shape[0]):
+            for i in range(n):
+                q[b, i] = xc[b, i]
+                qd[b, i] = xc[b, n + i]
+    if want_qdd:
+        manipulator_accelerations(xc, tau, fext, jt, mem, law, work, use_cf, crba, has_fext,
+                                  has_friction, has_limits, qdd)
+    if want_pose:
+        manipulator_pose(xc, jt, mem, work, pose)
 
 
 @njit(cache=True, error_model="numpy")
@@ -804,7 +808,23 @@ def manipulator_rates(xc, tau, fext, dxc, jt, mem, law, work, use_cf, crba, has_
 @njit(cache=True, error_model="numpy", inline="always")
 def manipulator_output(t, xc, xd, u, y, p):
     manipulator_outputs(xc, u[0], u[1], y[0], y[1], y[2], y[3], p[0], p[1], p[2], p[3], p[4], p[5],
-                        p[6], p[7], p[8])
+                        p[6], p[7], p[8], True, True, True)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def manipulator_partial_output(t, xc, xd, u, y, p, want):
+    """Only the outputs flagged in want (q, qd, qdd, pose); q and qd are one copy, so either
+    flag brings both."""
+    if want[2] or want[3]:
+        manipulator_outputs(xc, u[0], u[1], y[0], y[1], y[2], y[3], p[0], p[1], p[2], p[3], p[4],
+                            p[5], p[6], p[7], p[8], want[0] or want[1], want[2], want[3])
+    else:
+        n = p[0].shape[0]
+        q, qd = y[0], y[1]
+        for b in range(xc.shape[0]):
+            for i in range(n):
+                q[b, i] = xc[b, i]
+                qd[b, i] = xc[b, n + i]
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -996,7 +1016,7 @@ class Manipulator(RobotBlock):
             xc[:, 2 * n:] = 0.0
 
     def output(self, t, xc, xd, u, y):
-        manipulator_outputs(xc, u[0], u[1], y[0], y[1], y[2], y[3], *self._args)
+        manipulator_outputs(xc, u[0], u[1], y[0], y[1], y[2], y[3], *self._args, True, True, True)
 
     def derivative(self, t, xc, xd, u, dxc):
         manipulator_rates(xc, u[0], u[1], dxc, *self._args)
@@ -1023,7 +1043,8 @@ class Manipulator(RobotBlock):
         return False
 
     def kernels(self):
-        return Kernels(output=manipulator_output, derivative=manipulator_derivative,
+        return Kernels(output=manipulator_output, partial_output=manipulator_partial_output,
+                       derivative=manipulator_derivative,
                        zero_crossings=manipulator_zero_crossings if self.n_zc else None,
                        params=self._p)
 

@@ -80,7 +80,7 @@ def times_within(values, t0: float, t1: float) -> list[float]:
 
 # ---- periodic references ------------------------------------------------------------------------
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def cosine_ramp_kernel(t, P, q, qd, qdd):
     """q = offset + A (1 - cos(w t)), qd = A w sin(w t), qdd = A w^2 cos(w t), w = 2 pi / period;
     P (B, n, 3): amplitude, period, offset."""

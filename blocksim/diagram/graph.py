@@ -63,19 +63,21 @@ def sorted_calls(blocks: dict, wires: dict[tuple[str, str], tuple[str, str]],
     outputs read different inputs are those blocks split into one call per output group.
     Ties are broken by the order of the blocks in the file, so the order is reproducible.
     """
-    loop = find_algebraic_loop(blocks, wires)
-    if loop is not None:
-        involved = sorted({p.split(".")[0] for p in loop}, key=file_order.index)
-        raise AlgebraicLoopError(
-            "algebraic loop (a cycle of direct-feedthrough paths) through "
-            + " -> ".join(loop + [loop[0]])
-            + f"; blocks on it: {', '.join(involved)}. Break it with a block that has no direct "
-            "feedthrough (UnitDelay, Integrator, a discrete block) or by feeding back a state output.")
     order = _try_order(blocks, wires, file_order, split=False)
     if order is None:
         order = _try_order(blocks, wires, file_order, split=True)
-    assert order is not None, "port graph is acyclic, so the split graph must be too"
-    return order
+    if order is not None:
+        return order
+    # a cycle of direct-feedthrough ports maps onto the split graph, so the port graph (slower to
+    # search) is only asked when ordering failed: name the ports on the loop
+    loop = find_algebraic_loop(blocks, wires)
+    assert loop is not None, "the split graph is acyclic whenever the port graph is"
+    involved = sorted({p.split(".")[0] for p in loop}, key=file_order.index)
+    raise AlgebraicLoopError(
+        "algebraic loop (a cycle of direct-feedthrough paths) through "
+        + " -> ".join(loop + [loop[0]])
+        + f"; blocks on it: {', '.join(involved)}. Break it with a block that has no direct "
+        "feedthrough (UnitDelay, Integrator, a discrete block) or by feeding back a state output.")
 
 
 def _try_order(blocks, wires, file_order, split: bool):

@@ -19,6 +19,7 @@ import hashlib
 import importlib
 import importlib.util
 import os
+import re
 import sys
 import time as _time
 from pathlib import Path
@@ -31,7 +32,7 @@ from .scheduler import RunOutput, Simulation
 CHUNK_SECONDS = 0.2
 """Wall time between returns to Python in the compiled fixed-step loop (progress, Ctrl-C)."""
 
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 """Bumped whenever the generated code's form changes, so old cache entries are not reused."""
 
 
@@ -86,7 +87,19 @@ def _import_name(fn) -> tuple[str, str]:
 
 
 class Generator:
-    """Writes the source of one diagram's compiled module."""
+    """Writes the source of one diagram's compiled module.
+
+    Every entry point is written out flat, block call by block call: run_fixed holds the whole
+    fixed-step loop (major outputs, logging, updates and every Runge-Kutta stage's minor outputs
+    and derivatives) in one function, so numba infers and LLVM optimises each call site once
+    (nesting step functions made every level re-optimise all the code below it), and the kernels,
+    declared inline, cost no call at all. outputs, derivatives, updates and zero_crossings serve
+    the scheduler's loop (adaptive and event runs) and are compiled only when it calls them.
+
+    An output call none of whose outputs is read (by a wire into an enabled block, or by the log)
+    is left out, unless the block keeps discrete state or zero crossings; a call of which only some
+    outputs are read uses the block's partial_output kernel when it has one.
+    """
 
     def __init__(self, sim: Simulation):
         self.sim = sim
@@ -107,6 +120,16 @@ class Generator:
                     self.kernels[name] = k
                     self.param_index[name] = len(self.params)
                     self.params.append(tuple(k.params))
+        self.logged = [self._signal(buf) for _, buf in sim.recorder.sources]
+        self.read = self._read_outputs()
+
+    def _read_outputs(self) -> set[tuple[str, str]]:
+        """(block, output) pairs some enabled block or the log reads."""
+        cd = self.sim.cd
+        read = {src for (dst, _), src in cd.wires.items() if cd.blocks[dst].enabled}
+        logged = {id(buf) for _, buf in self.sim.recorder.sources}
+        read |= {key for key, buf in self.sim.out_bufs.items() if id(buf) in logged}
+        return read
 
     def _signal(self, arr: np.ndarray) -> int:
         key = id(arr)
@@ -121,13 +144,13 @@ class Generator:
             self.imports[key] = f"_k{len(self.imports)}"
         return self.imports[key]
 
-    def _args(self, name: str, extra: str | None) -> str:
+    def _args(self, name: str, extra: str | None, t: str = "t") -> str:
         cd, sim = self.sim.cd, self.sim
         a, b = cd.xc_slices[name]
         c, d = cd.xd_slices[name]
         _, _, u, y, _, _ = sim.views[name]
         us = "".join(f"s[{self._signal(arr)}], " for arr in u)
-        args = ["t", f"xc[:, {a}:{b}]", f"xd[:, {c}:{d}]", f"({us})"]
+        args = [t, f"xc[:, {a}:{b}]", f"xd[:, {c}:{d}]", f"({us})"]
         if extra == "y":
             args.append("(" + "".join(f"s[{self._signal(arr)}], " for arr in y) + ")")
         elif extra == "dxc":
@@ -138,30 +161,82 @@ class Generator:
         args.append(f"p[{self.param_index[name]}]")
         return ", ".join(args)
 
-    def source(self) -> str:
-        sim, cd = self.sim, self.sim.cd
-        body: dict[str, list[str]] = {"outputs": [], "deriv": [], "update": [], "zc": []}
-        # one output function serves major steps and solver stages (minor = True): every call is
-        # written once, which halves what numba must compile
-        for rate, method, _ in sim.major_calls:
-            name = method.__self__.name
-            call = f"{self._fn(self.kernels[name].output)}({self._args(name, 'y')})"
-            if rate >= 0:
-                call = f"if hits[{rate}]:\n        {call}"
-            elif name not in cd.varying:
-                call = f"if not minor:\n        {call}"
-            body["outputs"].append(call)
-        for method, *_ in sim.deriv_calls:
-            name = method.__self__.name
-            body["deriv"].append(
-                f"{self._fn(self.kernels[name].derivative)}({self._args(name, 'dxc')})")
-        for rate, method, _ in sim.update_calls:
+    def _output_call(self, call, t: str) -> str | None:
+        """The source of one output call, or None when nothing it computes is used."""
+        name = call.block
+        blk, k = self.sim.cd.blocks[name], self.kernels[name]
+        outs = blk.output_names()
+        want = tuple(o in call.serves and (name, o) in self.read for o in outs)
+        if not any(want) and k.update is None and k.zero_crossings is None:
+            return None
+        if k.partial_output is not None and not all(o in call.serves for o in outs) or (
+                k.partial_output is not None and not all(want)):
+            flags = "(" + "".join(f"{w}, " for w in want) + ")"
+            return f"{self._fn(k.partial_output)}({self._args(name, 'y', t)}, {flags})"
+        return f"{self._fn(k.output)}({self._args(name, 'y', t)})"
+
+    def output_body(self, major: str | None, t: str = "t") -> list[str]:
+        """Statements computing the outputs in sorted order. major: the expression telling a major
+        step (discrete blocks then run at their hits, held blocks every time), or None for the
+        solver's minor evaluations (only the blocks whose outputs vary between major steps)."""
+        cd = self.sim.cd
+        rate_index = {r.sample_time: i for i, r in enumerate(self.sim.timebase.rates)}
+        lines = []
+        for call in cd.calls:
+            name = call.block
+            blk = cd.blocks[name]
+            st = cd.sample_times[name]
+            if not blk.enabled or not blk.output_names() or st.kind == "constant":
+                continue
+            if major is None and name not in cd.varying:
+                continue
+            text = self._output_call(call, t)
+            if text is None:
+                continue
+            if major is not None and st.kind == "discrete":
+                lines += [f"if hits[{rate_index[st]}]:", "    " + text]
+            elif major is not None and major != "True" and name not in cd.varying:
+                lines += [f"if {major}:", "    " + text]
+            else:
+                lines.append(text)
+        return lines
+
+    def derivative_body(self, t: str = "t") -> list[str]:
+        return [f"{self._fn(self.kernels[method.__self__.name].derivative)}"
+                f"({self._args(method.__self__.name, 'dxc', t)})"
+                for method, *_ in self.sim.deriv_calls]
+
+    def update_body(self) -> list[str]:
+        lines = []
+        for rate, method, _ in self.sim.update_calls:
             name = method.__self__.name
             call = f"{self._fn(self.kernels[name].update)}({self._args(name, None)})"
-            body["update"].append(call if rate < 0 else f"if hits[{rate}]:\n        {call}")
-        for name, _ in sim.zc_blocks:
-            body["zc"].append(
-                f"{self._fn(self.kernels[name].zero_crossings)}({self._args(name, 'g')})")
+            lines += [call] if rate < 0 else [f"if hits[{rate}]:", "    " + call]
+        return lines
+
+    def record_body(self) -> list[str]:
+        return [f"copy_to_log(logs[{j}], log_pos, s[{i}])" for j, i in enumerate(self.logged)]
+
+    def source(self) -> str:
+        sim = self.sim
+        zc = [f"{self._fn(self.kernels[name].zero_crossings)}({self._args(name, 'g')})"
+              for name, _ in sim.zc_blocks]
+        functions = [
+            ("def outputs(t, hits, major, xc, xd, s, p):", self.output_body("major")),
+            ("def derivatives(t, xc, xd, dxc, s, p):",
+             self.output_body(None) + self.derivative_body()),
+            ("def updates(t, hits, xc, xd, s, p):", self.update_body()),
+            ("def zero_crossings(t, xc, xd, g, s, p):", zc),
+        ]
+        # the loop reads the tuples' items from locals unpacked once at entry (an item taken from
+        # a tuple costs a reference count each time)
+        fixed = FIXED_LOOP.format(
+            unpack=_block([f"s_{i} = s[{i}]" for i in range(len(self.signals))]
+                          + [f"p_{i} = p[{i}]" for i in range(len(self.params))], 4),
+            major_outputs=_unpacked(_block(self.output_body("True"), 8)),
+            record=_unpacked(_block(self.record_body(), 12)),
+            updates=_unpacked(_block(self.update_body(), 8)),
+            stage=_unpacked(_block(self.output_body(None, "ti") + self.derivative_body("ti"), 16)))
         lines = [f'"""Generated by blocksim (generator {GENERATOR_VERSION}) for one diagram '
                  'structure; do not edit."""',
                  f"# library fingerprint {library_fingerprint()}",
@@ -170,80 +245,72 @@ class Generator:
                  "from blocksim.engine.loops import all_finite, copy2d, copy_to_log, rate_hits"]
         for (module, name), alias in sorted(self.imports.items(), key=lambda kv: kv[1]):
             lines.append(f"from {module} import {name} as {alias}")
-
-        def func(header, stmts):
-            lines.append("")
-            lines.append("")
-            lines.append("@njit(cache=True, error_model='numpy')")
-            lines.append(header)
-            for st in stmts or ["pass"]:
-                lines.append("    " + st)
-
-        func("def outputs(t, hits, minor, xc, xd, s, p):", body["outputs"])
-        func("def derivatives(t, nohits, xc, xd, dxc, s, p):",
-             ["outputs(t, nohits, True, xc, xd, s, p)"] + body["deriv"])
-        func("def updates(t, hits, xc, xd, s, p):", body["update"])
-        func("def zero_crossings(t, xc, xd, g, s, p):", body["zc"])
-        lines.append(FIXED_LOOP)
-        return "\n".join(lines) + "\n"
+        for header, stmts in functions:
+            lines += ["", "", "@njit(cache=True, error_model='numpy')", header]
+            lines += _indent(stmts, 4) or ["    pass"]
+        return "\n".join(lines) + "\n" + fixed
 
 
-FIXED_LOOP = '''
+def _indent(stmts: list[str], spaces: int) -> list[str]:
+    return [" " * spaces + st for st in stmts]
+
+
+def _unpacked(text: str) -> str:
+    """s[i] and p[i] written as the locals s_i and p_i."""
+    return re.sub(r"\b([sp])\[(\d+)\]", r"\1_\2", text)
+
+
+def _block(stmts: list[str], spaces: int) -> str:
+    """Statements as an indented block of source ('pass' when there are none)."""
+    return "\n".join(_indent(stmts or ["pass"], spaces))
+
+
+FIXED_LOOP = """
 
 @njit(cache=True, error_model='numpy')
-def rk_step(t, t_new, nohits, xc, xd, dxc, s, p, A, b, c, K, x0, x_stage):
-    """One explicit Runge-Kutta step of xc from t to t_new, the arithmetic of solvers.explicit.rk_step."""
-    h = t_new - t
+def run_fixed(k0, k1, last_k, num0, dnum, den, step_ticks, t_stop, per, off, hits,
+              xc, xd, dxc, s, p, logs, log_stride, log_pos, A, b, c, K, x0, x_stage):
+    \"\"\"Major steps k0..k1-1 on the fixed grid: outputs, log, updates, one explicit Runge-Kutta
+    step of xc each (the arithmetic of solvers.explicit.rk_step).
+
+    Returns (status, next k, log position): status 0 = chunk done, 1 = reached the stop time,
+    2 = a state became NaN/Inf at step k (the caller names the block).\"\"\"
+{unpack}
     n_stages = b.shape[0]
-    copy2d(x0, xc)
-    derivatives(t, nohits, xc, xd, dxc, s, p)
-    copy2d(K[0], dxc)
     stages = K.reshape((K.shape[0], -1))
     x0_flat = x0.reshape(-1)
     stage_flat = x_stage.reshape(-1)
-    for i in range(1, n_stages):
-        _combine(x0_flat, h, A[i], stages, i, stage_flat)
-        ti = t_new if c[i] == 1.0 else min(t + c[i] * h, t_new)
-        copy2d(xc, x_stage)
-        derivatives(ti, nohits, xc, xd, dxc, s, p)
-        copy2d(K[i], dxc)
-    _combine(x0_flat, h, b, stages, n_stages, stage_flat)
-    copy2d(xc, x_stage)
-
-
-@njit(cache=True, error_model='numpy')
-def run_fixed(k0, k1, last_k, num0, dnum, den, step_ticks, t_stop, per, off, hits, nohits,
-              xc, xd, dxc, s, p, logs, log_stride, log_pos, A, b, c, K, x0, x_stage):
-    """Major steps k0..k1-1 on the fixed grid: outputs, log, updates, one RK step each.
-
-    Returns (status, next k, log position): status 0 = chunk done, 1 = reached the stop time,
-    2 = a state became NaN/Inf at step k (the caller names the block)."""
     k = k0
     while k < k1:
         n = k * step_ticks
         t = t_stop if k == last_k else (num0 + n * dnum) / den
         rate_hits(n, per, off, hits)
-        outputs(t, hits, False, xc, xd, s, p)
+{major_outputs}
         if k % log_stride == 0 or k == last_k:
-            record(log_pos, s, logs)
+{record}
             log_pos += 1
-        updates(t, hits, xc, xd, s, p)
+{updates}
         if not (all_finite(xc) and all_finite(xd)):
             return 2, k, log_pos
         if k == last_k:
             return 1, k, log_pos
         t_new = t_stop if k + 1 == last_k else (num0 + (k + 1) * step_ticks * dnum) / den
         if xc.shape[1] > 0:
-            rk_step(t, t_new, nohits, xc, xd, dxc, s, p, A, b, c, K, x0, x_stage)
+            h = t_new - t
+            copy2d(x0, xc)
+            for i in range(n_stages):
+                ti = t
+                if i > 0:
+                    _combine(x0_flat, h, A[i], stages, i, stage_flat)
+                    ti = t_new if c[i] == 1.0 else min(t + c[i] * h, t_new)
+                    copy2d(xc, x_stage)
+{stage}
+                copy2d(K[i], dxc)
+            _combine(x0_flat, h, b, stages, n_stages, stage_flat)
+            copy2d(xc, x_stage)
         k += 1
     return 0, k, log_pos
-'''
-
-
-def _record_source(logged_index: list[int]) -> str:
-    lines = ["", "", "@njit(cache=True, error_model='numpy')", "def record(pos, s, logs):"]
-    lines += [f"    copy_to_log(logs[{j}], pos, s[{i}])" for j, i in enumerate(logged_index)] or ["    pass"]
-    return "\n".join(lines) + "\n"
+"""
 
 
 def load_module(source: str):
@@ -272,9 +339,7 @@ class CompiledSimulation(Simulation):
     def __init__(self, cd, settings, logged):
         super().__init__(cd, settings, logged)
         gen = Generator(self)
-        self.logged_sources = [gen._signal(buf) for _, buf in self.recorder.sources]
-        source = gen.source() + _record_source(self.logged_sources)
-        self.module = load_module(source)
+        self.module = load_module(gen.source())
         self.s = tuple(gen.signals)
         self.p = tuple(gen.params)
         self.logs = tuple(self.recorder.data[name] for name, _ in self.recorder.sources)
@@ -288,14 +353,14 @@ class CompiledSimulation(Simulation):
         return any(folder.glob(f"{name}.{entry}-*.nbi"))
 
     def outputs_major(self, t, hits):
-        self.module.outputs(t, hits, False, self.xc, self.xd, self.s, self.p)
+        self.module.outputs(t, hits, True, self.xc, self.xd, self.s, self.p)
 
     def outputs_minor(self, t):
-        self.module.outputs(t, self.nohits, True, self.xc, self.xd, self.s, self.p)
+        self.module.outputs(t, self.nohits, False, self.xc, self.xd, self.s, self.p)
 
     def rhs(self, t, x):
         np.copyto(self.xc, x)
-        self.module.derivatives(t, self.nohits, self.xc, self.xd, self.dxc, self.s, self.p)
+        self.module.derivatives(t, self.xc, self.xd, self.dxc, self.s, self.p)
         return self.dxc.copy()
 
     def zero_crossings(self, t):
@@ -341,7 +406,7 @@ class CompiledSimulation(Simulation):
                 started = _time.perf_counter()
                 status, k, log_pos = self.module.run_fixed(
                     k, min(k + chunk, last_k + 1), last_k, num0, dnum, den, step_ticks,
-                    float(s.stop), per, off, hits, self.nohits, self.xc, self.xd, self.dxc,
+                    float(s.stop), per, off, hits, self.xc, self.xd, self.dxc,
                     self.s, self.p, self.logs, log_stride, log_pos, tableau.A, tableau.b, tableau.c, K, x0,
                     x_stage)
                 elapsed = _time.perf_counter() - started

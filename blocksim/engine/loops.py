@@ -8,7 +8,7 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def copy2d(dst, src):
     """dst[:, :] = src for (B, n) arrays."""
     for i in range(dst.shape[0]):
@@ -16,7 +16,7 @@ def copy2d(dst, src):
             dst[i, j] = src[i, j]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def copy_to_log(log, pos, src):
     """log[:, pos, :] = src: one logged sample of a (B, width) signal into (B, n_times, width)."""
     for i in range(src.shape[0]):
@@ -24,7 +24,7 @@ def copy_to_log(log, pos, src):
             log[i, pos, j] = src[i, j]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def all_finite(a):
     """True when no element of the (B, n) array is NaN or Inf."""
     for i in range(a.shape[0]):
@@ -34,7 +34,7 @@ def all_finite(a):
     return True
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def rate_hits(n, per, off, hits):
     """hits[r] = rate r has a sample hit at base tick n (n >= offset, (n - offset) % period == 0)."""
     for r in range(per.shape[0]):

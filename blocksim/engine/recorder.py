@@ -1,6 +1,7 @@
 """Logging of signals on an exact time grid of its own (decimation), into preallocated arrays."""
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 import numpy as np
@@ -13,10 +14,18 @@ def log_times(start: Fraction, stop: Fraction, every: Fraction) -> np.ndarray:
     if every <= 0:
         raise SampleTimeError(f"log.every must be positive, got {float(every)} s")
     count = int((stop - start) // every)
-    times = [float(start + k * every) for k in range(count + 1)]
+    den = math.lcm(start.denominator, every.denominator)
+    first = start.numerator * (den // start.denominator)
+    step = every.numerator * (den // every.denominator)
+    last = first + count * step
+    if max(abs(first), abs(last), den) < 2 ** 53:
+        # integers exact in doubles: one IEEE division each, correctly rounded as float(Fraction)
+        times = (first + step * np.arange(count + 1, dtype=np.int64)).astype(float) / den
+    else:
+        times = np.array([float(start + k * every) for k in range(count + 1)])
     if start + count * every != stop:
-        times.append(float(stop))
-    return np.array(times)
+        times = np.append(times, float(stop))
+    return times
 
 
 class Recorder:

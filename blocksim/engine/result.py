@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import subprocess
 from pathlib import Path
@@ -28,10 +29,17 @@ class Result:
         self.stats = dict(stats or {})
         self.interrupted = interrupted
         self.stopped_by = stopped_by
-        self.diagram = diagram
+        self._diagram = diagram
         self.metadata = dict(metadata or {})
         self.metrics: dict[str, list[float]] = {}
         self._aliases = dict(aliases or {})
+
+    @property
+    def diagram(self) -> str | None:
+        """The resolved diagram as YAML text (written on first use: a sweep of runs pays nothing)."""
+        if callable(self._diagram):
+            self._diagram = self._diagram()
+        return self._diagram
 
     @property
     def names(self) -> list[str]:
@@ -63,7 +71,7 @@ class Result:
         sub = {n: d[k:k + 1] for n, d in self._signals.items()}
         return Result(self.t, sub, batch=1, batched=False, events=[e for e in self.events
                       if e.member == k], stats=self.stats, interrupted=self.interrupted,
-                      stopped_by=self.stopped_by, diagram=self.diagram, metadata=self.metadata,
+                      stopped_by=self.stopped_by, diagram=self._diagram, metadata=self.metadata,
                       aliases=self._aliases)
 
     def save(self, folder) -> Path:
@@ -115,7 +123,7 @@ class Result:
             res.metrics = json.loads(mpath.read_text())
         dpath = folder / "diagram.yaml"
         if dpath.exists():
-            res.diagram = dpath.read_text()
+            res._diagram = dpath.read_text()
         return res
 
 
@@ -129,14 +137,27 @@ def _jsonable(value):
 
 def run_metadata(seed=None) -> dict:
     """Versions and provenance stored with every saved run."""
+    meta = dict(_provenance())
+    meta["seed"] = seed
+    return meta
+
+
+@functools.lru_cache(maxsize=1)
+def _provenance() -> dict:
+    """Versions of blocksim, numpy, scipy and Python, and blocksim's git revision when it runs
+    from a checkout (asked once per process)."""
     import platform
+    from importlib.metadata import PackageNotFoundError, version
 
     import numpy
-    import scipy
 
     from .. import __version__
-    meta = {"blocksim": __version__, "numpy": numpy.__version__, "scipy": scipy.__version__,
-            "python": platform.python_version(), "seed": seed}
+    try:
+        scipy_version = version("scipy")          # without importing scipy (0.2 s)
+    except PackageNotFoundError:
+        scipy_version = None
+    meta = {"blocksim": __version__, "numpy": numpy.__version__, "scipy": scipy_version,
+            "python": platform.python_version()}
     try:
         rev = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
                              timeout=2, cwd=Path(__file__).parent)

@@ -118,4 +118,4 @@ def simulate(diagram: Diagram, batch: dict[str, list] | None = None, **settings:
                                                        diagram.overrides.items()})
     return Result(out.t, out.signals, batch=cd.batch, batched=bool(batch), events=out.events,
                   stats=out.stats, interrupted=out.interrupted, stopped_by=out.stopped_by,
-                  diagram=diagram.resolved_yaml(), metadata=meta, aliases=cd.spec.aliases)
+                  diagram=diagram.resolved_yaml, metadata=meta, aliases=cd.spec.aliases)

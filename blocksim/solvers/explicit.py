@@ -27,7 +27,7 @@ DOP853_E3_WEIGHT = 0.01
 # The stage arithmetic is done by these kernels, one element at a time in a fixed order, so that every
 # batch member gets bit-for-bit the result of a run on its own (BLAS dot products do not promise that).
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", inline="always")
 def _combine(base, h, weights, stages, count, out):
     """out[k] = base[k] + h * sum_{j < count} weights[j] * stages[j, k]  (zero weights skipped).
 
