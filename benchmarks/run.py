@@ -47,16 +47,23 @@ def timed(fn, repeats: int) -> list[float]:
     return times
 
 
-def blocksim_case(path: Path, variant: str | None, mode: str, batch: int, sets=None):
-    """A callable running one simulation, plus the diagram (loaded once, outside the timing)."""
+GAIN_BLOCK = {"W1": "pid", "W2": "pid", "W3": "ct"}
+"""The block whose proportional gain Kp the batch runs spread (a block parameter: the members
+share one resolved diagram; a workspace-parameter batch re-resolves the file per member)."""
+
+
+def blocksim_case(label: str, path: Path, variant: str | None, mode: str, batch: int, sets=None):
+    """A callable running one simulation (blocksim.simulate: compile, run, result), the diagram
+    loaded once outside the timing."""
     overrides = {"simulation.mode": mode}
     overrides.update(sets or {})
     d = blocksim.load(path, variant=variant, set=overrides)
     members = None
     if batch > 1:
-        # B members with proportional gains spread by 0.1 % each (every workload has parameter Kp)
-        kp = np.asarray(d.spec.parameters["Kp"], dtype=float)
-        members = {"parameters.Kp": [(kp * (1 + 1e-3 * k)).tolist() for k in range(batch)]}
+        # B members with proportional gains spread by 0.1 % each
+        block = GAIN_BLOCK[label.split()[0]]
+        kp = np.asarray(d.spec.blocks[block].params["Kp"], dtype=float)
+        members = {f"{block}.Kp": [(kp * (1 + 1e-3 * k)).tolist() for k in range(batch)]}
     return lambda: blocksim.simulate(d, batch=members)
 
 
@@ -126,7 +133,7 @@ def main() -> None:
         for mode in ("interpreted", "compiled"):
             batches = (1,) if args.quick else (1, 1000)
             for batch in batches:
-                fn = blocksim_case(path, variant, mode, batch, sets)
+                fn = blocksim_case(label, path, variant, mode, batch, sets)
                 fn()   # warm
                 t = statistics.median(timed(fn, n if batch == 1 else max(1, n // 2)))
                 per_member = t / batch

@@ -79,8 +79,12 @@ def pid_continuous_output(ref, meas, ref_d, meas_d, x, g, d_source, out):
 def pid_continuous_rate(ref, meas, ref_d, meas_d, x, g, d_source, antiwindup, dx):
     """z' = e (with anti-windup), filter' = N (cw r - m - filter)."""
     w = g.shape[1]
+    plain = antiwindup == NO_WINDUP_GUARD and d_source != D_FILTERED
     for b in range(dx.shape[0]):
         for i in range(w):
+            if plain:       # z' = e: the law's output is not needed
+                dx[b, i] = _pick(ref, b, i) - _pick(meas, b, i)
+                continue
             filt = x[b, w + i] if d_source == 1 else 0.0
             u, e = pid_law(ref, meas, ref_d, meas_d, b, i, x[b, i], filt, 1.0, g, d_source)
             y = _saturate(u, g[b, i, LO], g[b, i, HI])

@@ -91,14 +91,18 @@ def gain_matrix_output(t, xc, xd, u, y, p):
 
 @njit(cache=True, inline="always")
 def signed_sum(inputs, signs, y):
-    """y = sum_k signs[k] * inputs[k], each input (B, w) or (B, 1) broadcast."""
+    """y = sum_k signs[k] * inputs[k], each input (B, w) or (B, 1) broadcast, added in input order
+    from 0.0. Input by input: an array taken out of the tuple once per call, not per element."""
     for b in range(y.shape[0]):
         for i in range(y.shape[1]):
-            acc = 0.0
-            for k in range(len(inputs)):
-                u = inputs[k]
-                acc += signs[k] * u[b, i if u.shape[1] > 1 else 0]
-            y[b, i] = acc
+            y[b, i] = 0.0
+    for k in range(len(inputs)):
+        u = inputs[k]
+        sign = signs[k]
+        wide = u.shape[1] > 1
+        for b in range(y.shape[0]):
+            for i in range(y.shape[1]):
+                y[b, i] += sign * u[b, i if wide else 0]
 
 
 @register

@@ -536,17 +536,30 @@ def _tool_pose(jt, mem, k, q, b, out, o):
 # ============================================================================ Manipulator
 
 @njit(cache=True, error_model="numpy", inline="always")
+def _clipped(law, b, i, t):
+    """The input torque t of joint i saturated to +-tau_max (N m)."""
+    lim = law[b, i, TAU_MAX]
+    if t > lim:
+        return lim
+    if t < -lim:
+        return -lim
+    return t
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _less_passive(law, b, i, q, w, t):
+    """t - damping w - stiffness (q - q_rest) of joint i (N m)."""
+    return t - law[b, i, DAMPING] * w - law[b, i, STIFFNESS] * (q - law[b, i, Q_REST])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def _effective_torque(law, b, i, q, w, z, t, has_friction):
     """(effective torque, stuck) of joint i: clip(t, +-tau_max) - friction(w, z) - damping w
     - stiffness (q - q_rest). Stuck (its friction left out here: it is the holding torque, up to
     the static level, that the caller solves for): the joint rests (w = 0 exactly) under an
     exact-sign static law with a static level, or its speed is inside a Karnopp band |w| < dv.
     z is the LuGre bristle deflection (unused by the other laws)."""
-    lim = law[b, i, TAU_MAX]
-    if t > lim:
-        t = lim
-    elif t < -lim:
-        t = -lim
+    t = _clipped(law, b, i, t)
     stuck = False
     if has_friction:
         kind = law[b, i, FKIND]
@@ -561,7 +574,7 @@ def _effective_torque(law, b, i, q, w, z, t, has_friction):
             t -= _law_friction(law, b, i, w)
             if w == 0.0 and law[b, i, EPS] == 0.0 and (law[b, i, FSP] > 0.0 or law[b, i, FSN] > 0.0):
                 stuck = True
-    return t - law[b, i, DAMPING] * w - law[b, i, STIFFNESS] * (q - law[b, i, Q_REST]), stuck
+    return _less_passive(law, b, i, q, w, t), stuck
 
 
 @njit(cache=True, error_model="numpy")
@@ -832,6 +845,31 @@ def manipulator_derivative(t, xc, xd, u, dxc, p):
     manipulator_rates(xc, u[0], u[1], dxc, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8])
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def manipulator_closed_form_derivative(t, xc, xd, u, dxc, p):
+    """dxc = [qd | qdd] of a planar 2R by the closed form alone: the Manipulator's derivative
+    kernel when no joint can stick or rest on a stop (no exact-sign static friction, Karnopp band,
+    LuGre state, stop or wrench; see Manipulator.kernels). The operations of manipulator_rates in
+    that case, inlined, with nothing of the general path compiled in."""
+    tau, mem, law, has_friction = u[0], p[1], p[2], p[7]
+    for b in range(xc.shape[0]):
+        q1 = xc[b, 0]
+        q2 = xc[b, 1]
+        w1 = xc[b, 2]
+        w2 = xc[b, 3]
+        t1 = _clipped(law, b, 0, tau[b, 0])
+        t2 = _clipped(law, b, 1, tau[b, 1])
+        if has_friction:
+            t1 -= _law_friction(law, b, 0, w1)
+            t2 -= _law_friction(law, b, 1, w2)
+        a1, a2 = _cf_aba(_cf(mem, _member(mem, b), 2), q1, q2, w1, w2,
+                         _less_passive(law, b, 0, q1, w1, t1), _less_passive(law, b, 1, q2, w2, t2))
+        dxc[b, 0] = w1
+        dxc[b, 1] = w2
+        dxc[b, 2] = a1
+        dxc[b, 3] = a2
+
+
 @njit(cache=True, error_model="numpy")
 def manipulator_crossings(xc, law, has_limits, exact_friction, g):
     """g = [q - q_max, q_min - q] per joint (rising; -1 for an infinite limit) when limits are set,
@@ -1042,9 +1080,22 @@ class Manipulator(RobotBlock):
                 xc[b, n + i] = 0.0
         return False
 
+    def closed_form_only(self) -> bool:
+        """True when the planar 2R's closed form alone gives qdd for every member and state: no
+        joint can stick (exact-sign friction with a static level, a Karnopp band) or rest on a
+        stop, and there is no wrench input, no LuGre state and no CRBA request."""
+        law = self._law
+        static = (law[:, :, FSP] > 0.0) | (law[:, :, FSN] > 0.0)
+        can_stick = bool(np.any(static & (law[:, :, EPS] == 0.0)))
+        return bool(self._use_cf and self.p.method != "crba" and not self._has_fext
+                    and not self._has_limits and not self._lugre and not self._karnopp
+                    and not can_stick)
+
     def kernels(self):
+        derivative = (manipulator_closed_form_derivative if self.closed_form_only()
+                      else manipulator_derivative)
         return Kernels(output=manipulator_output, partial_output=manipulator_partial_output,
-                       derivative=manipulator_derivative,
+                       derivative=derivative,
                        zero_crossings=manipulator_zero_crossings if self.n_zc else None,
                        params=self._p)
 
@@ -1123,26 +1174,69 @@ def _rnea_general(b, q, qd, qdd, jt, mem, work, tau):
         tau[b, i] = out1[0, i]
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _closed_form_rnea(b, q, qd, qdd, mem, tau):
+    """tau[b] = M(q) qdd + c(q, qd) + G(q) of member b of a planar 2R by the closed form."""
+    t1, t2 = _cf_rnea(_cf(mem, _member(mem, b), 2), q[b, 0], q[b, 1], qd[b, 0], qd[b, 1],
+                      qdd[b, 0], qdd[b, 1])
+    tau[b, 0] = t1
+    tau[b, 1] = t2
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _add_friction(law, b, n, qd, tau):
+    """tau[b] += friction(qd[b]) by the law's coefficients (N m)."""
+    for i in range(n):
+        tau[b, i] = tau[b, i] + _law_friction(law, b, i, qd[b, i])
+
+
 @njit(cache=True, error_model="numpy")
 def inverse_dynamics_rows(q, qd, qdd, jt, mem, law, work, use_cf, has_friction, tau):
     """tau (B, n) = M(q) qdd + c(q, qd) + G(q) (+ friction(qd) when the law has friction)."""
     B, n = q.shape
     for b in range(B):
         if use_cf:
-            t1, t2 = _cf_rnea(_cf(mem, _member(mem, b), 2), q[b, 0], q[b, 1], qd[b, 0], qd[b, 1],
-                              qdd[b, 0], qdd[b, 1])
-            tau[b, 0] = t1
-            tau[b, 1] = t2
+            _closed_form_rnea(b, q, qd, qdd, mem, tau)
         else:
             _rnea_general(b, q, qd, qdd, jt, mem, work, tau)
         if has_friction:
-            for i in range(n):
-                tau[b, i] = tau[b, i] + _law_friction(law, b, i, qd[b, i])
+            _add_friction(law, b, n, qd, tau)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def inverse_dynamics_output(t, xc, xd, u, y, p):
     inverse_dynamics_rows(u[0], u[1], u[2], p[0], p[1], p[2], p[3], p[4], p[5], y[0])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _same_as_previous_member(a, b):
+    """Row b of the (B, w) array a holds the same floats as row b - 1 (see _same)."""
+    for i in range(a.shape[1]):
+        if not _same(a[b, i], a[b - 1, i]):
+            return False
+    return True
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def inverse_dynamics_closed_form_output(t, xc, xd, u, y, p):
+    """InverseDynamics of a planar 2R (its kernel when the model has the closed form): the
+    operations of inverse_dynamics_rows, inlined, with nothing of the general RNEA compiled in.
+
+    A member whose inputs are those of the member before, under a model all members share and no
+    friction term, copies its torque: a sweep over the plant or the gains with one reference and
+    one nominal feedforward evaluates the feedforward once per stage (same bits: it is a
+    deterministic function of those numbers)."""
+    q, qd, qdd, mem, law, has_friction, tau = u[0], u[1], u[2], p[1], p[2], p[5], y[0]
+    shared = mem.shape[0] == 1 and not has_friction
+    for b in range(q.shape[0]):
+        if (shared and b > 0 and _same_as_previous_member(q, b)
+                and _same_as_previous_member(qd, b) and _same_as_previous_member(qdd, b)):
+            tau[b, 0] = tau[b - 1, 0]
+            tau[b, 1] = tau[b - 1, 1]
+            continue
+        _closed_form_rnea(b, q, qd, qdd, mem, tau)
+        if has_friction:
+            _add_friction(law, b, 2, qd, tau)
 
 
 @njit(cache=True, error_model="numpy")
@@ -1224,7 +1318,8 @@ class InverseDynamics(_JointInputs):
         inverse_dynamics_rows(u[0], u[1], u[2], *self._p, y[0])
 
     def kernels(self):
-        return Kernels(output=inverse_dynamics_output, params=self._p)
+        output = inverse_dynamics_closed_form_output if self._use_cf else inverse_dynamics_output
+        return Kernels(output=output, params=self._p)
 
 
 @register

@@ -84,12 +84,16 @@ def times_within(values, t0: float, t1: float) -> list[float]:
 def cosine_ramp_kernel(t, P, q, qd, qdd):
     """q = offset + A (1 - cos(w t)), qd = A w sin(w t), qdd = A w^2 cos(w t), w = 2 pi / period;
     P (B, n, 3): amplitude, period, offset."""
+    last = math.nan
+    w = c = s = 0.0
     for b in range(q.shape[0]):
         for i in range(q.shape[1]):
-            w = 2.0 * math.pi / P[b, i, 1]
+            if P[b, i, 1] != last:       # joints and members of one period share cos and sin
+                last = P[b, i, 1]
+                w = 2.0 * math.pi / last
+                c = math.cos(w * t)
+                s = math.sin(w * t)
             a = P[b, i, 0]
-            c = math.cos(w * t)
-            s = math.sin(w * t)
             q[b, i] = P[b, i, 2] + a * (1.0 - c)
             qd[b, i] = a * w * s
             qdd[b, i] = a * w * w * c

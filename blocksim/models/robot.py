@@ -33,6 +33,7 @@ with `rbk = blocksim.models.rigid_body_kernels`; see that module for every kerne
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -437,10 +438,11 @@ class RobotModel:
             raise err.located(where=loc)
 
     @staticmethod
-    def preset_names():
-        """Names of the shipped robots (YAML files in blocksim/models/robots/)."""
+    @functools.lru_cache(maxsize=1)
+    def preset_names() -> tuple[str, ...]:
+        """Names of the shipped robots (YAML files in blocksim/models/robots/; listed once)."""
         folder = resources.files("blocksim.models").joinpath("robots")
-        return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml"))
+        return tuple(sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml")))
 
     @classmethod
     def preset(cls, name):
