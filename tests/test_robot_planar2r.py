@@ -1,4 +1,6 @@
 """Closed-form planar 2R models of the seeds against the general algorithms and WORKLOADS.md's P2."""
+from pathlib import Path
+
 import numpy as np
 
 from blocksim.models import planar2r
@@ -37,6 +39,18 @@ def test_distributed_form_equals_general_algorithms():
 
 def test_point_mass_form_equals_general_algorithms():
     check_against_general(PM, POINT)
+
+
+def test_geared_arm_closed_form_adds_the_reflected_rotor_inertia():
+    """W2's arm (gear N = 100, Jm = 1e-5 kg m^2): the closed form with armature N^2 Jm = 0.1 kg m^2
+    on M11 and M22 equals the general algorithms with rotor inertia, and the bare arm's M + 0.1 I
+    typed from seed 004's formula."""
+    root = Path(__file__).resolve().parents[1]
+    geared = RobotModel.from_yaml(root / "examples" / "robots" / "two_link_geared.yaml")
+    closed = geared.closed_form
+    assert (closed.Ja1, closed.Ja2) == (100 ** 2 * 1e-5, 100 ** 2 * 1e-5)
+    check_against_general(closed, geared)
+    close(closed.mass_matrix(Q), P2.mass_matrix(Q) + 0.1 * np.eye(2))
 
 
 def test_point_mass_is_the_distributed_limit():

@@ -234,7 +234,7 @@ class RobotBlock(Block):
             _, xt, inertia, armature, tool = m.arrays
             mem[k] = np.concatenate([np.ravel(xt), np.ravel(tool), np.ravel(inertia),
                                      np.ravel(armature), np.ravel(m.gravity),
-                                     m.closed_form.params() if use_cf else np.zeros(9)])
+                                     m.closed_form.params() if use_cf else np.zeros(11)])
         return jt, mem, bool(use_cf)
 
     def joint_width(self, port: str, width, expected: int | None = None):
@@ -283,7 +283,7 @@ _WS_COLS = rbk.WS_COLS
 
 def mem_size(n: int) -> int:
     """Length of a member's model row in `mem`."""
-    return 23 * n + 24
+    return 23 * n + 26
 
 
 @njit(cache=True, inline="always")
@@ -313,7 +313,7 @@ def _grav(mem, k, n):
 
 @njit(cache=True, inline="always")
 def _cf(mem, k, n):
-    return mem[k, 23 * n + 15:23 * n + 24]
+    return mem[k, 23 * n + 15:23 * n + 26]
 
 
 @njit(cache=True, inline="always")
@@ -403,13 +403,14 @@ def _law_lugre(law, b, i, w, z):
 @njit(cache=True, error_model="numpy", inline="always")
 def _cf_terms(p, q1, q2):
     """M entries, the Coriolis factor b and the gravity torques of the distributed 2R with
-    p = (m1, m2, l1, l2, c1, c2, I1, I2, g), term by term as models.planar2r (same numbers)."""
+    p = (m1, m2, l1, l2, c1, c2, I1, I2, g, Ja1, Ja2), term by term as models.planar2r (same
+    numbers)."""
     m1, m2, l1, c1, c2, I1, I2, g = p[0], p[1], p[2], p[4], p[5], p[6], p[7], p[8]
     cq2 = math.cos(q2)
     b = m2 * l1 * c2 * math.sin(q2)
-    m11 = I1 + I2 + m1 * c1 * c1 + m2 * (l1 * l1 + c2 * c2 + 2.0 * l1 * c2 * cq2)
+    m11 = I1 + I2 + m1 * c1 * c1 + m2 * (l1 * l1 + c2 * c2 + 2.0 * l1 * c2 * cq2) + p[9]
     m12 = I2 + m2 * (c2 * c2 + l1 * c2 * cq2)
-    m22 = I2 + m2 * c2 * c2
+    m22 = I2 + m2 * c2 * c2 + p[10]
     g2 = m2 * c2 * g * math.cos(q1 + q2)
     g1 = (m1 * c1 + m2 * l1) * g * math.cos(q1) + g2
     return m11, m12, m22, b, g1, g2

@@ -122,6 +122,7 @@ class Generator:
                     self.params.append(tuple(k.params))
         self.logged = [self._signal(buf) for _, buf in sim.recorder.sources]
         self.read = self._read_outputs()
+        self.stage_read = self._read_at_stages()
 
     def _read_outputs(self) -> set[tuple[str, str]]:
         """(block, output) pairs some enabled block or the log reads."""
@@ -130,6 +131,26 @@ class Generator:
         logged = {id(buf) for _, buf in self.sim.recorder.sources}
         read |= {key for key, buf in self.sim.out_bufs.items() if id(buf) in logged}
         return read
+
+    def _read_at_stages(self) -> set[str]:
+        """Varying blocks whose outputs a solver stage reads: those feeding, through varying
+        blocks, an input of a block with continuous states. The others (a reference read only by
+        a discrete controller, a signal only logged) are computed at major steps alone: between
+        them nobody reads them, and each major step recomputes them before any reader."""
+        cd = self.sim.cd
+        stack = [n for n in self.kernels if cd.blocks[n].n_xc > 0]
+        seen, needed = set(), set()
+        while stack:
+            name = stack.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            for port in cd.blocks[name].input_names():
+                src = cd.wires.get((name, port))
+                if src is not None and src[0] in cd.varying and cd.blocks[src[0]].enabled:
+                    needed.add(src[0])
+                    stack.append(src[0])
+        return needed
 
     def _signal(self, arr: np.ndarray) -> int:
         key = id(arr)
@@ -175,10 +196,11 @@ class Generator:
             return f"{self._fn(k.partial_output)}({self._args(name, 'y', t)}, {flags})"
         return f"{self._fn(k.output)}({self._args(name, 'y', t)})"
 
-    def output_body(self, major: str | None, t: str = "t") -> list[str]:
+    def output_body(self, major: str | None, t: str = "t", minor: str = "stage") -> list[str]:
         """Statements computing the outputs in sorted order. major: the expression telling a major
-        step (discrete blocks then run at their hits, held blocks every time), or None for the
-        solver's minor evaluations (only the blocks whose outputs vary between major steps)."""
+        step (discrete blocks then run at their hits, held blocks every time), or None for minor
+        evaluations alone. minor: which varying blocks run at minor evaluations: "stage" (those a
+        solver stage reads) or "all" (for logging and zero crossings between major steps)."""
         cd = self.sim.cd
         rate_index = {r.sample_time: i for i, r in enumerate(self.sim.timebase.rates)}
         lines = []
@@ -188,14 +210,15 @@ class Generator:
             st = cd.sample_times[name]
             if not blk.enabled or not blk.output_names() or st.kind == "constant":
                 continue
-            if major is None and name not in cd.varying:
+            stage = name in cd.varying and (minor == "all" or name in self.stage_read)
+            if major is None and not stage:
                 continue
             text = self._output_call(call, t)
             if text is None:
                 continue
             if major is not None and st.kind == "discrete":
                 lines += [f"if {major} and hits[{rate_index[st]}]:", "    " + text]
-            elif major is not None and major != "True" and name not in cd.varying:
+            elif major is not None and not stage:
                 lines += [f"if {major}:", "    " + text]
             else:
                 lines.append(text)
@@ -222,7 +245,7 @@ class Generator:
         zc = [f"{self._fn(self.kernels[name].zero_crossings)}({self._args(name, 'g')})"
               for name, _ in sim.zc_blocks]
         functions = [
-            ("def outputs(t, hits, major, xc, xd, s, p):", self.output_body("major")),
+            ("def outputs(t, hits, major, xc, xd, s, p):", self.output_body("major", minor="all")),
             ("def derivatives(t, xc, xd, dxc, s, p):",
              self.output_body(None) + self.derivative_body()),
             ("def updates(t, hits, xc, xd, s, p):", self.update_body()),

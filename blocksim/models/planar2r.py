@@ -103,7 +103,9 @@ class PointMass2R:
 @dataclass(frozen=True)
 class Distributed2R:
     """Links of lengths l1, l2 (m), masses m1, m2 (kg), centres of mass c1, c2 (m) from the joints,
-    inertias I1, I2 (kg m^2) about the centres of mass about z; WORKLOADS.md "Plant P2" formulas."""
+    inertias I1, I2 (kg m^2) about the centres of mass about z; WORKLOADS.md "Plant P2" formulas.
+    Ja1, Ja2 (kg m^2): armature, the reflected rotor inertia N^2 Jm of geared drives (seed 004),
+    added to M11 and M22 (WORKLOADS.md W2's plant); 0 for the bare arm."""
 
     m1: float
     m2: float
@@ -114,6 +116,8 @@ class Distributed2R:
     I1: float
     I2: float
     g: float = G_STANDARD
+    Ja1: float = 0.0
+    Ja2: float = 0.0
 
     @classmethod
     def uniform_rods(cls, m1, m2, l1, l2, g=G_STANDARD):
@@ -121,18 +125,19 @@ class Distributed2R:
         return cls(m1, m2, l1, l2, l1 / 2, l2 / 2, m1 * l1 ** 2 / 12, m2 * l2 ** 2 / 12, g)
 
     def params(self) -> np.ndarray:
-        """The parameter vector of the numba kernels: (m1, m2, l1, l2, c1, c2, I1, I2, g)."""
-        return np.array([self.m1, self.m2, self.l1, self.l2, self.c1, self.c2, self.I1, self.I2, self.g])
+        """The parameter vector of the numba kernels: (m1, m2, l1, l2, c1, c2, I1, I2, g, Ja1, Ja2)."""
+        return np.array([self.m1, self.m2, self.l1, self.l2, self.c1, self.c2, self.I1, self.I2, self.g,
+                         self.Ja1, self.Ja2])
 
     def mass_matrix(self, q):
-        """M11 = I1 + I2 + m1 c1^2 + m2 (l1^2 + c2^2 + 2 l1 c2 cos q2), M12 = I2 + m2 (c2^2 + l1 c2 cos q2),
-        M22 = I2 + m2 c2^2 (kg m^2)."""
+        """M11 = I1 + I2 + m1 c1^2 + m2 (l1^2 + c2^2 + 2 l1 c2 cos q2) + Ja1,
+        M12 = I2 + m2 (c2^2 + l1 c2 cos q2), M22 = I2 + m2 c2^2 + Ja2 (kg m^2)."""
         _, q2 = _split(q)
         m1, m2, l1, c1, c2, I1, I2 = self.m1, self.m2, self.l1, self.c1, self.c2, self.I1, self.I2
         cq2 = np.cos(q2)
-        m11 = I1 + I2 + m1 * c1 ** 2 + m2 * (l1 ** 2 + c2 ** 2 + 2 * l1 * c2 * cq2)
+        m11 = I1 + I2 + m1 * c1 ** 2 + m2 * (l1 ** 2 + c2 ** 2 + 2 * l1 * c2 * cq2) + self.Ja1
         m12 = I2 + m2 * (c2 ** 2 + l1 * c2 * cq2)
-        m22 = I2 + m2 * c2 ** 2 + 0 * cq2
+        m22 = I2 + m2 * c2 ** 2 + 0 * cq2 + self.Ja2
         return _mat(m11, m12, m12, m22)
 
     def velocity_product(self, q, qd):
@@ -197,15 +202,16 @@ def ik_2r(x, y, l1, l2, elbow_up_sign=1.0):
 
 @njit(cache=True, error_model="numpy")
 def mass_matrix_into(p, q, out):
-    """out (B, 2, 2) = M(q) of the distributed 2R with p = (m1, m2, l1, l2, c1, c2, I1, I2, g)."""
+    """out (B, 2, 2) = M(q) of the distributed 2R with p = (m1, m2, l1, l2, c1, c2, I1, I2, g, Ja1,
+    Ja2)."""
     m1, m2, l1, c1, c2, I1, I2 = p[0], p[1], p[2], p[4], p[5], p[6], p[7]
     for k in range(q.shape[0]):
         cq2 = math.cos(q[k, 1])
         m12 = I2 + m2 * (c2 * c2 + l1 * c2 * cq2)
-        out[k, 0, 0] = I1 + I2 + m1 * c1 * c1 + m2 * (l1 * l1 + c2 * c2 + 2.0 * l1 * c2 * cq2)
+        out[k, 0, 0] = I1 + I2 + m1 * c1 * c1 + m2 * (l1 * l1 + c2 * c2 + 2.0 * l1 * c2 * cq2) + p[9]
         out[k, 0, 1] = m12
         out[k, 1, 0] = m12
-        out[k, 1, 1] = I2 + m2 * c2 * c2
+        out[k, 1, 1] = I2 + m2 * c2 * c2 + p[10]
 
 
 @njit(cache=True, error_model="numpy")
@@ -215,9 +221,9 @@ def rnea_into(p, q, qd, qdd, out):
     for k in range(q.shape[0]):
         cq2 = math.cos(q[k, 1])
         b = m2 * l1 * c2 * math.sin(q[k, 1])
-        m11 = I1 + I2 + m1 * c1 * c1 + m2 * (l1 * l1 + c2 * c2 + 2.0 * l1 * c2 * cq2)
+        m11 = I1 + I2 + m1 * c1 * c1 + m2 * (l1 * l1 + c2 * c2 + 2.0 * l1 * c2 * cq2) + p[9]
         m12 = I2 + m2 * (c2 * c2 + l1 * c2 * cq2)
-        m22 = I2 + m2 * c2 * c2
+        m22 = I2 + m2 * c2 * c2 + p[10]
         w1 = qd[k, 0]
         w2 = qd[k, 1]
         g2 = m2 * c2 * g * math.cos(q[k, 0] + q[k, 1])
@@ -233,9 +239,9 @@ def aba_into(p, q, qd, tau, out):
     for k in range(q.shape[0]):
         cq2 = math.cos(q[k, 1])
         b = m2 * l1 * c2 * math.sin(q[k, 1])
-        m11 = I1 + I2 + m1 * c1 * c1 + m2 * (l1 * l1 + c2 * c2 + 2.0 * l1 * c2 * cq2)
+        m11 = I1 + I2 + m1 * c1 * c1 + m2 * (l1 * l1 + c2 * c2 + 2.0 * l1 * c2 * cq2) + p[9]
         m12 = I2 + m2 * (c2 * c2 + l1 * c2 * cq2)
-        m22 = I2 + m2 * c2 * c2
+        m22 = I2 + m2 * c2 * c2 + p[10]
         w1 = qd[k, 0]
         w2 = qd[k, 1]
         g2 = m2 * c2 * g * math.cos(q[k, 0] + q[k, 1])

@@ -822,7 +822,7 @@ class RobotModel:
         if self._planar_lengths is None:
             return None
         gx, gy, gz = self.gravity
-        if gx != 0.0 or gz != 0.0 or gy > 0.0 or self.rotor_inertia:
+        if gx != 0.0 or gz != 0.0 or gy > 0.0:
             return None
         l1, l2 = self._planar_lengths
         vals = []
@@ -832,7 +832,8 @@ class RobotModel:
                 return None
             vals.append((m, length + c[0], Ic[2, 2]))
         (m1, c1, I1), (m2, c2, I2) = vals
-        return Distributed2R(m1, m2, l1, l2, c1, c2, I1, I2, -gy)
+        return Distributed2R(m1, m2, l1, l2, c1, c2, I1, I2, -gy,
+                             float(self.armature[0]), float(self.armature[1]))
 
     def __repr__(self):
         kinds = "".join("R" if t == "revolute" else "P" for t in self.joint_types)
