@@ -3,7 +3,8 @@
 Runs W1 (pid_ff: rk4 1 ms and dopri5 rtol 1e-6), W2 and W3 through blocksim in interpreted and
 compiled mode (B = 1, and B = 1000 per member), next to the hand-written loops of
 benchmarks/references.py (pure Python and numba), alternating the runs, and prints medians and
-ratios blocksim / hand-written numba. Also: the wall time of a warm `python cli.py simulate` of W1,
+ratios blocksim / hand-written numba, for blocksim.simulate() (compiling the diagram each call) and
+for Simulator.run() (a diagram compiled once, run again). Also: the wall time of a warm `python cli.py simulate` of W1,
 the import time of blocksim, and the first-run compile time of W1 (a fresh cache folder).
 Peers (bdsim, PathSim, pydrake) are run on W1 when installed, skipped otherwise.
 
@@ -53,8 +54,8 @@ share one resolved diagram; a workspace-parameter batch re-resolves the file per
 
 
 def blocksim_case(label: str, path: Path, variant: str | None, mode: str, batch: int, sets=None):
-    """A callable running one simulation (blocksim.simulate: compile, run, result), the diagram
-    loaded once outside the timing."""
+    """Two callables running one simulation: blocksim.simulate (compile the diagram, run, result)
+    and Simulator.run (the run of a diagram compiled once), the diagram loaded outside the timing."""
     overrides = {"simulation.mode": mode}
     overrides.update(sets or {})
     d = blocksim.load(path, variant=variant, set=overrides)
@@ -64,7 +65,8 @@ def blocksim_case(label: str, path: Path, variant: str | None, mode: str, batch:
         block = GAIN_BLOCK[label.split()[0]]
         kp = np.asarray(d.spec.blocks[block].params["Kp"], dtype=float)
         members = {f"{block}.Kp": [(kp * (1 + 1e-3 * k)).tolist() for k in range(batch)]}
-    return lambda: blocksim.simulate(d, batch=members)
+    prepared = blocksim.Simulator(d, batch=members)
+    return (lambda: blocksim.simulate(d, batch=members)), prepared.run
 
 
 def max_error(result, ref_name, plant_name):
@@ -133,17 +135,19 @@ def main() -> None:
         for mode in ("interpreted", "compiled"):
             batches = (1,) if args.quick else (1, 1000)
             for batch in batches:
-                fn = blocksim_case(label, path, variant, mode, batch, sets)
-                fn()   # warm
-                t = statistics.median(timed(fn, n if batch == 1 else max(1, n // 2)))
-                per_member = t / batch
-                ratio = per_member / numba_t if numba_t else float("nan")
-                rows.append((label, mode, batch, per_member, ratio, numba_t, python_t))
-    print("\n| workload | mode | B | blocksim per member | hand numba | ratio | hand Python |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
-    for label, mode, batch, t, ratio, numba_t, python_t in rows:
-        print(f"| {label} | {mode} | {batch} | {t * 1e3:.3f} ms | "
-              f"{numba_t * 1e3:.3f} ms | {ratio:.2f}x | "
+                whole, prepared = blocksim_case(label, path, variant, mode, batch, sets)
+                whole(), prepared()   # warm
+                count = n if batch == 1 else max(1, n // 2)
+                t_whole = statistics.median(timed(whole, count)) / batch
+                t_run = statistics.median(timed(prepared, count)) / batch
+                rows.append((label, mode, batch, t_whole, t_run, numba_t, python_t))
+    print("\n| workload | mode | B | simulate() per member | Simulator.run() per member | "
+          "hand numba | ratio simulate / run | hand Python |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for label, mode, batch, t_whole, t_run, numba_t, python_t in rows:
+        ratios = (f"{t_whole / numba_t:.2f}x / {t_run / numba_t:.2f}x" if numba_t else "-")
+        print(f"| {label} | {mode} | {batch} | {t_whole * 1e3:.3f} ms | {t_run * 1e3:.3f} ms | "
+              f"{numba_t * 1e3:.3f} ms | {ratios} | "
               + (f"{python_t * 1e3:.1f} ms |" if python_t else "- |"))
     if not args.quick:
         cli = statistics.median(cli_wall_time(n))

@@ -4,11 +4,14 @@
     d = blocksim.load("examples/two_link_pid_vs_ff.yaml", variant="pid_ff")
     r = blocksim.simulate(d)
     r.t, r["plant.q"]
+
+    sim = blocksim.Simulator(d)        # compiled once, run many times
+    r1, r2 = sim.run(), sim.run()
 """
 __version__ = "0.1.0"
 
 from .diagram.diagram import Diagram, load  # noqa: E402
 from .engine.result import Result  # noqa: E402
-from .engine.simulate import simulate  # noqa: E402
+from .engine.simulate import Simulator, simulate  # noqa: E402
 
-__all__ = ["Diagram", "Result", "load", "simulate", "__version__"]
+__all__ = ["Diagram", "Result", "Simulator", "load", "simulate", "__version__"]

@@ -379,6 +379,10 @@ class CompiledSimulation(Simulation):
         self.logs = tuple(self.recorder.data[name] for name, _ in self.recorder.sources)
         self.nohits = np.zeros(len(self.timebase.rates), dtype=np.bool_)
 
+    def new_log(self) -> None:
+        super().new_log()
+        self.logs = tuple(self.recorder.data[name] for name, _ in self.recorder.sources)
+
     def is_cached(self) -> bool:
         """True when numba has compiled code for this module on disk (any signature)."""
         folder = Path(self.module.__file__).parent / "__pycache__"

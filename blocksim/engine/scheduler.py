@@ -144,6 +144,10 @@ class Simulation:
         self.recorder = Recorder({name: self.out_bufs[bp] for name, bp in logged.items()},
                                  self.log_grid)
 
+    def new_log(self) -> None:
+        """Log the next run into new arrays (a Result keeps the arrays of its own run)."""
+        self.recorder = Recorder(dict(self.recorder.sources), self.log_grid)
+
     # ---- plan ---------------------------------------------------------------------------------
     def _views(self, name):
         cd, blk = self.cd, self.cd.blocks[name]

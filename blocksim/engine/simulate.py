@@ -102,6 +102,39 @@ def make_simulation(cd) -> Simulation:
     return Simulation(cd, settings, logged)
 
 
+class Simulator:
+    """A diagram compiled once for many runs, as Drake's Simulator over one Context: the diagram's
+    blocks, wiring, order, rates and (compiled mode) its step function are built here; each run()
+    starts again from the initial states and returns a new Result. A sweep that runs one diagram
+    many times pays the compile (a few ms of Python per diagram) once; simulate() is one run of a
+    fresh Simulator.
+
+    batch: {dotted key: [value per member]} as for simulate().
+    """
+
+    def __init__(self, diagram: Diagram, batch: dict[str, list] | None = None):
+        self.diagram = diagram
+        self.batched = bool(batch)
+        self.cd = diagram.compile(batch)
+        self.simulation = make_simulation(self.cd)
+        self._runs = 0
+
+    def run(self) -> Result:
+        """One run from the initial states (the same numbers every time)."""
+        sim, cd, diagram = self.simulation, self.cd, self.diagram
+        if self._runs:
+            sim.new_log()             # the last Result keeps its arrays
+        self._runs += 1
+        out = sim.run()
+        meta = run_metadata(seed=cd.spec.simulation.get("seed"))
+        meta.update(diagram=str(diagram.path), variant=diagram.variant,
+                    solver=sim.settings.solver, overrides={k: str(v) for k, v in
+                                                           diagram.overrides.items()})
+        return Result(out.t, out.signals, batch=cd.batch, batched=self.batched, events=out.events,
+                      stats=out.stats, interrupted=out.interrupted, stopped_by=out.stopped_by,
+                      diagram=diagram.resolved_yaml, metadata=meta, aliases=cd.spec.aliases)
+
+
 def simulate(diagram: Diagram, batch: dict[str, list] | None = None, **settings: Any) -> Result:
     """Run a loaded diagram. `batch` = {dotted key: [value per member]} runs B members at once;
     keyword settings override the simulation section (stop_time=..., solver=...)."""
@@ -109,13 +142,4 @@ def simulate(diagram: Diagram, batch: dict[str, list] | None = None, **settings:
         overrides = dict(diagram.overrides)
         overrides.update({f"simulation.{k}": v for k, v in settings.items()})
         diagram = Diagram(diagram.path, diagram.variant, overrides)
-    cd = diagram.compile(batch)
-    sim = make_simulation(cd)
-    out = sim.run()
-    meta = run_metadata(seed=cd.spec.simulation.get("seed"))
-    meta.update(diagram=str(diagram.path), variant=diagram.variant,
-                solver=sim.settings.solver, overrides={k: str(v) for k, v in
-                                                       diagram.overrides.items()})
-    return Result(out.t, out.signals, batch=cd.batch, batched=bool(batch), events=out.events,
-                  stats=out.stats, interrupted=out.interrupted, stopped_by=out.stopped_by,
-                  diagram=diagram.resolved_yaml, metadata=meta, aliases=cd.spec.aliases)
+    return Simulator(diagram, batch).run()
