@@ -416,7 +416,7 @@ class LuGreFriction(JointBlock):
 DC_R, DC_L, DC_KT, DC_KE, DC_N = range(5)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def dc_motor_derivative_kernel(i, v, qd, P, di):
     """L di/dt = v - R i - Ke N qd (A/s); signals (B, n or 1), P (B, n, 5) columns DC_*."""
     wv = v.shape[1]
@@ -427,21 +427,28 @@ def dc_motor_derivative_kernel(i, v, qd, P, di):
                         - P[b, j, DC_KE] * P[b, j, DC_N] * qd[b, j if wq > 1 else 0]) / P[b, j, DC_L]
 
 
-@njit(cache=True)
-def dc_motor_output_kernel(i, v, qd, P, i_out, tau, p_elec, p_copper, e_mag, p_mech):
-    """Current (A), joint torque N Kt i (N m) and the power terms v i, R i^2, tau qd (W), 0.5 L i^2 (J)."""
+@njit(cache=True, inline="always")
+def dc_motor_output_kernel(i, v, qd, P, i_out, tau, p_elec, p_copper, e_mag, p_mech, want):
+    """Current (A), joint torque N Kt i (N m) and the power terms v i, R i^2, tau qd (W), 0.5 L i^2 (J):
+    those flagged in want (6 bools, in that order)."""
     wv = v.shape[1]
     wq = qd.shape[1]
     for b in range(i.shape[0]):
         for j in range(i.shape[1]):
             ik = i[b, j]
             t = P[b, j, DC_N] * P[b, j, DC_KT] * ik
-            i_out[b, j] = ik
-            tau[b, j] = t
-            p_elec[b, j] = v[b, j if wv > 1 else 0] * ik
-            p_copper[b, j] = P[b, j, DC_R] * ik * ik
-            e_mag[b, j] = 0.5 * P[b, j, DC_L] * ik * ik
-            p_mech[b, j] = t * qd[b, j if wq > 1 else 0]
+            if want[0]:
+                i_out[b, j] = ik
+            if want[1]:
+                tau[b, j] = t
+            if want[2]:
+                p_elec[b, j] = v[b, j if wv > 1 else 0] * ik
+            if want[3]:
+                p_copper[b, j] = P[b, j, DC_R] * ik * ik
+            if want[4]:
+                e_mag[b, j] = 0.5 * P[b, j, DC_L] * ik * ik
+            if want[5]:
+                p_mech[b, j] = t * qd[b, j if wq > 1 else 0]
 
 
 @register
@@ -500,13 +507,20 @@ class DCMotor(JointBlock):
         dc_motor_derivative(t, xc, xd, u, dxc, self._params)
 
     def kernels(self):
-        return Kernels(output=dc_motor_output, derivative=dc_motor_derivative, params=self._params)
+        return Kernels(output=dc_motor_output, partial_output=dc_motor_partial_output,
+                       derivative=dc_motor_derivative, params=self._params)
 
 
 @njit(cache=True, inline="always")
 def dc_motor_output(t, xc, xd, u, y, p):
     """p = (P,)."""
-    dc_motor_output_kernel(xc, u[0], u[1], p[0], y[0], y[1], y[2], y[3], y[4], y[5])
+    dc_motor_output_kernel(xc, u[0], u[1], p[0], y[0], y[1], y[2], y[3], y[4], y[5],
+                           (True, True, True, True, True, True))
+
+
+@njit(cache=True, inline="always")
+def dc_motor_partial_output(t, xc, xd, u, y, p, want):
+    dc_motor_output_kernel(xc, u[0], u[1], p[0], y[0], y[1], y[2], y[3], y[4], y[5], want)
 
 
 @njit(cache=True, inline="always")
@@ -722,7 +736,7 @@ class TorqueToCurrent(JointBlock):
 CC_KPD, CC_KID, CC_KPQ, CC_KIQ, CC_LD, CC_LQ, CC_PSI, CC_P, CC_N, CC_VMAX = range(10)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def current_pi_q_kernel(iq_ref, iq, qd, z, P, decouple, Ts, v, update):
     """Single-axis current PI with clamp and conditional integration (WORKLOADS.md W2), per member:
 

@@ -32,7 +32,7 @@ from .scheduler import RunOutput, Simulation
 CHUNK_SECONDS = 0.2
 """Wall time between returns to Python in the compiled fixed-step loop (progress, Ctrl-C)."""
 
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 """Bumped whenever the generated code's form changes, so old cache entries are not reused."""
 
 
@@ -265,7 +265,7 @@ class Generator:
                  f"# library fingerprint {library_fingerprint()}",
                  "import numpy as np", "from numba import njit",
                  "from blocksim.solvers.explicit import _combine",
-                 "from blocksim.engine.loops import all_finite, copy2d, copy_to_log, rate_hits"]
+                 "from blocksim.engine.loops import all_finite, copy1d, copy_to_log, rate_hits"]
         for (module, name), alias in sorted(self.imports.items(), key=lambda kv: kv[1]):
             lines.append(f"from {module} import {name} as {alias}")
         for header, stmts in functions:
@@ -292,9 +292,10 @@ FIXED_LOOP = """
 
 @njit(cache=True, error_model='numpy')
 def run_fixed(k0, k1, last_k, num0, dnum, den, step_ticks, t_stop, per, off, hits,
-              xc, xd, dxc, s, p, logs, log_stride, log_pos, A, b, c, K, x0, x_stage):
+              xc, xd, dxc, s, p, logs, log_stride, log_pos, A, b, c, K, x0):
     \"\"\"Major steps k0..k1-1 on the fixed grid: outputs, log, updates, one explicit Runge-Kutta
-    step of xc each (the arithmetic of solvers.explicit.rk_step).
+    step of xc each (the arithmetic of solvers.explicit.rk_step; the stage states are combined
+    straight into xc, which x0 keeps the step's start of).
 
     Pass i = -1 of the inner loop is the major step (outputs with discrete hits, log, updates),
     passes 0.. are the Runge-Kutta stages (minor outputs, derivatives): every block call is
@@ -306,7 +307,8 @@ def run_fixed(k0, k1, last_k, num0, dnum, den, step_ticks, t_stop, per, off, hit
     n_stages = b.shape[0]
     stages = K.reshape((K.shape[0], -1))
     x0_flat = x0.reshape(-1)
-    stage_flat = x_stage.reshape(-1)
+    xc_flat = xc.reshape(-1)
+    dxc_flat = dxc.reshape(-1)
     k = k0
     while k < k1:
         n = k * step_ticks
@@ -318,9 +320,8 @@ def run_fixed(k0, k1, last_k, num0, dnum, den, step_ticks, t_stop, per, off, hit
             major = i < 0
             ti = t
             if i > 0:
-                _combine(x0_flat, h, A[i], stages, i, stage_flat)
+                _combine(x0_flat, h, A[i], stages, i, xc_flat)
                 ti = t_new if c[i] == 1.0 else min(t + c[i] * h, t_new)
-                copy2d(xc, x_stage)
 {outputs}
             if major:
                 if k % log_stride == 0 or k == last_k:
@@ -335,13 +336,12 @@ def run_fixed(k0, k1, last_k, num0, dnum, den, step_ticks, t_stop, per, off, hit
                 if xc.shape[1] == 0:
                     break
                 h = t_new - t
-                copy2d(x0, xc)
+                copy1d(x0_flat, xc_flat)
                 continue
 {derivatives}
-            copy2d(K[i], dxc)
+            copy1d(stages[i], dxc_flat)
         if xc.shape[1] > 0:
-            _combine(x0_flat, h, b, stages, n_stages, stage_flat)
-            copy2d(xc, x_stage)
+            _combine(x0_flat, h, b, stages, n_stages, xc_flat)
         k += 1
     return 0, k, log_pos
 """
@@ -435,7 +435,6 @@ class CompiledSimulation(Simulation):
         B, n = self.xc.shape
         K = np.zeros((len(tableau.b) + 1, B, n))
         x0 = np.zeros((B, n))
-        x_stage = np.zeros((B, n))
         progress = _Progress(s, s.progress)
         k, log_pos, status, interrupted = 0, 0, 0, False
         chunk = 64
@@ -445,8 +444,7 @@ class CompiledSimulation(Simulation):
                 status, k, log_pos = self.module.run_fixed(
                     k, min(k + chunk, last_k + 1), last_k, num0, dnum, den, step_ticks,
                     float(s.stop), per, off, hits, self.xc, self.xd, self.dxc,
-                    self.s, self.p, self.logs, log_stride, log_pos, tableau.A, tableau.b, tableau.c, K, x0,
-                    x_stage)
+                    self.s, self.p, self.logs, log_stride, log_pos, tableau.A, tableau.b, tableau.c, K, x0)
                 elapsed = _time.perf_counter() - started
                 chunk = max(16, int(chunk * min(4.0, CHUNK_SECONDS / max(elapsed, 1e-6))))
                 progress.update(float(s.start) + k * float(s.step), force=True)

@@ -9,11 +9,10 @@ from numba import njit
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def copy2d(dst, src):
-    """dst[:, :] = src for (B, n) arrays."""
+def copy1d(dst, src):
+    """dst[:] = src for 1-D arrays (the fixed-step loop's flat state copies)."""
     for i in range(dst.shape[0]):
-        for j in range(dst.shape[1]):
-            dst[i, j] = src[i, j]
+        dst[i] = src[i]
 
 
 @njit(cache=True, error_model="numpy", inline="always")
