@@ -196,11 +196,21 @@ class Generator:
             return f"{self._fn(k.partial_output)}({self._args(name, 'y', t)}, {flags})"
         return f"{self._fn(k.output)}({self._args(name, 'y', t)})"
 
-    def output_body(self, major: str | None, t: str = "t", minor: str = "stage") -> list[str]:
+    def first_stage_repeats_major(self) -> bool:
+        """True when the first Runge-Kutta stage would recompute exactly what the major step just
+        computed: it evaluates at the same t and xc, and the updates between them change no state
+        that a stage-read block holds (none of them has discrete state)."""
+        cd = self.sim.cd
+        return all(cd.blocks[name].n_xd == 0 for name in self.stage_read)
+
+    def output_body(self, major: str | None, t: str = "t", minor: str = "stage",
+                    stage_guard: str | None = None) -> list[str]:
         """Statements computing the outputs in sorted order. major: the expression telling a major
         step (discrete blocks then run at their hits, held blocks every time), or None for minor
         evaluations alone. minor: which varying blocks run at minor evaluations: "stage" (those a
-        solver stage reads) or "all" (for logging and zero crossings between major steps)."""
+        solver stage reads) or "all" (for logging and zero crossings between major steps).
+        stage_guard: a condition on the stage-read blocks' calls (the loop's "not the first
+        stage", when that stage repeats the major step)."""
         cd = self.sim.cd
         rate_index = {r.sample_time: i for i, r in enumerate(self.sim.timebase.rates)}
         lines = []
@@ -220,6 +230,8 @@ class Generator:
                 lines += [f"if {major} and hits[{rate_index[st]}]:", "    " + text]
             elif major is not None and not stage:
                 lines += [f"if {major}:", "    " + text]
+            elif stage_guard is not None:
+                lines += [f"if {stage_guard}:", "    " + text]
             else:
                 lines.append(text)
         return lines
@@ -256,7 +268,9 @@ class Generator:
         fixed = FIXED_LOOP.format(
             unpack=_block([f"s_{i} = s[{i}]" for i in range(len(self.signals))]
                           + [f"p_{i} = p[{i}]" for i in range(len(self.params))], 4),
-            outputs=_unpacked(_block(self.output_body("major", "ti"), 12)),
+            outputs=_unpacked(_block(self.output_body(
+                "major", "ti", stage_guard="i != 0" if self.first_stage_repeats_major() else None),
+                12)),
             record=_unpacked(_block(self.record_body(), 20)),
             updates=_unpacked(_block(self.update_body(), 16)),
             derivatives=_unpacked(_block(self.derivative_body("ti"), 12)))
