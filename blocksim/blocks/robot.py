@@ -400,40 +400,6 @@ def _law_lugre(law, b, i, w, z):
     return zdot, s0 * z + law[b, i, SIGMA1] * zdot + law[b, i, SIGMA2] * w
 
 
-@njit(cache=True, error_model="numpy", inline="always")
-def _cf_terms(p, q1, q2):
-    """M entries, the Coriolis factor b and the gravity torques of the distributed 2R with
-    p = (m1, m2, l1, l2, c1, c2, I1, I2, g, Ja1, Ja2), term by term as models.planar2r (same
-    numbers)."""
-    m1, m2, l1, c1, c2, I1, I2, g = p[0], p[1], p[2], p[4], p[5], p[6], p[7], p[8]
-    cq2 = math.cos(q2)
-    b = m2 * l1 * c2 * math.sin(q2)
-    m11 = I1 + I2 + m1 * c1 * c1 + m2 * (l1 * l1 + c2 * c2 + 2.0 * l1 * c2 * cq2) + p[9]
-    m12 = I2 + m2 * (c2 * c2 + l1 * c2 * cq2)
-    m22 = I2 + m2 * c2 * c2 + p[10]
-    g2 = m2 * c2 * g * math.cos(q1 + q2)
-    g1 = (m1 * c1 + m2 * l1) * g * math.cos(q1) + g2
-    return m11, m12, m22, b, g1, g2
-
-
-@njit(cache=True, error_model="numpy", inline="always")
-def _cf_rnea(p, q1, q2, w1, w2, a1, a2):
-    """(tau1, tau2) = M qdd + c + G of the distributed 2R (planar2r.rnea_into, one member)."""
-    m11, m12, m22, b, g1, g2 = _cf_terms(p, q1, q2)
-    return (m11 * a1 + m12 * a2 - b * (2.0 * w1 * w2 + w2 * w2) + g1,
-            m12 * a1 + m22 * a2 + b * w1 * w1 + g2)
-
-
-@njit(cache=True, error_model="numpy", inline="always")
-def _cf_aba(p, q1, q2, w1, w2, t1, t2):
-    """(qdd1, qdd2) = M^-1 (tau - c - G) of the distributed 2R (planar2r.aba_into, one member)."""
-    m11, m12, m22, b, g1, g2 = _cf_terms(p, q1, q2)
-    r1 = t1 + b * (2.0 * w1 * w2 + w2 * w2) - g1
-    r2 = t2 - b * w1 * w1 - g2
-    det = m11 * m22 - m12 * m12
-    return (m22 * r1 - m12 * r2) / det, (m11 * r2 - m12 * r1) / det
-
-
 @njit(cache=True, error_model="numpy")
 def _inverse_dynamics_1(jt, mem, k, use_cf, q1, qd1, qdd1, fext1, out1, ws):
     """One member's rnea: out1 (1, n) = M qdd + c + G - J^T fext with member model row k."""
@@ -679,7 +645,7 @@ def _accelerations_closed_form(b, xc, tau, mem, law, has_friction, has_limits, q
                                has_friction)
     if s1 or s2:
         return False
-    a1, a2 = _cf_aba(_cf(mem, k, 2), q1, q2, w1, w2, t1, t2)
+    a1, a2 = p2r.aba_one(_cf(mem, k, 2), q1, q2, w1, w2, t1, t2)
     if has_limits:
         if w1 == 0.0 and ((q1 >= law[b, 0, Q_MAX] and a1 > 0.0) or (q1 <= law[b, 0, Q_MIN] and a1 < 0.0)):
             return False
@@ -851,7 +817,9 @@ def manipulator_closed_form_derivative(t, xc, xd, u, dxc, p):
     """dxc = [qd | qdd] of a planar 2R by the closed form alone: the Manipulator's derivative
     kernel when no joint can stick or rest on a stop (no exact-sign static friction, Karnopp band,
     LuGre state, stop or wrench; see Manipulator.kernels). The operations of manipulator_rates in
-    that case, inlined, with nothing of the general path compiled in."""
+    that case, inlined, with nothing of the general path compiled in. It spells out the smooth case
+    of _effective_torque rather than calling _accelerations_closed_form, whose sticking, LuGre and
+    Karnopp branches would be inlined too: 3 s more of W1's first compile (8.5 -> 11.4 s)."""
     tau, mem, law, has_friction = u[0], p[1], p[2], p[7]
     for b in range(xc.shape[0]):
         q1 = xc[b, 0]
@@ -863,7 +831,7 @@ def manipulator_closed_form_derivative(t, xc, xd, u, dxc, p):
         if has_friction:
             t1 -= _law_friction(law, b, 0, w1)
             t2 -= _law_friction(law, b, 1, w2)
-        a1, a2 = _cf_aba(_cf(mem, _member(mem, b), 2), q1, q2, w1, w2,
+        a1, a2 = p2r.aba_one(_cf(mem, _member(mem, b), 2), q1, q2, w1, w2,
                          _less_passive(law, b, 0, q1, w1, t1), _less_passive(law, b, 1, q2, w2, t2))
         dxc[b, 0] = w1
         dxc[b, 1] = w2
@@ -1178,7 +1146,7 @@ def _rnea_general(b, q, qd, qdd, jt, mem, work, tau):
 @njit(cache=True, error_model="numpy", inline="always")
 def _closed_form_rnea(b, q, qd, qdd, mem, tau):
     """tau[b] = M(q) qdd + c(q, qd) + G(q) of member b of a planar 2R by the closed form."""
-    t1, t2 = _cf_rnea(_cf(mem, _member(mem, b), 2), q[b, 0], q[b, 1], qd[b, 0], qd[b, 1],
+    t1, t2 = p2r.rnea_one(_cf(mem, _member(mem, b), 2), q[b, 0], q[b, 1], qd[b, 0], qd[b, 1],
                       qdd[b, 0], qdd[b, 1])
     tau[b, 0] = t1
     tau[b, 1] = t2

@@ -200,54 +200,71 @@ def ik_2r(x, y, l1, l2, elbow_up_sign=1.0):
     return q1, q2
 
 
+# Numba kernels: p = (m1, m2, l1, l2, c1, c2, I1, I2, g, Ja1, Ja2) (Distributed2R.params()); the
+# per-member functions are the one copy of the formulas, which the block kernels inline too.
+
+@njit(cache=True, error_model="numpy", inline="always")
+def mass_entries(p, q2):
+    """(M11, M12, M22) of the distributed 2R at elbow angle q2 (kg m^2)."""
+    m1, m2, l1, c1, c2, I1, I2 = p[0], p[1], p[2], p[4], p[5], p[6], p[7]
+    cq2 = math.cos(q2)
+    return (I1 + I2 + m1 * c1 * c1 + m2 * (l1 * l1 + c2 * c2 + 2.0 * l1 * c2 * cq2) + p[9],
+            I2 + m2 * (c2 * c2 + l1 * c2 * cq2),
+            I2 + m2 * c2 * c2 + p[10])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def bias_factors(p, q1, q2):
+    """(b, G1, G2): the Coriolis factor b = m2 l1 c2 sin q2 and the gravity torques (N m)."""
+    m1, m2, l1, c1, c2, g = p[0], p[1], p[2], p[4], p[5], p[8]
+    b = m2 * l1 * c2 * math.sin(q2)
+    g2 = m2 * c2 * g * math.cos(q1 + q2)
+    g1 = (m1 * c1 + m2 * l1) * g * math.cos(q1) + g2
+    return b, g1, g2
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def rnea_one(p, q1, q2, w1, w2, a1, a2):
+    """(tau1, tau2) = M qdd + c + G of one member (N m)."""
+    m11, m12, m22 = mass_entries(p, q2)
+    b, g1, g2 = bias_factors(p, q1, q2)
+    return (m11 * a1 + m12 * a2 - b * (2.0 * w1 * w2 + w2 * w2) + g1,
+            m12 * a1 + m22 * a2 + b * w1 * w1 + g2)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def aba_one(p, q1, q2, w1, w2, t1, t2):
+    """(qdd1, qdd2) = M^-1 (tau - c - G) of one member, by Cramer's rule (rad/s^2)."""
+    m11, m12, m22 = mass_entries(p, q2)
+    b, g1, g2 = bias_factors(p, q1, q2)
+    r1 = t1 + b * (2.0 * w1 * w2 + w2 * w2) - g1
+    r2 = t2 - b * w1 * w1 - g2
+    det = m11 * m22 - m12 * m12
+    return (m22 * r1 - m12 * r2) / det, (m11 * r2 - m12 * r1) / det
+
+
 @njit(cache=True, error_model="numpy")
 def mass_matrix_into(p, q, out):
-    """out (B, 2, 2) = M(q) of the distributed 2R with p = (m1, m2, l1, l2, c1, c2, I1, I2, g, Ja1,
-    Ja2)."""
-    m1, m2, l1, c1, c2, I1, I2 = p[0], p[1], p[2], p[4], p[5], p[6], p[7]
+    """out (B, 2, 2) = M(q) of the distributed 2R."""
     for k in range(q.shape[0]):
-        cq2 = math.cos(q[k, 1])
-        m12 = I2 + m2 * (c2 * c2 + l1 * c2 * cq2)
-        out[k, 0, 0] = I1 + I2 + m1 * c1 * c1 + m2 * (l1 * l1 + c2 * c2 + 2.0 * l1 * c2 * cq2) + p[9]
+        m11, m12, m22 = mass_entries(p, q[k, 1])
+        out[k, 0, 0] = m11
         out[k, 0, 1] = m12
         out[k, 1, 0] = m12
-        out[k, 1, 1] = I2 + m2 * c2 * c2 + p[10]
+        out[k, 1, 1] = m22
 
 
 @njit(cache=True, error_model="numpy")
 def rnea_into(p, q, qd, qdd, out):
     """out (B, 2) = M qdd + c + G of the distributed 2R (N m)."""
-    m1, m2, l1, c1, c2, I1, I2, g = p[0], p[1], p[2], p[4], p[5], p[6], p[7], p[8]
     for k in range(q.shape[0]):
-        cq2 = math.cos(q[k, 1])
-        b = m2 * l1 * c2 * math.sin(q[k, 1])
-        m11 = I1 + I2 + m1 * c1 * c1 + m2 * (l1 * l1 + c2 * c2 + 2.0 * l1 * c2 * cq2) + p[9]
-        m12 = I2 + m2 * (c2 * c2 + l1 * c2 * cq2)
-        m22 = I2 + m2 * c2 * c2 + p[10]
-        w1 = qd[k, 0]
-        w2 = qd[k, 1]
-        g2 = m2 * c2 * g * math.cos(q[k, 0] + q[k, 1])
-        g1 = (m1 * c1 + m2 * l1) * g * math.cos(q[k, 0]) + g2
-        out[k, 0] = m11 * qdd[k, 0] + m12 * qdd[k, 1] - b * (2.0 * w1 * w2 + w2 * w2) + g1
-        out[k, 1] = m12 * qdd[k, 0] + m22 * qdd[k, 1] + b * w1 * w1 + g2
+        out[k, 0], out[k, 1] = rnea_one(p, q[k, 0], q[k, 1], qd[k, 0], qd[k, 1], qdd[k, 0],
+                                        qdd[k, 1])
 
 
 @njit(cache=True, error_model="numpy")
 def aba_into(p, q, qd, tau, out):
-    """out (B, 2) = M^-1 (tau - c - G) of the distributed 2R (rad/s^2), by Cramer's rule."""
-    m1, m2, l1, c1, c2, I1, I2, g = p[0], p[1], p[2], p[4], p[5], p[6], p[7], p[8]
+    """out (B, 2) = M^-1 (tau - c - G) of the distributed 2R (rad/s^2)."""
     for k in range(q.shape[0]):
-        cq2 = math.cos(q[k, 1])
-        b = m2 * l1 * c2 * math.sin(q[k, 1])
-        m11 = I1 + I2 + m1 * c1 * c1 + m2 * (l1 * l1 + c2 * c2 + 2.0 * l1 * c2 * cq2) + p[9]
-        m12 = I2 + m2 * (c2 * c2 + l1 * c2 * cq2)
-        m22 = I2 + m2 * c2 * c2 + p[10]
-        w1 = qd[k, 0]
-        w2 = qd[k, 1]
-        g2 = m2 * c2 * g * math.cos(q[k, 0] + q[k, 1])
-        g1 = (m1 * c1 + m2 * l1) * g * math.cos(q[k, 0]) + g2
-        r1 = tau[k, 0] + b * (2.0 * w1 * w2 + w2 * w2) - g1
-        r2 = tau[k, 1] - b * w1 * w1 - g2
-        det = m11 * m22 - m12 * m12
-        out[k, 0] = (m22 * r1 - m12 * r2) / det
-        out[k, 1] = (m11 * r2 - m12 * r1) / det
+        out[k, 0], out[k, 1] = aba_one(p, q[k, 0], q[k, 1], qd[k, 0], qd[k, 1], tau[k, 0],
+                                       tau[k, 1])
