@@ -190,8 +190,7 @@ class Generator:
         want = tuple(o in call.serves and (name, o) in self.read for o in outs)
         if not any(want) and k.update is None and k.zero_crossings is None:
             return None
-        if k.partial_output is not None and not all(o in call.serves for o in outs) or (
-                k.partial_output is not None and not all(want)):
+        if k.partial_output is not None and not all(want):
             flags = "(" + "".join(f"{w}, " for w in want) + ")"
             return f"{self._fn(k.partial_output)}({self._args(name, 'y', t)}, {flags})"
         return f"{self._fn(k.output)}({self._args(name, 'y', t)})"
@@ -390,12 +389,12 @@ class CompiledSimulation(Simulation):
         self.module = load_module(gen.source())
         self.s = tuple(gen.signals)
         self.p = tuple(gen.params)
-        self.logs = tuple(self.recorder.data[name] for name, _ in self.recorder.sources)
         self.nohits = np.zeros(len(self.timebase.rates), dtype=np.bool_)
 
-    def new_log(self) -> None:
-        super().new_log()
-        self.logs = tuple(self.recorder.data[name] for name, _ in self.recorder.sources)
+    @property
+    def logs(self) -> tuple:
+        """The recorder's arrays in the order of its sources (the generated record statements)."""
+        return tuple(self.recorder.data[name] for name, _ in self.recorder.sources)
 
     def is_cached(self) -> bool:
         """True when numba has compiled code for this module on disk (any signature)."""
