@@ -748,17 +748,22 @@ def manipulator_pose(xc, jt, mem, work, pose):
             pose[b, j] = work[base + 1 + n + j]
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _state_outputs(xc, n, q, qd):
+    """q, qd (B, n) from the state xc = [q | qd ...]."""
+    for b in range(xc.shape[0]):
+        for i in range(n):
+            q[b, i] = xc[b, i]
+            qd[b, i] = xc[b, n + i]
+
+
 @njit(cache=True, error_model="numpy")
 def manipulator_outputs(xc, tau, fext, q, qd, qdd, pose, jt, mem, law, work, use_cf, crba,
                         has_fext, has_friction, has_limits, want_state, want_qdd, want_pose):
     """The Manipulator's outputs q, qd, qdd, pose (B, n / n / n / 12) at the state xc: q and qd
     when want_state, qdd when want_qdd, pose when want_pose."""
-    n = jt.shape[0]
     if want_state:
-        for b in range(xc.shape[0]):
-            for i in range(n):
-                q[b, i] = xc[b, i]
-                qd[b, i] = xc[b, n + i]
+        _state_outputs(xc, jt.shape[0], q, qd)
     if want_qdd:
         manipulator_accelerations(xc, tau, fext, jt, mem, law, work, use_cf, crba, has_fext,
                                   has_friction, has_limits, qdd)
@@ -799,12 +804,7 @@ def manipulator_partial_output(t, xc, xd, u, y, p, want):
         manipulator_outputs(xc, u[0], u[1], y[0], y[1], y[2], y[3], p[0], p[1], p[2], p[3], p[4],
                             p[5], p[6], p[7], p[8], want[0] or want[1], want[2], want[3])
     else:
-        n = p[0].shape[0]
-        q, qd = y[0], y[1]
-        for b in range(xc.shape[0]):
-            for i in range(n):
-                q[b, i] = xc[b, i]
-                qd[b, i] = xc[b, n + i]
+        _state_outputs(xc, p[0].shape[0], y[0], y[1])
 
 
 @njit(cache=True, error_model="numpy", inline="always")
