@@ -365,6 +365,15 @@ def _same(a, b):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
+def _holds(work, start, x, b, count):
+    """work[start:start + count] remembers the floats of x[b, :count] (see _same): a memo hit."""
+    for i in range(count):
+        if not _same(work[start + i], x[b, i]):
+            return False
+    return True
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def _joint_friction(w, Fv, Fcp, Fcn, Fsp, Fsn, vs, delta, eps):
     """Friction torque of one joint at speed w (N m): Fv w + level(w) s, s = sign(w) (eps = 0) or
     tanh(w / eps); level = Fc + (Fs - Fc) exp(-|w / vs|^delta), with (Fcp, Fsp) while s > 0 and
@@ -686,23 +695,9 @@ def manipulator_accelerations(xc, tau, fext, jt, mem, law, work, use_cf, crba, h
     nf = 6 if has_fext else 0
     for b in range(B):
         base = memo + b * stride
-        hit = work[base] == 1.0
-        if hit:
-            for i in range(nx):
-                if not _same(work[base + 1 + i], xc[b, i]):
-                    hit = False
-                    break
-        if hit:
-            for i in range(n):
-                if not _same(work[base + 1 + 3 * n + i], tau[b, i]):
-                    hit = False
-                    break
-        if hit:
-            for j in range(nf):
-                if not _same(work[base + 1 + 4 * n + j], fext[b, j]):
-                    hit = False
-                    break
-        if hit:
+        if (work[base] == 1.0 and _holds(work, base + 1, xc, b, nx)
+                and _holds(work, base + 1 + 3 * n, tau, b, n)
+                and _holds(work, base + 1 + 4 * n, fext, b, nf)):
             for i in range(n):
                 qdd[b, i] = work[base + 7 + 4 * n + i]
             continue
@@ -733,13 +728,7 @@ def manipulator_pose(xc, jt, mem, work, pose):
     stride = n + 13
     for b in range(B):
         base = lay[7] + b * stride
-        hit = work[base] == 1.0
-        if hit:
-            for i in range(n):
-                if not _same(work[base + 1 + i], xc[b, i]):
-                    hit = False
-                    break
-        if not hit:
+        if not (work[base] == 1.0 and _holds(work, base + 1, xc, b, n)):
             _tool_pose(jt, mem, _member(mem, b), xc, b, work, base + 1 + n)
             for i in range(n):
                 work[base + 1 + i] = xc[b, i]
