@@ -24,7 +24,7 @@ from ..errors import ParameterError, WidthError
 from ..models.foc import tune_current_pi
 from ..models.friction import _stribeck_level, _stribeck_scalar
 from .base import Block, Kernels, Param, register
-from .discrete import OFFSET, PERIOD, no_update
+from .discrete import OFFSET, PERIOD, fill_rows, no_update
 
 
 class JointBlock(Block):
@@ -123,16 +123,7 @@ def joint_friction_output(t, xc, xd, u, y, p):
 @njit(cache=True, inline="always")
 def expand_zc(t, xc, xd, u, g, p):
     """g = the first input, expanded to g's width (crossings at qd = 0)."""
-    expand_kernel(u[0], g)
-
-
-@njit(cache=True, inline="always")
-def expand_kernel(u, g):
-    """g = u, a width-1 input expanded to g's width."""
-    wu = u.shape[1]
-    for b in range(g.shape[0]):
-        for j in range(g.shape[1]):
-            g[b, j] = u[b, j if wu > 1 else 0]
+    fill_rows(u[0], g)
 
 
 FRICTION_MODELS = ("viscous", "coulomb", "stribeck")
