@@ -9,7 +9,7 @@ from numba import njit
 
 from ..errors import ExpressionError, ParameterError, WidthError
 from .base import Block, Kernels, Param, closest, common_width, numbered_ports, register
-from .continuous import kernel_params
+from .continuous import fill_rows, kernel_params
 
 
 @njit(cache=True, inline="always")
@@ -828,10 +828,7 @@ def abs_sign_output(t, xc, xd, u, y, p):
 @njit(cache=True, inline="always")
 def at_zero_zc(t, xc, xd, u, g, p):
     """g = u: one crossing per channel at u = 0."""
-    x = u[0]
-    for b in range(g.shape[0]):
-        for i in range(g.shape[1]):
-            g[b, i] = x[b, i]
+    fill_rows(u[0], g)
 
 
 class KinkAtZero(Elementwise):

@@ -10,7 +10,7 @@ from numba import njit
 from ..errors import ParameterError
 from .actuators import JointBlock, packed
 from .base import Kernels, Param, register
-from .discrete import OFFSET, PERIOD, no_update
+from .discrete import OFFSET, PERIOD, fill_rows, no_update
 from .sources import gaussian
 
 
@@ -155,10 +155,7 @@ def shift_in_kernel(buffer, u, width):
 @njit(cache=True, inline="always")
 def sample_delay_output(t, xc, xd, u, y, p):
     """y = the oldest stored sample, the first p[0] (the width) columns of xd."""
-    out = y[0]
-    for b in range(out.shape[0]):
-        for i in range(out.shape[1]):
-            out[b, i] = xd[b, i]
+    fill_rows(xd, y[0])
 
 
 @njit(cache=True, inline="always")
