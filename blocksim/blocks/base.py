@@ -188,9 +188,12 @@ class Block:
     time_varying: ClassVar[bool] = False
 
     def __init__(self, name: str, params: dict[str, Any], batch: int = 1,
-                 diagram_dir: str | None = None):
+                 diagram_dir: str | None = None, first_member: int = 0):
         self.name = name
         self.batch = int(batch)
+        # this block's member b is member first_member + b of the whole batch (a batch run split
+        # into parts, one per thread); member-keyed streams such as the noise use the global index
+        self.first_member = int(first_member)
         self.diagram_dir = diagram_dir  # folder of the diagram file: relative data paths start here
         self.p = Params(self.resolve_params(params))
         self.enabled = self.p.enabled

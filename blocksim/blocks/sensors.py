@@ -75,21 +75,21 @@ MN_MEAN, MN_STD = range(2)
 
 
 @njit(cache=True)
-def noisy_sample_kernel(seed, hit, u, P, y):
-    """y[b, i] = u[b, i] + mean + std N(seed, b, i, k), k = hit[b, 0] (the WhiteNoise generator);
-    P (B, n, 2) holds the columns MN_MEAN, MN_STD."""
+def noisy_sample_kernel(seed, first, hit, u, P, y):
+    """y[b, i] = u[b, i] + mean + std N(seed, first + b, i, k), k = hit[b, 0] (the WhiteNoise
+    generator; first is the batch index of row 0); P (B, n, 2) holds the columns MN_MEAN, MN_STD."""
     wu = u.shape[1]
     for b in range(y.shape[0]):
         k = np.uint64(hit[b, 0])
         for i in range(y.shape[1]):
             y[b, i] = (u[b, i if wu > 1 else 0] + P[b, i, MN_MEAN]
-                       + P[b, i, MN_STD] * gaussian(seed, b, i, k))
+                       + P[b, i, MN_STD] * gaussian(seed, first + b, i, k))
 
 
 @njit(cache=True, inline="always")
 def noise_output(t, xc, xd, u, y, p):
-    """p = (P, seed as uint64)."""
-    noisy_sample_kernel(p[1], xd, u[0], p[0], y[0])
+    """p = (P, seed as uint64, first member)."""
+    noisy_sample_kernel(p[1], p[2], xd, u[0], p[0], y[0])
 
 
 @njit(cache=True, inline="always")
@@ -125,7 +125,8 @@ class MeasurementNoise(JointBlock):
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
         self.n_xd = 1
-        self._params = (packed(self.rows["mean"], np.sqrt(self.rows["variance"])), self._seed)
+        self._params = (packed(self.rows["mean"], np.sqrt(self.rows["variance"])), self._seed,
+                        self.first_member)
 
     def state_names(self):
         return [], ["sample index k"]

@@ -454,12 +454,13 @@ def gaussian(seed, member, channel, k):
 
 
 @njit(cache=True)
-def noise_kernel(seed, hit, mean, std, y):
-    """y[b, i] = mean + std * N(seed, b, i, k) with k = hit[b, 0], the sample index."""
+def noise_kernel(seed, first, hit, mean, std, y):
+    """y[b, i] = mean + std * N(seed, first + b, i, k) with k = hit[b, 0], the sample index, and
+    first the batch index of row 0 (Block.first_member)."""
     for b in range(y.shape[0]):
         k = np.uint64(hit[b, 0])
         for i in range(y.shape[1]):
-            y[b, i] = mean[b, i] + std[b, i] * gaussian(seed, b, i, k)
+            y[b, i] = mean[b, i] + std[b, i] * gaussian(seed, first + b, i, k)
 
 
 @register
@@ -503,7 +504,7 @@ class WhiteNoise(Block):
         self.n_xd = 1
         self._mean = self.param_as_row("mean", width)
         self._std = np.sqrt(self.param_as_row("variance", width))
-        self._params = kernel_params(self._seed, self._mean, self._std)
+        self._params = kernel_params(self._seed, self.first_member, self._mean, self._std)
 
     def state_names(self):
         return [], ["sample index k"]
@@ -523,7 +524,7 @@ class WhiteNoise(Block):
 
 @njit(cache=True, inline="always")
 def noise_output(t, xc, xd, u, y, p):
-    noise_kernel(p[0], xd, p[1], p[2], y[0])
+    noise_kernel(p[0], p[1], xd, p[2], p[3], y[0])
 
 
 @njit(cache=True, inline="always")

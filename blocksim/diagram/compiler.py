@@ -25,6 +25,7 @@ class CompiledDiagram:
     calls         output calls in sorted (data-flow) order
     sample_times  name -> resolved SampleTime
     varying       blocks whose outputs change between major steps (they read continuous state or t)
+    first_member  the whole batch's index of member 0 (non-zero for a part of a split batch)
     xc_slices, xd_slices, zc_slices   name -> (start, stop) columns in the run's state arrays
     """
 
@@ -37,6 +38,7 @@ class CompiledDiagram:
     calls: list[OutputCall]
     sample_times: dict[str, SampleTime]
     varying: set[str]
+    first_member: int = 0
     xc_slices: dict[str, tuple[int, int]] = field(default_factory=dict)
     xd_slices: dict[str, tuple[int, int]] = field(default_factory=dict)
     zc_slices: dict[str, tuple[int, int]] = field(default_factory=dict)
@@ -76,7 +78,8 @@ class CompiledDiagram:
         return name, port
 
 
-def instantiate(spec, batch: int, batch_params: dict[tuple[str, str], Any]) -> dict[str, Block]:
+def instantiate(spec, batch: int, batch_params: dict[tuple[str, str], Any],
+                first_member: int = 0) -> dict[str, Block]:
     """One Block per block spec, parameters checked; errors carry the file and line."""
     blocks: dict[str, Block] = {}
     diagram_dir = str(_parent(spec.file))
@@ -89,7 +92,8 @@ def instantiate(spec, batch: int, batch_params: dict[tuple[str, str], Any]) -> d
         params = dict(bspec.params)
         params.update({p: v for (b, p), v in batch_params.items() if b == name})
         try:
-            blocks[name] = cls(name, params, batch=batch, diagram_dir=diagram_dir)
+            blocks[name] = cls(name, params, batch=batch, diagram_dir=diagram_dir,
+                               first_member=first_member)
         except BlocksimError as err:
             key = _param_in_message(err, bspec.param_where)
             raise err.located(where=bspec.param_where.get(key, bspec.where), block=name)
@@ -217,10 +221,11 @@ def varying_blocks(blocks, wires, sample_times, calls) -> set[str]:
     return varying
 
 
-def compile_diagram(spec, batch: int = 1,
-                    batch_params: dict[tuple[str, str], Any] | None = None) -> CompiledDiagram:
-    """Everything before the first step: blocks, wires, widths, order, rates and state layout."""
-    blocks = instantiate(spec, batch, batch_params or {})
+def compile_diagram(spec, batch: int = 1, batch_params: dict[tuple[str, str], Any] | None = None,
+                    first_member: int = 0) -> CompiledDiagram:
+    """Everything before the first step: blocks, wires, widths, order, rates and state layout.
+    first_member: the index of member 0 in the whole batch, when this is one part of a batch."""
+    blocks = instantiate(spec, batch, batch_params or {}, first_member)
     wires = connect(spec, blocks)
     in_widths, out_widths = infer_widths(spec, blocks, wires)
     for name, blk in blocks.items():
@@ -243,7 +248,7 @@ def compile_diagram(spec, batch: int = 1,
     except BlocksimError as err:
         raise err.located(where=spec.blocks[err.block].where if err.block else None)
     cd = CompiledDiagram(spec, batch, blocks, wires, in_widths, out_widths, calls, sample_times,
-                         varying_blocks(blocks, wires, sample_times, calls))
+                         varying_blocks(blocks, wires, sample_times, calls), first_member)
     x = d = z = 0
     for name, blk in blocks.items():
         cd.xc_slices[name] = (x, x + blk.n_xc)

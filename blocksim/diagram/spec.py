@@ -19,7 +19,7 @@ DIAGRAM_KEYS = ("blocksim", "name", "description", "parameters", "blocks", "conn
 SUBSYSTEM_KEYS = ("blocksim", "name", "description", "parameters", "blocks", "connections",
                   "inports", "outports")
 SIMULATION_KEYS = ("start_time", "stop_time", "solver", "step", "rtol", "atol", "max_step", "mode",
-                   "seed", "progress", "zero_crossing_tol")
+                   "seed", "progress", "zero_crossing_tol", "threads")
 LOG_KEYS = ("signals", "every")
 SCOPE_KEYS = ("title", "signals", "ylabel", "file")
 CONNECTION_KEYS = ("from", "to")

@@ -32,7 +32,7 @@ from .scheduler import RunOutput, Simulation
 CHUNK_SECONDS = 0.2
 """Wall time between returns to Python in the compiled fixed-step loop (progress, Ctrl-C)."""
 
-GENERATOR_VERSION = 3
+GENERATOR_VERSION = 4
 """Bumped whenever the generated code's form changes, so old cache entries are not reused."""
 
 
@@ -67,7 +67,7 @@ def missing_kernels(cd) -> list[str]:
             needs.append("output")
         if blk.n_xc:
             needs.append("derivative")
-        if cd.sample_times[name].kind == "discrete" or blk.n_xd:
+        if blk.n_xd or (cd.sample_times[name].kind == "discrete" and _updates(blk)):
             needs.append("update")
         if blk.n_zc:
             needs.append("zero_crossings")
@@ -75,6 +75,13 @@ def missing_kernels(cd) -> list[str]:
         if lacking:
             problems.append(f"{name} ({blk.type_name}): no compiled {', '.join(lacking)}")
     return problems
+
+
+def _updates(blk) -> bool:
+    """True when the block has an update of its own (a stateless block that inherits a discrete
+    rate, a Gain after a sampler, keeps Block's empty update and needs no kernel for it)."""
+    from ..blocks.base import Block
+    return type(blk).update is not Block.update
 
 
 def _import_name(fn) -> tuple[str, str]:
@@ -244,6 +251,8 @@ class Generator:
         lines = []
         for rate, method, _ in self.sim.update_calls:
             name = method.__self__.name
+            if self.kernels[name].update is None:
+                continue                  # Block's empty update (missing_kernels checked it)
             call = f"{self._fn(self.kernels[name].update)}({self._args(name, None)})"
             lines += [call] if rate < 0 else [f"if hits[{rate}]:", "    " + call]
         return lines
@@ -303,7 +312,7 @@ def _block(stmts: list[str], spaces: int) -> str:
 
 FIXED_LOOP = """
 
-@njit(cache=True, error_model='numpy')
+@njit(cache=True, error_model='numpy', nogil=True)
 def run_fixed(k0, k1, last_k, num0, dnum, den, step_ticks, t_stop, per, off, hits,
               xc, xd, dxc, s, p, logs, log_stride, log_pos, A, b, c, K, x0):
     \"\"\"Major steps k0..k1-1 on the fixed grid: outputs, log, updates, one explicit Runge-Kutta
@@ -383,6 +392,9 @@ def load_module(source: str):
 class CompiledSimulation(Simulation):
     """A Simulation whose evaluations run in one compiled module (same semantics, same numbers)."""
 
+    stop_requested = False
+    """Set from another thread to end a fixed-step run at its next chunk, as Ctrl-C does."""
+
     def __init__(self, cd, settings, logged):
         super().__init__(cd, settings, logged)
         gen = Generator(self)
@@ -421,11 +433,17 @@ class CompiledSimulation(Simulation):
     def run_updates(self, t, hits):
         self.module.updates(t, hits, self.xc, self.xd, self.s, self.p)
 
-    def run(self) -> RunOutput:
+    def members_independent(self) -> bool:
+        """True when the run is the compiled fixed-step loop: every member then steps on the same
+        grid with nothing shared (no adaptive step size, no event), so a batch may be split into
+        parts run apart (Simulator's threads) with the same numbers."""
         solver_cls = SOLVERS[self.settings.solver]
-        if solver_cls.adaptive or self.zc_blocks or not hasattr(solver_cls, "tableau"):
+        return not (solver_cls.adaptive or self.zc_blocks or not hasattr(solver_cls, "tableau"))
+
+    def run(self) -> RunOutput:
+        if not self.members_independent():
             return super().run()
-        return self._run_fixed(solver_cls.tableau)
+        return self._run_fixed(SOLVERS[self.settings.solver].tableau)
 
     def _run_fixed(self, tableau) -> RunOutput:
         from .scheduler import _Progress
@@ -453,6 +471,9 @@ class CompiledSimulation(Simulation):
         chunk = 64
         try:
             while status == 0:
+                if self.stop_requested:
+                    interrupted = True
+                    break
                 started = _time.perf_counter()
                 status, k, log_pos = self.module.run_fixed(
                     k, min(k + chunk, last_k + 1), last_k, num0, dnum, den, step_ticks,

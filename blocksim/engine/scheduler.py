@@ -286,7 +286,8 @@ class Simulation:
                 kind = "continuous" if bad_c.any() else "discrete"
                 member, index = np.argwhere(bad_c if bad_c.any() else bad_d)[0]
                 names = cd.blocks[name].state_names()[0 if bad_c.any() else 1]
-                member_text = f", batch member {member}" if cd.batch > 1 else ""
+                member_text = (f", batch member {cd.first_member + member}"
+                               if cd.batch > 1 or cd.first_member else "")
                 raise NonFiniteStateError(
                     f"{kind} state {names[index]} became NaN/Inf at t = {t:.9g} s{member_text}",
                     where=cd.spec.blocks[name].where, block=name)
@@ -304,7 +305,8 @@ class Simulation:
             bad = ~np.isfinite(self.dxc[:, a:b])
             if bad.any():
                 member, index = np.argwhere(bad)[0]
-                member_text = f", batch member {member}" if cd.batch > 1 else ""
+                member_text = (f", batch member {cd.first_member + member}"
+                               if cd.batch > 1 or cd.first_member else "")
                 raise NonFiniteStateError(
                     f"the derivative of continuous state {cd.blocks[name].state_names()[0][index]} "
                     f"became NaN/Inf at t = {t:.9g} s{member_text} ({err.message})",

@@ -10,7 +10,7 @@ import numpy as np
 from ..diagram.diagram import Diagram
 from ..errors import SolverError, SourceLoc
 from .result import Result, run_metadata
-from .scheduler import Simulation, settings_from
+from .scheduler import RunOutput, Simulation, settings_from
 
 
 def logged_signals(cd) -> dict[str, tuple[str, str]]:
@@ -44,7 +44,7 @@ INTERPRETED_CALL_COST = (2e-6, 5e-8)
 """Estimated cost of one block call in interpreted mode: (s per call, s per batch member)."""
 
 
-def estimated_interpreted_time(cd, settings) -> float:
+def estimated_interpreted_time(cd, settings, batch: int) -> float:
     """A rough duration (s) of the run in interpreted mode: block calls times their cost."""
     from ..solvers import SOLVERS
     solver = SOLVERS[settings.solver]
@@ -55,7 +55,7 @@ def estimated_interpreted_time(cd, settings) -> float:
     else:
         steps = span / float(settings.step)
         stages = len(getattr(solver, "tableau", None).b) if hasattr(solver, "tableau") else 4
-    per_call = INTERPRETED_CALL_COST[0] + INTERPRETED_CALL_COST[1] * cd.batch
+    per_call = INTERPRETED_CALL_COST[0] + INTERPRETED_CALL_COST[1] * batch
     return steps * (stages + 1) * len(cd.blocks) * per_call
 
 
@@ -65,12 +65,13 @@ def _note_once(spec, text: str) -> None:
         print(f"note: {spec.file} {text}", file=sys.stderr)
 
 
-def make_simulation(cd) -> Simulation:
+def make_simulation(cd, whole_batch: int | None = None) -> Simulation:
     """The run for simulation.mode (DESIGN.md, docs/semantics.md "Execution modes").
 
     compiled: every block must have kernels. auto: compiled when every block has kernels and
     either the diagram's compiled code is already cached or the run is long enough to pay for
-    compiling it; otherwise interpreted, saying once why.
+    compiling it; otherwise interpreted, saying once why. whole_batch: the size of the whole batch
+    when cd is one part of it (the run's length is judged on the whole).
     """
     spec = cd.spec
     mode = spec.simulation.get("mode", os.environ.get("BLOCKSIM_MODE", "auto"))
@@ -93,13 +94,44 @@ def make_simulation(cd) -> Simulation:
     sim = CompiledSimulation(cd, settings, logged)
     if mode == "compiled" or sim.is_cached():
         return sim
-    estimate = estimated_interpreted_time(cd, settings)
+    estimate = estimated_interpreted_time(cd, settings, whole_batch or cd.batch)
     if estimate > AUTO_COMPILE_AFTER:
         _note_once(spec, f"is compiled first (an interpreted run would take about {estimate:.0f} s)")
         return sim
     _note_once(spec, "runs interpreted: its compiled code is not cached yet and the run is short "
                "(`--mode compiled` builds the cache once)")
     return Simulation(cd, settings, logged)
+
+
+MIN_MEMBERS_PER_THREAD = 32
+"""A batch is split across threads only into parts of at least this many members: below it, the
+per-part setup (a few ms of Python) costs more than the second core gives."""
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity where the OS tells it)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def thread_count(spec, requested: int | str | None) -> int:
+    """Threads for a batch run: the argument, else simulation.threads, else $BLOCKSIM_THREADS,
+    else "auto" (one per available core)."""
+    value = requested
+    if value is None:
+        value = spec.simulation.get("threads", os.environ.get("BLOCKSIM_THREADS", "auto"))
+    if value == "auto":
+        return available_cores()
+    try:
+        count = int(value)
+    except (TypeError, ValueError):
+        count = 0
+    if count < 1 or str(count) != str(value).strip():
+        raise SolverError(f"simulation.threads must be a positive integer or 'auto', got '{value}'",
+                          where=spec.where.get("simulation.threads", SourceLoc(spec.file)))
+    return count
 
 
 class Simulator:
@@ -110,29 +142,91 @@ class Simulator:
     fresh Simulator.
 
     batch: {dotted key: [value per member]} as for simulate().
+    threads: how many threads a batch run may use (default: simulation.threads, else one per
+    core). A compiled fixed-step batch, whose members are independent runs on one time grid, is
+    split into that many parts of consecutive members, each its own Simulation run on its own
+    thread (the compiled loop releases the GIL); the parts' logs are joined in member order, so
+    the numbers are those of one unsplit run, bit for bit. Other runs (interpreted, adaptive or
+    with zero crossings, whose members share step sizes and events) run whole on one thread.
     """
 
-    def __init__(self, diagram: Diagram, batch: dict[str, list] | None = None):
+    def __init__(self, diagram: Diagram, batch: dict[str, list] | None = None,
+                 threads: int | str | None = None):
         self.diagram = diagram
         self.batched = bool(batch)
-        self.cd = diagram.compile(batch)
-        self.simulation = make_simulation(self.cd)
+        self.batch = len(next(iter(batch.values()))) if batch else 1
+        self.parts = self._split(batch, thread_count(diagram.spec, threads)) \
+            or [make_simulation(diagram.compile(batch))]
         self._runs = 0
+
+    def _split(self, batch, threads: int) -> list[Simulation] | None:
+        """One Simulation per part of the batch, when the run splits; None otherwise."""
+        parts = min(threads, self.batch // MIN_MEMBERS_PER_THREAD)
+        if parts < 2:
+            return None
+        bounds = [self.batch * i // parts for i in range(parts + 1)]
+        first = make_simulation(self.diagram.compile(batch, range(bounds[0], bounds[1])),
+                                whole_batch=self.batch)
+        if not getattr(first, "members_independent", lambda: False)():
+            return None
+        sims = [first] + [make_simulation(self.diagram.compile(batch, range(a, b)),
+                                          whole_batch=self.batch)
+                          for a, b in zip(bounds[1:-1], bounds[2:])]
+        for sim in sims[1:]:
+            sim.settings.progress = False      # one progress bar: the first part's
+        return sims
+
+    @property
+    def cd(self):
+        """The compiled diagram (of the first part, when the batch runs split)."""
+        return self.parts[0].cd
+
+    @property
+    def simulation(self) -> Simulation:
+        return self.parts[0]
 
     def run(self) -> Result:
         """One run from the initial states (the same numbers every time)."""
-        sim, cd, diagram = self.simulation, self.cd, self.diagram
+        diagram, parts = self.diagram, self.parts
         if self._runs:
-            sim.new_log()             # the last Result keeps its arrays
+            for sim in parts:
+                sim.new_log()         # the last Result keeps its arrays
         self._runs += 1
-        out = sim.run()
-        meta = run_metadata(seed=cd.spec.simulation.get("seed"))
+        out = parts[0].run() if len(parts) == 1 else _run_parts(parts)
+        meta = run_metadata(seed=self.cd.spec.simulation.get("seed"))
         meta.update(diagram=str(diagram.path), variant=diagram.variant,
-                    solver=sim.settings.solver, overrides={k: str(v) for k, v in
-                                                           diagram.overrides.items()})
-        return Result(out.t, out.signals, batch=cd.batch, batched=self.batched, events=out.events,
-                      stats=out.stats, interrupted=out.interrupted, stopped_by=out.stopped_by,
-                      diagram=diagram.resolved_yaml, metadata=meta, aliases=cd.spec.aliases)
+                    solver=parts[0].settings.solver, overrides={k: str(v) for k, v in
+                                                                diagram.overrides.items()})
+        return Result(out.t, out.signals, batch=self.batch, batched=self.batched,
+                      events=out.events, stats=out.stats, interrupted=out.interrupted,
+                      stopped_by=out.stopped_by, diagram=diagram.resolved_yaml, metadata=meta,
+                      aliases=self.cd.spec.aliases)
+
+
+def _run_parts(parts: list[Simulation]) -> RunOutput:
+    """Run the parts of a split batch on one thread each and join their logs in member order.
+    Ctrl-C stops every part at its next chunk; the log keeps the steps all parts reached."""
+    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+    for sim in parts:
+        sim.stop_requested = False
+    with ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix="blocksim") as pool:
+        futures = [pool.submit(sim.run) for sim in parts]
+        try:
+            while wait(futures, timeout=0.1, return_when=FIRST_EXCEPTION).not_done:
+                if any(f.done() and f.exception() for f in futures):
+                    break
+        except KeyboardInterrupt:
+            pass
+        finally:
+            for sim in parts:          # an error or Ctrl-C in one part stops the others
+                sim.stop_requested = True
+        outs = [f.result() for f in futures]
+    n = min(len(o.t) for o in outs)
+    signals = {name: np.concatenate([o.signals[name][:, :n] for o in outs])
+               for name in outs[0].signals}
+    stats = dict(outs[0].stats, threads=len(parts))
+    return RunOutput(outs[0].t[:n], signals, [], stats,
+                     any(o.interrupted for o in outs) or n < max(len(o.t) for o in outs), None)
 
 
 def simulate(diagram: Diagram, batch: dict[str, list] | None = None, **settings: Any) -> Result:
