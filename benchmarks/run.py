@@ -135,19 +135,25 @@ def main() -> None:
         for mode in ("interpreted", "compiled"):
             batches = (1,) if args.quick else (1, 1000)
             for batch in batches:
-                whole, prepared = blocksim_case(label, path, variant, mode, batch, sets)
-                whole(), prepared()   # warm
-                count = n if batch == 1 else max(1, n // 2)
-                t_whole = statistics.median(timed(whole, count)) / batch
-                t_run = statistics.median(timed(prepared, count)) / batch
-                rows.append((label, mode, batch, t_whole, t_run, numba_t, python_t))
-    print("\n| workload | mode | B | simulate() per member | Simulator.run() per member | "
+                # a compiled fixed-step batch splits across the cores (simulation.threads:
+                # auto); its single-thread time is measured too
+                split = mode == "compiled" and batch > 1 and "dopri5" not in label
+                for threads in (("1", "auto") if split else ("auto",)):
+                    whole, prepared = blocksim_case(label, path, variant, mode, batch,
+                                                    {**sets, "simulation.threads": threads})
+                    whole(), prepared()   # warm
+                    count = n if batch == 1 else max(1, n // 2)
+                    t_whole = statistics.median(timed(whole, count)) / batch
+                    t_run = statistics.median(timed(prepared, count)) / batch
+                    used = prepared.__self__.parts
+                    rows.append((label, mode, batch, len(used), t_whole, t_run, numba_t, python_t))
+    print("\n| workload | mode | B | threads | simulate() per member | Simulator.run() per member | "
           "hand numba | ratio simulate / run | hand Python |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for label, mode, batch, t_whole, t_run, numba_t, python_t in rows:
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for label, mode, batch, threads, t_whole, t_run, numba_t, python_t in rows:
         ratios = (f"{t_whole / numba_t:.2f}x / {t_run / numba_t:.2f}x" if numba_t else "-")
-        print(f"| {label} | {mode} | {batch} | {t_whole * 1e3:.3f} ms | {t_run * 1e3:.3f} ms | "
-              f"{numba_t * 1e3:.3f} ms | {ratios} | "
+        print(f"| {label} | {mode} | {batch} | {threads} | {t_whole * 1e3:.3f} ms | "
+              f"{t_run * 1e3:.3f} ms | {numba_t * 1e3:.3f} ms | {ratios} | "
               + (f"{python_t * 1e3:.1f} ms |" if python_t else "- |"))
     if not args.quick:
         cli = statistics.median(cli_wall_time(n))

@@ -18,7 +18,8 @@ import blocksim
 from blockcheck import BlockCheck
 from modecheck import assert_same, signal_changes
 from blocksim.blocks import REGISTRY
-from blocksim.engine.compiled import _import_name, missing_kernels
+from blocksim.engine.compiled import Generator, _import_name, missing_kernels
+from blocksim.engine.simulate import make_simulation
 
 MODULES = {f"blocksim.blocks.{m}" for m in ("actuators", "foc", "sensors")}
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -263,3 +264,9 @@ def test_w2_two_link_foc_runs_compiled_and_equals_interpreted():
     assert b.stats.get("mode") == "compiled"
     assert_same(a, b, 1e-12)
     assert np.max(np.abs(a["act/pi.vq"])) > 0
+    # the reference, feedforward and sum are read by the 1 kHz controller and hold alone: the
+    # 10 kHz loop computes them at its 1 kHz hits (the reference also when it is logged)
+    sim = make_simulation(d["compiled"].compile())
+    when = Generator(sim).read_when
+    assert set(when) == {"ref", "ff", "u"}
+    assert when["ff"] == when["u"] and "log_now" in when["ref"] and "log_now" not in when["ff"]

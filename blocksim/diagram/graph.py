@@ -1,9 +1,9 @@
 """Port-level dependency graph: algebraic-loop detection and the sorted evaluation order."""
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
-
-import networkx as nx
+from graphlib import CycleError, TopologicalSorter
 
 from ..errors import AlgebraicLoopError
 
@@ -37,6 +37,7 @@ def find_algebraic_loop(blocks: dict, wires: dict[tuple[str, str], tuple[str, st
 
     wires maps each (consumer block, input port) to its (driver block, output port).
     """
+    import networkx as nx     # only a failed ordering asks: keep it off the start-up of a run
     g = nx.DiGraph()
     for name, blk in blocks.items():
         for i, o in blk.feedthrough():
@@ -81,8 +82,11 @@ def sorted_calls(blocks: dict, wires: dict[tuple[str, str], tuple[str, str]],
 
 
 def _try_order(blocks, wires, file_order, split: bool):
+    """The calls in topological order, ties to the earliest in the file, or None on a cycle.
+    The stdlib's graphlib sorts (a run's start-up does not import networkx for it); the heap
+    makes the order lexicographic in the file's order among the calls ready at each point."""
     rank = {name: k for k, name in enumerate(file_order)}
-    g = nx.DiGraph()
+    before: dict[tuple[str, int], set[tuple[str, int]]] = {}
     node_of_output: dict[tuple[str, str], tuple[str, int]] = {}
     node_inputs: dict[tuple[str, int], frozenset[str]] = {}
     serves: dict[tuple[str, int], tuple[str, ...]] = {}
@@ -95,18 +99,26 @@ def _try_order(blocks, wires, file_order, split: bool):
             parts = [(reads, tuple(blk.output_names()))]
         for k, (reads, outs) in enumerate(parts):
             node = (name, k)
-            g.add_node(node)
+            before[node] = {(name, k - 1)} if k else set()
             node_inputs[node] = reads
             serves[node] = outs
             for o in outs:
                 node_of_output[(name, o)] = node
-        for k in range(1, len(parts)):
-            g.add_edge((name, k - 1), (name, k))
     for (dst, dport), (src, sport) in wires.items():
         for node, reads in node_inputs.items():
             if node[0] == dst and dport in reads:
-                g.add_edge(node_of_output[(src, sport)], node)
-    if not nx.is_directed_acyclic_graph(g):
+                before[node].add(node_of_output[(src, sport)])
+    sorter = TopologicalSorter(before)
+    try:
+        sorter.prepare()
+    except CycleError:
         return None
-    ordered = nx.lexicographical_topological_sort(g, key=lambda n: (rank[n[0]], n[1]))
-    return [OutputCall(n[0], serves[n]) for n in ordered]
+    ready: list[tuple[int, int, str]] = []
+    calls = []
+    while sorter.is_active():
+        for name, k in sorter.get_ready():
+            heapq.heappush(ready, (rank[name], k, name))
+        _, k, name = heapq.heappop(ready)
+        calls.append(OutputCall(name, serves[(name, k)]))
+        sorter.done((name, k))
+    return calls

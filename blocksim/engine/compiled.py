@@ -32,7 +32,7 @@ from .scheduler import RunOutput, Simulation
 CHUNK_SECONDS = 0.2
 """Wall time between returns to Python in the compiled fixed-step loop (progress, Ctrl-C)."""
 
-GENERATOR_VERSION = 4
+GENERATOR_VERSION = 5
 """Bumped whenever the generated code's form changes, so old cache entries are not reused."""
 
 
@@ -130,6 +130,7 @@ class Generator:
         self.logged = [self._signal(buf) for _, buf in sim.recorder.sources]
         self.read = self._read_outputs()
         self.stage_read = self._read_at_stages()
+        self.read_when = self._read_when()
 
     def _read_outputs(self) -> set[tuple[str, str]]:
         """(block, output) pairs some enabled block or the log reads."""
@@ -158,6 +159,46 @@ class Generator:
                     needed.add(src[0])
                     stack.append(src[0])
         return needed
+
+    def _read_when(self) -> dict[str, str]:
+        """Blocks computed at major steps only when a reader needs them: {name: condition}.
+
+        A block without state, update or zero crossings that no solver stage reads is a pure
+        function of t and its inputs; when its only readers are discrete blocks (which read it
+        at their hits), other such blocks, and the log, the loop computes it at the major steps
+        where one of them reads (W2's reference, feedforward and sum, read by a 1 kHz controller
+        in a 10 kHz loop, run at 1 kHz). Between those steps its buffers hold an older value that
+        nobody reads, so every number read or logged is the same."""
+        cd, sim = self.sim.cd, self.sim
+        rate_index = {r.sample_time: i for i, r in enumerate(sim.timebase.rates)}
+        logged = {id(buf) for _, buf in sim.recorder.sources}
+        readers: dict[str, set[str]] = {}
+        for (dst, _), (src, _) in cd.wires.items():
+            if cd.blocks[dst].enabled:
+                readers.setdefault(src, set()).add(dst)
+        when: dict[str, frozenset[str]] = {}
+        for call in reversed(cd.calls):
+            name = call.block
+            blk, k = cd.blocks[name], self.kernels.get(name)
+            if (k is None or name in when or name in self.stage_read or blk.n_xc or blk.n_xd
+                    or k.update is not None or k.zero_crossings is not None
+                    or cd.sample_times[name].kind in ("discrete", "constant")):
+                continue
+            atoms: set[str] = set()
+            for reader in readers.get(name, ()):
+                st = cd.sample_times[reader]
+                if reader in when:
+                    atoms |= when[reader]
+                elif st.kind == "discrete":
+                    atoms.add(f"hits[{rate_index[st]}]")
+                else:
+                    break                 # read at every major step
+            else:
+                if any(id(buf) in logged for (src, _), buf in sim.out_bufs.items() if src == name):
+                    atoms.add("log_now")
+                if atoms:
+                    when[name] = frozenset(atoms)
+        return {name: " or ".join(sorted(atoms)) for name, atoms in when.items()}
 
     def _signal(self, arr: np.ndarray) -> int:
         key = id(arr)
@@ -210,13 +251,14 @@ class Generator:
         return all(cd.blocks[name].n_xd == 0 for name in self.stage_read)
 
     def output_body(self, major: str | None, t: str = "t", minor: str = "stage",
-                    stage_guard: str | None = None) -> list[str]:
+                    stage_guard: str | None = None, lazy: bool = False) -> list[str]:
         """Statements computing the outputs in sorted order. major: the expression telling a major
         step (discrete blocks then run at their hits, held blocks every time), or None for minor
         evaluations alone. minor: which varying blocks run at minor evaluations: "stage" (those a
         solver stage reads) or "all" (for logging and zero crossings between major steps).
         stage_guard: a condition on the stage-read blocks' calls (the loop's "not the first
-        stage", when that stage repeats the major step)."""
+        stage", when that stage repeats the major step). lazy: blocks of read_when run at major
+        steps only when their condition holds (the fixed-step loop, which knows log_now)."""
         cd = self.sim.cd
         rate_index = {r.sample_time: i for i, r in enumerate(self.sim.timebase.rates)}
         lines = []
@@ -234,6 +276,8 @@ class Generator:
                 continue
             if major is not None and st.kind == "discrete":
                 lines += [f"if {major} and hits[{rate_index[st]}]:", "    " + text]
+            elif major is not None and not stage and lazy and name in self.read_when:
+                lines += [f"if {major} and ({self.read_when[name]}):", "    " + text]
             elif major is not None and not stage:
                 lines += [f"if {major}:", "    " + text]
             elif stage_guard is not None:
@@ -277,8 +321,8 @@ class Generator:
             unpack=_block([f"s_{i} = s[{i}]" for i in range(len(self.signals))]
                           + [f"p_{i} = p[{i}]" for i in range(len(self.params))], 4),
             outputs=_unpacked(_block(self.output_body(
-                "major", "ti", stage_guard="i != 0" if self.first_stage_repeats_major() else None),
-                12)),
+                "major", "ti", stage_guard="i != 0" if self.first_stage_repeats_major() else None,
+                lazy=True), 12)),
             record=_unpacked(_block(self.record_body(), 20)),
             updates=_unpacked(_block(self.update_body(), 16)),
             derivatives=_unpacked(_block(self.derivative_body("ti"), 12)))
@@ -338,6 +382,7 @@ def run_fixed(k0, k1, last_k, num0, dnum, den, step_ticks, t_stop, per, off, hit
         t_new = t
         h = 0.0
         rate_hits(n, per, off, hits)
+        log_now = k % log_stride == 0 or k == last_k
         for i in range(-1, n_stages):
             major = i < 0
             ti = t
@@ -346,7 +391,7 @@ def run_fixed(k0, k1, last_k, num0, dnum, den, step_ticks, t_stop, per, off, hit
                 ti = t_new if c[i] == 1.0 else min(t + c[i] * h, t_new)
 {outputs}
             if major:
-                if k % log_stride == 0 or k == last_k:
+                if log_now:
 {record}
                     log_pos += 1
 {updates}
