@@ -249,11 +249,13 @@ class Block:
                         f"parameter '{key}' has {arr.shape[0]} batch values for a batch of {self.batch}")
                 return np.array(arr, dtype=float)
             arr = self.numeric(key, raw)
-            if not np.all(np.isfinite(arr)) and key not in self.infinite_ok():
+            if not np.isfinite(arr).all() and key not in self.infinite_ok():
                 raise ParameterError(f"parameter '{key}' must be finite, got {raw!r}")
             # a writable C-contiguous copy for every batch size: numba types read-only and
             # writable arrays differently, and one type keeps compiled code shared across runs
-            return np.array(np.broadcast_to(arr, (self.batch,) + arr.shape), dtype=float)
+            out = np.empty((self.batch,) + arr.shape)
+            out[...] = arr
+            return out
         if kind == "int":
             if isinstance(raw, (bool, np.bool_)) or not float(raw).is_integer():
                 raise ParameterError(f"parameter '{key}' must be an integer, got {raw!r}")

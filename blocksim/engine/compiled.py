@@ -417,11 +417,11 @@ def run_fixed(k0, k1, last_k, num0, dnum, den, step_ticks, t_stop, per, off, hit
 def load_module(source: str):
     """Import the generated module from the cache (writing it once); numba caches its machine code."""
     digest = hashlib.sha1(source.encode()).hexdigest()[:20]
-    folder = cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
     name = f"blocksim_diagram_{digest}"
     if name in sys.modules:
         return sys.modules[name]
+    folder = cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.py"
     if not path.exists() or path.read_text() != source:
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
