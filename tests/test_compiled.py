@@ -192,3 +192,30 @@ def test_threads_setting_is_checked_and_adaptive_batches_stay_whole(tmp_path):
                                  "simulation.threads": 2})
     sim = blocksim.Simulator(d, batch={"parameters.k": [1.0 + m for m in range(64)]})
     assert len(sim.parts) == 1 and sim.cd.batch == 64     # members share the adaptive steps
+
+
+def test_simulate_again_reuses_the_diagram_compiled_for_the_same_batch(tmp_path):
+    """Fast restart: simulate() on the same Diagram and batch runs the remembered Simulator (same
+    numbers, new arrays), a new batch compiles anew, a call while the remembered one is running
+    builds its own, and the Diagram keeps no log and still pickles."""
+    import pickle
+    path = tmp_path / "d.yaml"
+    path.write_text(dedent(MSD))
+    d = blocksim.load(path, set={"simulation.mode": "compiled"})
+    first = blocksim.simulate(d, batch={"parameters.k": [1.0, 4.0]})
+    remembered = d._fast_restart[1]
+    again = blocksim.simulate(d, batch={"parameters.k": [1.0, 4.0]})
+    assert d._fast_restart[1] is remembered
+    assert again["x.out"] is not first["x.out"]
+    np.testing.assert_array_equal(again["x.out"], first["x.out"])
+    assert all(not part.recorder.data for part in remembered.parts)
+    other = blocksim.simulate(d, batch={"parameters.k": [9.0, 16.0]})
+    assert d._fast_restart[1] is not remembered
+    # x = cos(sqrt(k) t) e^(-c t / 2) to first order: k = 9 is not k = 1
+    assert abs(other["x.out"][0, -1, 0] - first["x.out"][0, -1, 0]) > 1e-3
+    busy = d._fast_restart[1]
+    with busy.busy:
+        alone = blocksim.simulate(d, batch={"parameters.k": [9.0, 16.0]})
+    assert d._fast_restart[1] is not busy
+    np.testing.assert_array_equal(alone["x.out"], other["x.out"])
+    assert not hasattr(pickle.loads(pickle.dumps(d)), "_fast_restart")

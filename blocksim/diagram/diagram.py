@@ -23,6 +23,12 @@ class Diagram:
         self.overrides = dict(overrides or {})
         self.spec: DiagramSpec = load_spec(self.path, variant=variant, overrides=self.overrides)
 
+    def __getstate__(self) -> dict:
+        # simulate()'s remembered Simulator (fast restart) holds compiled code: not sent along
+        state = dict(self.__dict__)
+        state.pop("_fast_restart", None)
+        return state
+
     @property
     def name(self) -> str:
         return self.spec.name

@@ -42,6 +42,11 @@ class Recorder:
         self._targets = [(self.data[name], buf) for name, buf in self.sources]
         self.count = 0
 
+    def release(self) -> None:
+        """Let go of the logged arrays (the Result that has them keeps them alive alone)."""
+        self.data = {}
+        self._targets = []
+
     @property
     def next_time(self) -> float:
         """The next time to log (s), inf when the grid is exhausted."""
