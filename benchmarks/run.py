@@ -3,9 +3,11 @@
 Runs W1 (pid_ff: rk4 1 ms and dopri5 rtol 1e-6), W2 and W3 through blocksim in interpreted and
 compiled mode (B = 1, and B = 1000 per member), next to the hand-written loops of
 benchmarks/references.py (pure Python and numba), alternating the runs, and prints medians and
-ratios blocksim / hand-written numba, for blocksim.simulate() (compiling the diagram each call) and
-for Simulator.run() (a diagram compiled once, run again). Also: the wall time of a warm `python cli.py simulate` of W1,
-the import time of blocksim, and the first-run compile time of W1 (a fresh cache folder).
+ratios blocksim / hand-written numba, three ways: a new Diagram each time (`simulate(load(...))`:
+parsing aside, the diagram is compiled every call), simulate() again on one Diagram (fast restart)
+and Simulator.run(). A compiled fixed-step batch is timed on one thread and on all cores. Also: the
+wall time of a warm `python cli.py simulate` of W1, the import time of blocksim, and the first-run
+compile time of W1 (a fresh cache folder).
 Peers (bdsim, PathSim, pydrake) are run on W1 when installed, skipped otherwise.
 
     python benchmarks/run.py [--repeats 5] [--quick]
@@ -54,8 +56,9 @@ share one resolved diagram; a workspace-parameter batch re-resolves the file per
 
 
 def blocksim_case(label: str, path: Path, variant: str | None, mode: str, batch: int, sets=None):
-    """Two callables running one simulation: blocksim.simulate (compile the diagram, run, result)
-    and Simulator.run (the run of a diagram compiled once), the diagram loaded outside the timing."""
+    """Three callables running one simulation: simulate() of a newly loaded Diagram (the diagram
+    compiled in Python each call), simulate() of one Diagram again (fast restart), and the
+    Simulator.run() of a diagram compiled once."""
     overrides = {"simulation.mode": mode}
     overrides.update(sets or {})
     d = blocksim.load(path, variant=variant, set=overrides)
@@ -66,7 +69,9 @@ def blocksim_case(label: str, path: Path, variant: str | None, mode: str, batch:
         kp = np.asarray(d.spec.blocks[block].params["Kp"], dtype=float)
         members = {f"{block}.Kp": [(kp * (1 + 1e-3 * k)).tolist() for k in range(batch)]}
     prepared = blocksim.Simulator(d, batch=members)
-    return (lambda: blocksim.simulate(d, batch=members)), prepared.run
+    return ((lambda: blocksim.simulate(blocksim.load(path, variant=variant, set=overrides),
+                                       batch=members)),
+            (lambda: blocksim.simulate(d, batch=members)), prepared.run)
 
 
 def max_error(result, ref_name, plant_name):
@@ -139,21 +144,22 @@ def main() -> None:
                 # auto); its single-thread time is measured too
                 split = mode == "compiled" and batch > 1 and "dopri5" not in label
                 for threads in (("1", "auto") if split else ("auto",)):
-                    whole, prepared = blocksim_case(label, path, variant, mode, batch,
-                                                    {**sets, "simulation.threads": threads})
-                    whole(), prepared()   # warm
+                    calls = blocksim_case(label, path, variant, mode, batch,
+                                          {**sets, "simulation.threads": threads})
+                    for call in calls[1:]:
+                        call()    # warm (the first is new each call anyway)
                     count = n if batch == 1 else max(1, n // 2)
-                    t_whole = statistics.median(timed(whole, count)) / batch
-                    t_run = statistics.median(timed(prepared, count)) / batch
-                    used = prepared.__self__.parts
-                    rows.append((label, mode, batch, len(used), t_whole, t_run, numba_t, python_t))
-    print("\n| workload | mode | B | threads | simulate() per member | Simulator.run() per member | "
-          "hand numba | ratio simulate / run | hand Python |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for label, mode, batch, threads, t_whole, t_run, numba_t, python_t in rows:
-        ratios = (f"{t_whole / numba_t:.2f}x / {t_run / numba_t:.2f}x" if numba_t else "-")
-        print(f"| {label} | {mode} | {batch} | {threads} | {t_whole * 1e3:.3f} ms | "
-              f"{t_run * 1e3:.3f} ms | {numba_t * 1e3:.3f} ms | {ratios} | "
+                    times = [statistics.median(timed(call, count)) / batch for call in calls]
+                    used = calls[-1].__self__.parts
+                    rows.append((label, mode, batch, len(used), times, numba_t, python_t))
+    print("\n| workload | mode | B | threads | simulate(load()) / simulate() again / "
+          "Simulator.run(), per member | hand numba | ratios | hand Python |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    for label, mode, batch, threads, times, numba_t, python_t in rows:
+        ratios = (" / ".join(f"{t / numba_t:.2f}x" for t in times) if numba_t else "-")
+        print(f"| {label} | {mode} | {batch} | {threads} | "
+              + " / ".join(f"{t * 1e3:.3f}" for t in times)
+              + f" ms | {numba_t * 1e3:.3f} ms | {ratios} | "
               + (f"{python_t * 1e3:.1f} ms |" if python_t else "- |"))
     if not args.quick:
         cli = statistics.median(cli_wall_time(n))
