@@ -31,15 +31,22 @@ DOP853_E3_WEIGHT = 0.01
 def _combine(base, h, weights, stages, count, out):
     """out[k] = base[k] + h * sum_{j < count} weights[j] * stages[j, k]  (zero weights skipped).
 
-    Also called by the code blocksim.engine.compiled generates: keep this signature.
+    Also called by the code blocksim.engine.compiled generates: keep this signature. out must
+    not overlap base or stages. The sum is accumulated in out one stage at a time (each pass a
+    plain loop over k that the compiler vectorises), in the same order as a per-element sum, so
+    the rounding is the same.
     """
-    for k in range(out.shape[0]):
-        acc = 0.0
-        for j in range(count):
-            w = weights[j]
-            if w != 0.0:
-                acc += w * stages[j, k]
-        out[k] = base[k] + h * acc
+    n = out.shape[0]
+    for k in range(n):
+        out[k] = 0.0
+    for j in range(count):
+        w = weights[j]
+        if w != 0.0:
+            row = stages[j]
+            for k in range(n):
+                out[k] += w * row[k]
+    for k in range(n):
+        out[k] = base[k] + h * out[k]
 
 
 @numba.njit(cache=True, error_model="numpy")
