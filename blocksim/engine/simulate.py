@@ -165,7 +165,7 @@ class Simulator:
     def _split(self, batch, threads: int) -> list[Simulation] | None:
         """One Simulation per part of the batch, when the run splits; None otherwise."""
         parts = min(threads, self.batch // MIN_MEMBERS_PER_THREAD)
-        if parts < 2:
+        if parts < 2 or not _may_split(self.diagram.spec):
             return None
         bounds = [self.batch * i // parts for i in range(parts + 1)]
         first = make_simulation(self.diagram.compile(batch, range(bounds[0], bounds[1])),
@@ -204,6 +204,15 @@ class Simulator:
                       events=out.events, stats=out.stats, interrupted=out.interrupted,
                       stopped_by=out.stopped_by, diagram=diagram.resolved_yaml, metadata=meta,
                       aliases=self.cd.spec.aliases)
+
+
+def _may_split(spec) -> bool:
+    """False when the simulation section alone rules a split out (interpreted mode, an adaptive
+    solver), so that no part is compiled only to be thrown away."""
+    from ..solvers import SOLVERS
+    mode = spec.simulation.get("mode", os.environ.get("BLOCKSIM_MODE", "auto"))
+    solver = SOLVERS.get(spec.simulation.get("solver", "dopri5"))
+    return mode != "interpreted" and solver is not None and not solver.adaptive
 
 
 def _run_parts(parts: list[Simulation]) -> RunOutput:
