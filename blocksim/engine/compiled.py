@@ -128,6 +128,9 @@ class Generator:
                     self.param_index[name] = len(self.params)
                     self.params.append(tuple(k.params))
         self.logged = [self._signal(buf) for _, buf in sim.recorder.sources]
+        self.rate_index = {r.sample_time: i for i, r in enumerate(sim.timebase.rates)}
+        logged = {id(buf) for _, buf in sim.recorder.sources}
+        self.logged_outputs = {key for key, buf in sim.out_bufs.items() if id(buf) in logged}
         self.read = self._read_outputs()
         self.stage_read = self._read_at_stages()
         self.read_when = self._read_when()
@@ -135,10 +138,8 @@ class Generator:
     def _read_outputs(self) -> set[tuple[str, str]]:
         """(block, output) pairs some enabled block or the log reads."""
         cd = self.sim.cd
-        read = {src for (dst, _), src in cd.wires.items() if cd.blocks[dst].enabled}
-        logged = {id(buf) for _, buf in self.sim.recorder.sources}
-        read |= {key for key, buf in self.sim.out_bufs.items() if id(buf) in logged}
-        return read
+        return {src for (dst, _), src in cd.wires.items() if cd.blocks[dst].enabled} \
+            | self.logged_outputs
 
     def _read_at_stages(self) -> set[str]:
         """Varying blocks whose outputs a solver stage reads: those feeding, through varying
@@ -169,9 +170,7 @@ class Generator:
         where one of them reads (W2's reference, feedforward and sum, read by a 1 kHz controller
         in a 10 kHz loop, run at 1 kHz). Between those steps its buffers hold an older value that
         nobody reads, so every number read or logged is the same."""
-        cd, sim = self.sim.cd, self.sim
-        rate_index = {r.sample_time: i for i, r in enumerate(sim.timebase.rates)}
-        logged = {id(buf) for _, buf in sim.recorder.sources}
+        cd = self.sim.cd
         readers: dict[str, set[str]] = {}
         for (dst, _), (src, _) in cd.wires.items():
             if cd.blocks[dst].enabled:
@@ -190,11 +189,11 @@ class Generator:
                 if reader in when:
                     atoms |= when[reader]
                 elif st.kind == "discrete":
-                    atoms.add(f"hits[{rate_index[st]}]")
+                    atoms.add(f"hits[{self.rate_index[st]}]")
                 else:
                     break                 # read at every major step
             else:
-                if any(id(buf) in logged for (src, _), buf in sim.out_bufs.items() if src == name):
+                if any((name, o) in self.logged_outputs for o in blk.output_names()):
                     atoms.add("log_now")
                 if atoms:
                     when[name] = frozenset(atoms)
@@ -260,7 +259,6 @@ class Generator:
         stage", when that stage repeats the major step). lazy: blocks of read_when run at major
         steps only when their condition holds (the fixed-step loop, which knows log_now)."""
         cd = self.sim.cd
-        rate_index = {r.sample_time: i for i, r in enumerate(self.sim.timebase.rates)}
         lines = []
         for call in cd.calls:
             name = call.block
@@ -275,7 +273,7 @@ class Generator:
             if text is None:
                 continue
             if major is not None and st.kind == "discrete":
-                lines += [f"if {major} and hits[{rate_index[st]}]:", "    " + text]
+                lines += [f"if {major} and hits[{self.rate_index[st]}]:", "    " + text]
             elif major is not None and not stage and lazy and name in self.read_when:
                 lines += [f"if {major} and ({self.read_when[name]}):", "    " + text]
             elif major is not None and not stage:

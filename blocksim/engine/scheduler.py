@@ -72,6 +72,14 @@ class RunOutput:
     stopped_by: str | None = None
 
 
+DEFAULT_SOLVER = "dopri5"
+
+
+def solver_name(spec) -> str:
+    """The solver the simulation section asks for (not yet checked)."""
+    return spec.simulation.get("solver", DEFAULT_SOLVER)
+
+
 def settings_from(spec, cd: CompiledDiagram) -> Settings:
     """Validate the simulation and log sections (errors name the file and line)."""
     sim = dict(spec.simulation)
@@ -90,7 +98,7 @@ def settings_from(spec, cd: CompiledDiagram) -> Settings:
     if stop <= start:
         raise SampleTimeError(f"stop_time ({float(stop)} s) must be after start_time "
                               f"({float(start)} s)", where=where("stop_time"))
-    solver = sim.get("solver", "dopri5")
+    solver = solver_name(spec)
     if solver not in SOLVERS:
         from ..blocks.base import closest
         raise SolverError(f"unknown solver '{solver}'{closest(str(solver), SOLVERS)}; choose one of "
@@ -313,6 +321,11 @@ class Simulation:
                     where=cd.spec.blocks[name].where, block=name) from None
 
     # ---- the run ------------------------------------------------------------------------------
+    def members_independent(self) -> bool:
+        """True when a batch may be split into parts run apart with the same numbers and the run
+        releases the GIL (CompiledSimulation's fixed-step loop); this Python loop does neither."""
+        return False
+
     def run(self) -> RunOutput:
         s = self.settings
         tb = self.timebase

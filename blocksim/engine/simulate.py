@@ -12,7 +12,7 @@ import numpy as np
 from ..diagram.diagram import Diagram
 from ..errors import SolverError, SourceLoc
 from .result import Result, run_metadata
-from .scheduler import RunOutput, Simulation, settings_from
+from .scheduler import RunOutput, Simulation, settings_from, solver_name
 
 
 def logged_signals(cd) -> dict[str, tuple[str, str]]:
@@ -67,6 +67,11 @@ def _note_once(spec, text: str) -> None:
         print(f"note: {spec.file} {text}", file=sys.stderr)
 
 
+def requested_mode(spec) -> str:
+    """simulation.mode, else $BLOCKSIM_MODE, else auto (not yet checked)."""
+    return spec.simulation.get("mode", os.environ.get("BLOCKSIM_MODE", "auto"))
+
+
 def make_simulation(cd, whole_batch: int | None = None) -> Simulation:
     """The run for simulation.mode (DESIGN.md, docs/semantics.md "Execution modes").
 
@@ -76,7 +81,7 @@ def make_simulation(cd, whole_batch: int | None = None) -> Simulation:
     when cd is one part of it (the run's length is judged on the whole).
     """
     spec = cd.spec
-    mode = spec.simulation.get("mode", os.environ.get("BLOCKSIM_MODE", "auto"))
+    mode = requested_mode(spec)
     if mode not in MODES:
         raise SolverError(f"simulation.mode must be one of {', '.join(MODES)}, got '{mode}'",
                           where=spec.where.get("simulation.mode"))
@@ -170,7 +175,7 @@ class Simulator:
         bounds = [self.batch * i // parts for i in range(parts + 1)]
         first = make_simulation(self.diagram.compile(batch, range(bounds[0], bounds[1])),
                                 whole_batch=self.batch)
-        if not getattr(first, "members_independent", lambda: False)():
+        if not first.members_independent():
             return None
         sims = [first] + [make_simulation(self.diagram.compile(batch, range(a, b)),
                                           whole_batch=self.batch)
@@ -210,9 +215,8 @@ def _may_split(spec) -> bool:
     """False when the simulation section alone rules a split out (interpreted mode, an adaptive
     solver), so that no part is compiled only to be thrown away."""
     from ..solvers import SOLVERS
-    mode = spec.simulation.get("mode", os.environ.get("BLOCKSIM_MODE", "auto"))
-    solver = SOLVERS.get(spec.simulation.get("solver", "dopri5"))
-    return mode != "interpreted" and solver is not None and not solver.adaptive
+    solver = SOLVERS.get(solver_name(spec))
+    return requested_mode(spec) != "interpreted" and solver is not None and not solver.adaptive
 
 
 def _run_parts(parts: list[Simulation]) -> RunOutput:
