@@ -56,9 +56,9 @@ share one resolved diagram; a workspace-parameter batch re-resolves the file per
 
 
 def blocksim_case(label: str, path: Path, variant: str | None, mode: str, batch: int, sets=None):
-    """Three callables running one simulation: simulate() of a newly loaded Diagram (the diagram
-    compiled in Python each call), simulate() of one Diagram again (fast restart), and the
-    Simulator.run() of a diagram compiled once."""
+    """Two callables running one simulation, simulate() of a newly loaded Diagram (the diagram
+    compiled in Python each call) and simulate() of one Diagram again (fast restart), and a
+    Simulator (the diagram compiled once, for its run())."""
     overrides = {"simulation.mode": mode}
     overrides.update(sets or {})
     d = blocksim.load(path, variant=variant, set=overrides)
@@ -71,7 +71,7 @@ def blocksim_case(label: str, path: Path, variant: str | None, mode: str, batch:
     prepared = blocksim.Simulator(d, batch=members)
     return ((lambda: blocksim.simulate(blocksim.load(path, variant=variant, set=overrides),
                                        batch=members)),
-            (lambda: blocksim.simulate(d, batch=members)), prepared.run)
+            (lambda: blocksim.simulate(d, batch=members)), prepared)
 
 
 def max_error(result, ref_name, plant_name):
@@ -144,14 +144,15 @@ def main() -> None:
                 # auto); its single-thread time is measured too
                 split = mode == "compiled" and batch > 1 and "dopri5" not in label
                 for threads in (("1", "auto") if split else ("auto",)):
-                    calls = blocksim_case(label, path, variant, mode, batch,
-                                          {**sets, "simulation.threads": threads})
+                    fresh, again, prepared = blocksim_case(
+                        label, path, variant, mode, batch, {**sets, "simulation.threads": threads})
+                    calls = (fresh, again, prepared.run)
                     for call in calls[1:]:
                         call()    # warm (the first is new each call anyway)
                     count = n if batch == 1 else max(1, n // 2)
                     times = [statistics.median(timed(call, count)) / batch for call in calls]
-                    used = calls[-1].__self__.parts
-                    rows.append((label, mode, batch, len(used), times, numba_t, python_t))
+                    rows.append((label, mode, batch, len(prepared.parts), times, numba_t,
+                                 python_t))
     print("\n| workload | mode | B | threads | simulate(load()) / simulate() again / "
           "Simulator.run(), per member | hand numba | ratios | hand Python |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
