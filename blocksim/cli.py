@@ -149,12 +149,12 @@ def cmd_simulate(args) -> int:
 def cmd_check(args) -> int:
     import blocksim
 
-    from .engine.scheduler import Simulation, settings_from
+    from .engine.scheduler import Simulation, run_settings
     from .engine.simulate import logged_signals
     d = blocksim.load(args.diagram, variant=args.variant, set=parse_sets(args.set))
     cd = d.compile()
-    settings = settings_from(cd.spec, cd)
-    sim = Simulation(cd, settings, logged_signals(cd))
+    settings = run_settings(d.settings, d.log_settings, cd)
+    sim = Simulation(cd, settings, logged_signals(cd, d.log_settings))
     print(f"{args.diagram}: '{d.name}' is valid"
           + (f" (variant {args.variant})" if args.variant else ""))
     print(f"\nsolver {settings.solver}, t = {float(settings.start):g}..{float(settings.stop):g} s"

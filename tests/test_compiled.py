@@ -9,6 +9,7 @@ import pytest
 import blocksim
 from blocksim.blocks.base import Block, register
 from blocksim.engine.simulate import make_simulation
+from blocksim.engine.simulate import remembered as fast_restart_of
 from blocksim.errors import SolverError
 
 MSD = """
@@ -203,19 +204,19 @@ def test_simulate_again_reuses_the_diagram_compiled_for_the_same_batch(tmp_path)
     path.write_text(dedent(MSD))
     d = blocksim.load(path, set={"simulation.mode": "compiled"})
     first = blocksim.simulate(d, batch={"parameters.k": [1.0, 4.0]})
-    remembered = d._fast_restart[1]
+    remembered = fast_restart_of(d)
     again = blocksim.simulate(d, batch={"parameters.k": [1.0, 4.0]})
-    assert d._fast_restart[1] is remembered
+    assert fast_restart_of(d) is remembered
     assert again["x.out"] is not first["x.out"]
     np.testing.assert_array_equal(again["x.out"], first["x.out"])
     assert all(not part.recorder.data for part in remembered.parts)
     other = blocksim.simulate(d, batch={"parameters.k": [9.0, 16.0]})
-    assert d._fast_restart[1] is not remembered
+    assert fast_restart_of(d) is not remembered
     # x = cos(sqrt(k) t) e^(-c t / 2) to first order: k = 9 is not k = 1
     assert abs(other["x.out"][0, -1, 0] - first["x.out"][0, -1, 0]) > 1e-3
-    busy = d._fast_restart[1]
+    busy = fast_restart_of(d)
     with busy.busy:
         alone = blocksim.simulate(d, batch={"parameters.k": [9.0, 16.0]})
-    assert d._fast_restart[1] is not busy
+    assert fast_restart_of(d) is not busy
     np.testing.assert_array_equal(alone["x.out"], other["x.out"])
-    assert not hasattr(pickle.loads(pickle.dumps(d)), "_fast_restart")
+    assert fast_restart_of(pickle.loads(pickle.dumps(d))) is None

@@ -1,6 +1,7 @@
 """A loaded diagram: its validated spec plus how it was loaded (variant, overrides), ready to compile."""
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,7 @@ import yaml
 from ..blocks.base import BatchValue
 from ..errors import ParameterError
 from .compiler import CompiledDiagram, compile_diagram
+from .settings import LogSettings, SimulationSettings, log_settings, simulation_settings
 from .spec import DiagramSpec, load_spec
 
 
@@ -23,11 +25,15 @@ class Diagram:
         self.overrides = dict(overrides or {})
         self.spec: DiagramSpec = load_spec(self.path, variant=variant, overrides=self.overrides)
 
-    def __getstate__(self) -> dict:
-        # simulate()'s remembered Simulator (fast restart) holds compiled code: not sent along
-        state = dict(self.__dict__)
-        state.pop("_fast_restart", None)
-        return state
+    @functools.cached_property
+    def settings(self) -> SimulationSettings:
+        """The simulation section, typed and checked (on first use; errors name file and line)."""
+        return simulation_settings(self.spec)
+
+    @functools.cached_property
+    def log_settings(self) -> LogSettings:
+        """The log section, typed and checked (on first use)."""
+        return log_settings(self.spec)
 
     @property
     def name(self) -> str:
@@ -87,8 +93,9 @@ class Diagram:
                 out[(name, param)] = BatchValue(values)
         return out
 
-    def resolved_yaml(self) -> str:
-        """The diagram after variants, overrides and expressions, as YAML (saved with each run)."""
+    def resolved_yaml(self, simulation: dict[str, Any] | None = None) -> str:
+        """The diagram after variants, overrides and expressions, as YAML (saved with each run).
+        simulation: keys of the simulation section a run was given anew (keyword settings)."""
         spec = self.spec
         doc = {
             "blocksim": spec.version,
@@ -99,7 +106,7 @@ class Diagram:
             "connections": [
                 f"{c.src.block}{'.' + c.src.port if c.src.port else ''} -> "
                 f"{c.dst.block}{'.' + c.dst.port if c.dst.port else ''}" for c in spec.connections],
-            "simulation": _plain(spec.simulation),
+            "simulation": _plain({**spec.simulation, **(simulation or {})}),
             "log": _plain(spec.log),
             "scopes": _plain(spec.scopes),
             "metrics": _plain(spec.metrics),

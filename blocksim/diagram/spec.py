@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from blocksim.diagram.settings import LOG_KEYS, SIMULATION_KEYS
 from blocksim.diagram.expressions import Resolved, did_you_mean, evaluate_workspace, resolve_value
 from blocksim.diagram.yaml_loader import IncludedLoc, YamlList, YamlMap, load_yaml, parse_yaml_text, to_plain
 from blocksim.errors import DiagramFileError, ParameterError, SourceLoc
@@ -18,9 +19,6 @@ DIAGRAM_KEYS = ("blocksim", "name", "description", "parameters", "blocks", "conn
                 "simulation", "log", "scopes", "metrics", "variants")
 SUBSYSTEM_KEYS = ("blocksim", "name", "description", "parameters", "blocks", "connections",
                   "inports", "outports")
-SIMULATION_KEYS = ("start_time", "stop_time", "solver", "step", "rtol", "atol", "max_step", "mode",
-                   "seed", "progress", "zero_crossing_tol", "threads")
-LOG_KEYS = ("signals", "every")
 SCOPE_KEYS = ("title", "signals", "ylabel", "file")
 CONNECTION_KEYS = ("from", "to")
 RESERVED_NAMES = ("parameters", "simulation", "log", "inports", "outports")

@@ -21,7 +21,8 @@ import numpy as np
 from ..blocks.base import exact_time
 from ..diagram.compiler import CompiledDiagram
 from ..diagram.rates import make_timebase
-from ..errors import BlocksimError, NonFiniteStateError, SampleTimeError, SolverError, SourceLoc
+from ..diagram.settings import LogSettings, SimulationSettings
+from ..errors import BlocksimError, NonFiniteStateError, SampleTimeError, SolverError
 from ..solvers import SOLVERS, make_solver
 from ..solvers.events import find_first_crossing
 from .recorder import Recorder, log_times
@@ -36,9 +37,15 @@ ADAPTIVE_LOG_POINTS = 1001
 """Without log.every, an adaptive run logs on this many evenly spaced points."""
 
 
-@dataclass
-class Settings:
-    """The simulation section, resolved: times exact (Fraction, s), tolerances, solver name."""
+@dataclass(frozen=True)
+class RunSettings:
+    """One run's timing, as the scheduler follows it: the simulation settings with the fixed step
+    and the log interval resolved against the diagram's sample times (exact Fractions, s).
+
+    start, stop: the span; solver: its name; step: the fixed step (None for an adaptive solver);
+    rtol, atol, max_step, zero_crossing_tol: as SimulationSettings; log_every: the log interval;
+    progress: show a progress bar (None: only on an interactive terminal).
+    """
 
     start: Fraction
     stop: Fraction
@@ -48,7 +55,7 @@ class Settings:
     atol: float
     max_step: float
     zero_crossing_tol: float
-    log_every: Fraction | None
+    log_every: Fraction
     progress: bool | None
 
 
@@ -72,69 +79,37 @@ class RunOutput:
     stopped_by: str | None = None
 
 
-DEFAULT_SOLVER = "dopri5"
-
-
-def solver_name(spec) -> str:
-    """The solver the simulation section asks for (not yet checked)."""
-    return spec.simulation.get("solver", DEFAULT_SOLVER)
-
-
-def settings_from(spec, cd: CompiledDiagram) -> Settings:
-    """Validate the simulation and log sections (errors name the file and line)."""
-    sim = dict(spec.simulation)
-    where = lambda key: spec.where.get(f"simulation.{key}", SourceLoc(spec.file))  # noqa: E731
-
-    def time_of(key, default):
-        value = sim.get(key, default)
-        try:
-            t = exact_time(value)
-        except BlocksimError as err:
-            raise SampleTimeError(f"simulation.{key}: {err.message}", where=where(key)) from None
-        return t
-
-    start = time_of("start_time", 0)
-    stop = time_of("stop_time", 10)
-    if stop <= start:
-        raise SampleTimeError(f"stop_time ({float(stop)} s) must be after start_time "
-                              f"({float(start)} s)", where=where("stop_time"))
-    solver = solver_name(spec)
-    if solver not in SOLVERS:
-        from ..blocks.base import closest
-        raise SolverError(f"unknown solver '{solver}'{closest(str(solver), SOLVERS)}; choose one of "
-                          f"{', '.join(SOLVERS)}", where=where("solver"))
-    step = time_of("step", 0) if sim.get("step") is not None else None
-    if step is not None and step <= 0:
-        raise SampleTimeError("simulation.step must be positive", where=where("step"))
-    fixed = not SOLVERS[solver].adaptive
-    if fixed and step is None:
-        periods = [st.period for st in cd.sample_times.values() if st.kind == "discrete"]
-        step = min(periods) if periods else (stop - start) / FIXED_STEP_DEFAULT_DIVISIONS
-    log = dict(spec.log)
-    every = log.get("every")
-    if every is not None:
-        try:
-            every = exact_time(every)
-        except BlocksimError as err:
-            raise SampleTimeError(f"log.every: {err.message}",
-                                  where=spec.where.get("log.every")) from None
-    elif fixed:
-        every = step
-    else:
-        every = (stop - start) / (ADAPTIVE_LOG_POINTS - 1)
-    if fixed and (every / step).denominator != 1:
+def run_settings(settings: SimulationSettings, log: LogSettings,
+                 cd: CompiledDiagram) -> RunSettings:
+    """The run's timing for a compiled diagram: a fixed-step solver without simulation.step takes
+    the fastest discrete period (else 1/1000 of the span); log.every defaults to the fixed step,
+    or to 1/1000 of an adaptive run's span, and must be a multiple of a fixed step."""
+    step = None
+    if not settings.adaptive:
+        step = settings.step
+        if step is None:
+            periods = [st.period for st in cd.sample_times.values() if st.kind == "discrete"]
+            step = min(periods) if periods else \
+                (settings.stop - settings.start) / FIXED_STEP_DEFAULT_DIVISIONS
+    every = log.every
+    if every is None:
+        every = step if step is not None else \
+            (settings.stop - settings.start) / (ADAPTIVE_LOG_POINTS - 1)
+    elif step is not None and (every / step).denominator != 1:
         raise SampleTimeError(
             f"log.every ({float(every)} s) must be a multiple of the fixed step ({float(step)} s)",
-            where=spec.where.get("log.every", where("step")))
-    return Settings(start, stop, solver, step, float(sim.get("rtol", 1e-6)),
-                    float(sim.get("atol", 1e-8)), float(sim.get("max_step", np.inf)),
-                    float(sim.get("zero_crossing_tol", 1e-12)), every, sim.get("progress"))
+            where=log.where.get("every", settings.loc("step")))
+    return RunSettings(settings.start, settings.stop, settings.solver,
+                       step if step is not None else settings.step, settings.rtol,
+                       settings.atol, settings.max_step, settings.zero_crossing_tol, every,
+                       settings.progress)
 
 
 class Simulation:
     """One run of a compiled diagram: owns every signal and state array (the Context)."""
 
-    def __init__(self, cd: CompiledDiagram, settings: Settings, logged: dict[str, tuple[str, str]]):
+    def __init__(self, cd: CompiledDiagram, settings: RunSettings,
+                 logged: dict[str, tuple[str, str]]):
         self.cd = cd
         self.settings = settings
         B = cd.batch

@@ -1,31 +1,32 @@
-"""simulate(): compile a diagram for a run (or a batch), run the scheduler, return a Result."""
+"""simulate() and Simulator: runs of a loaded diagram (one or a batch), and the engine's own cache of
+Simulators that makes a repeated simulate() a fast restart."""
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import sys
 import threading
+import weakref
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..diagram.diagram import Diagram
-from ..errors import SolverError, SourceLoc
+from ..diagram.settings import LogSettings, SimulationSettings, log_settings, simulation_settings
+from .mode import choose_mode, estimated_interpreted_time
 from .result import Result, run_metadata
-from .scheduler import RunOutput, Simulation, settings_from, solver_name
+from .scheduler import RunOutput, Simulation, run_settings
 
 
-def logged_signals(cd) -> dict[str, tuple[str, str]]:
+def logged_signals(cd, log: LogSettings | None = None) -> dict[str, tuple[str, str]]:
     """Signals to log: log.signals (default: every block output) plus what the scopes show."""
     spec = cd.spec
-    wanted = spec.log.get("signals")
-    where = spec.where.get("log.signals", SourceLoc(spec.file))
-    names: list[str] = []
-    if wanted is None:
-        names = cd.signal_names()
-    else:
-        names = list(wanted) if isinstance(wanted, (list, tuple)) else [wanted]
-    for k, scope in enumerate(spec.scopes):
+    log = log or log_settings(spec)
+    where = log.loc("signals")
+    names = cd.signal_names() if log.signals is None else list(log.signals)
+    for scope in spec.scopes:
         names.extend(scope.get("signals", []))
     logged: dict[str, tuple[str, str]] = {}
     for text in names:
@@ -34,80 +35,34 @@ def logged_signals(cd) -> dict[str, tuple[str, str]]:
     return logged
 
 
-MODES = ("auto", "interpreted", "compiled")
-_explained: set[str] = set()
+_told: set[str] = set()
 
 
-AUTO_COMPILE_AFTER = 20.0
-"""auto mode compiles a diagram whose code is not cached yet only when its interpreted run is
-estimated to take longer than this (s): compiling costs seconds to tens of seconds once."""
-
-INTERPRETED_CALL_COST = (2e-6, 5e-8)
-"""Estimated cost of one block call in interpreted mode: (s per call, s per batch member)."""
+def _tell_once(file: str, text: str) -> None:
+    if file not in _told:
+        _told.add(file)
+        print(f"note: {file} {text}", file=sys.stderr)
 
 
-def estimated_interpreted_time(cd, settings, batch: int) -> float:
-    """A rough duration (s) of the run in interpreted mode: block calls times their cost."""
-    from ..solvers import SOLVERS
-    solver = SOLVERS[settings.solver]
-    span = float(settings.stop - settings.start)
-    if solver.adaptive:
-        steps = span / (settings.max_step if np.isfinite(settings.max_step) else span / 200)
-        stages = 7
-    else:
-        steps = span / float(settings.step)
-        stages = len(getattr(solver, "tableau", None).b) if hasattr(solver, "tableau") else 4
-    per_call = INTERPRETED_CALL_COST[0] + INTERPRETED_CALL_COST[1] * batch
-    return steps * (stages + 1) * len(cd.blocks) * per_call
-
-
-def _note_once(spec, text: str) -> None:
-    if spec.file not in _explained:
-        _explained.add(spec.file)
-        print(f"note: {spec.file} {text}", file=sys.stderr)
-
-
-def requested_mode(spec) -> str:
-    """simulation.mode, else $BLOCKSIM_MODE, else auto (not yet checked)."""
-    return spec.simulation.get("mode", os.environ.get("BLOCKSIM_MODE", "auto"))
-
-
-def make_simulation(cd, whole_batch: int | None = None) -> Simulation:
-    """The run for simulation.mode (DESIGN.md, docs/semantics.md "Execution modes").
-
-    compiled: every block must have kernels. auto: compiled when every block has kernels and
-    either the diagram's compiled code is already cached or the run is long enough to pay for
-    compiling it; otherwise interpreted, saying once why. whole_batch: the size of the whole batch
-    when cd is one part of it (the run's length is judged on the whole).
-    """
-    spec = cd.spec
-    mode = requested_mode(spec)
-    if mode not in MODES:
-        raise SolverError(f"simulation.mode must be one of {', '.join(MODES)}, got '{mode}'",
-                          where=spec.where.get("simulation.mode"))
-    settings = settings_from(spec, cd)
-    logged = logged_signals(cd)
-    if mode == "interpreted":
-        return Simulation(cd, settings, logged)
+def make_simulation(cd, settings: SimulationSettings | None = None, log: LogSettings | None = None,
+                    whole_batch: int | None = None) -> Simulation:
+    """The run of a compiled diagram in the mode engine.mode.choose_mode picks (auto mode says
+    once per file why it picked what it did). settings, log: the diagram's settings (read from
+    cd.spec when not given); whole_batch: the size of the whole batch when cd is one part of it
+    (the run's length is judged on the whole)."""
+    settings = settings or simulation_settings(cd.spec)
+    log = log or log_settings(cd.spec)
+    run = run_settings(settings, log, cd)
+    logged = logged_signals(cd, log)
+    if settings.mode == "interpreted":
+        return Simulation(cd, run, logged)
     from .compiled import CompiledSimulation, missing_kernels
-    missing = missing_kernels(cd)
-    if missing:
-        if mode == "compiled":
-            raise SolverError("compiled mode needs kernels for every block; "
-                              + "; ".join(missing), where=spec.where.get("simulation.mode"))
-        _note_once(spec, f"runs interpreted: {missing[0]}"
-                   + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
-        return Simulation(cd, settings, logged)
-    sim = CompiledSimulation(cd, settings, logged)
-    if mode == "compiled" or sim.is_cached():
-        return sim
-    estimate = estimated_interpreted_time(cd, settings, whole_batch or cd.batch)
-    if estimate > AUTO_COMPILE_AFTER:
-        _note_once(spec, f"is compiled first (an interpreted run would take about {estimate:.0f} s)")
-        return sim
-    _note_once(spec, "runs interpreted: its compiled code is not cached yet and the run is short "
-               "(`--mode compiled` builds the cache once)")
-    return Simulation(cd, settings, logged)
+    compiled = functools.lru_cache(maxsize=1)(lambda: CompiledSimulation(cd, run, logged))
+    choice = choose_mode(settings, missing_kernels(cd), lambda: compiled().is_cached(),
+                         lambda: estimated_interpreted_time(cd, run, whole_batch or cd.batch))
+    if choice.tell:
+        _tell_once(cd.spec.file, choice.reason)
+    return compiled() if choice.mode == "compiled" else Simulation(cd, run, logged)
 
 
 MIN_MEMBERS_PER_THREAD = 32
@@ -123,22 +78,13 @@ def available_cores() -> int:
         return os.cpu_count() or 1
 
 
-def thread_count(spec, requested: int | str | None) -> int:
-    """Threads for a batch run: the argument, else simulation.threads, else $BLOCKSIM_THREADS,
-    else "auto" (one per available core)."""
-    value = requested
-    if value is None:
-        value = spec.simulation.get("threads", os.environ.get("BLOCKSIM_THREADS", "auto"))
-    if value == "auto":
-        return available_cores()
-    try:
-        count = int(value)
-    except (TypeError, ValueError):
-        count = 0
-    if count < 1 or str(count) != str(value).strip():
-        raise SolverError(f"simulation.threads must be a positive integer or 'auto', got '{value}'",
-                          where=spec.where.get("simulation.threads", SourceLoc(spec.file)))
-    return count
+def thread_count(settings: SimulationSettings, requested: int | str | None) -> int:
+    """Threads for a batch run: the argument, else simulation.threads ($BLOCKSIM_THREADS, or
+    "auto": one per available core)."""
+    from ..diagram.settings import thread_count as checked
+    count = settings.threads if requested is None else \
+        checked(requested, settings.loc("threads"))
+    return available_cores() if count is None else count
 
 
 class Simulator:
@@ -158,30 +104,37 @@ class Simulator:
     """
 
     def __init__(self, diagram: Diagram, batch: dict[str, list] | None = None,
-                 threads: int | str | None = None):
+                 threads: int | str | None = None, **settings: Any):
         self.diagram = diagram
+        self.keywords = dict(settings)
+        self.settings = diagram.settings.changed(settings, diagram.spec.parameters) if settings \
+            else diagram.settings
+        self.log = diagram.log_settings
         self.batched = bool(batch)
         self.batch = len(next(iter(batch.values()))) if batch else 1
-        self.parts = self._split(batch, thread_count(diagram.spec, threads)) \
-            or [make_simulation(diagram.compile(batch))]
+        self.parts = self._split(batch, thread_count(self.settings, threads)) \
+            or [make_simulation(diagram.compile(batch), self.settings, self.log)]
         self._runs = 0
         self.busy = threading.Lock()    # held by simulate() while it runs a remembered Simulator
 
     def _split(self, batch, threads: int) -> list[Simulation] | None:
-        """One Simulation per part of the batch, when the run splits; None otherwise."""
+        """One Simulation per part of the batch, when the run splits; None otherwise. A split is
+        ruled out from the settings alone (interpreted mode, an adaptive solver) before any part
+        is compiled."""
         parts = min(threads, self.batch // MIN_MEMBERS_PER_THREAD)
-        if parts < 2 or not _may_split(self.diagram.spec):
+        if parts < 2 or self.settings.mode == "interpreted" or self.settings.adaptive:
             return None
         bounds = [self.batch * i // parts for i in range(parts + 1)]
-        first = make_simulation(self.diagram.compile(batch, range(bounds[0], bounds[1])),
-                                whole_batch=self.batch)
+
+        def part(a, b):
+            return make_simulation(self.diagram.compile(batch, range(a, b)), self.settings,
+                                   self.log, whole_batch=self.batch)
+        first = part(bounds[0], bounds[1])
         if not first.members_independent():
             return None
-        sims = [first] + [make_simulation(self.diagram.compile(batch, range(a, b)),
-                                          whole_batch=self.batch)
-                          for a, b in zip(bounds[1:-1], bounds[2:])]
+        sims = [first] + [part(a, b) for a, b in zip(bounds[1:-1], bounds[2:])]
         for sim in sims[1:]:
-            sim.settings.progress = False      # one progress bar: the first part's
+            sim.settings = replace(sim.settings, progress=False)   # one progress bar: the first's
         return sims
 
     @property
@@ -201,22 +154,17 @@ class Simulator:
                 sim.new_log()         # the last Result keeps its arrays
         self._runs += 1
         out = parts[0].run() if len(parts) == 1 else _run_parts(parts)
-        meta = run_metadata(seed=self.cd.spec.simulation.get("seed"))
+        meta = run_metadata(seed=self.settings.seed)
+        overrides = dict(diagram.overrides)
+        overrides.update({f"simulation.{k}": v for k, v in self.keywords.items()})
         meta.update(diagram=str(diagram.path), variant=diagram.variant,
-                    solver=parts[0].settings.solver, overrides={k: str(v) for k, v in
-                                                                diagram.overrides.items()})
+                    solver=self.settings.solver, overrides={k: str(v) for k, v in overrides.items()})
+        text = functools.partial(diagram.resolved_yaml, self.keywords) if self.keywords \
+            else diagram.resolved_yaml
         return Result(out.t, out.signals, batch=self.batch, batched=self.batched,
                       events=out.events, stats=out.stats, interrupted=out.interrupted,
-                      stopped_by=out.stopped_by, diagram=diagram.resolved_yaml, metadata=meta,
+                      stopped_by=out.stopped_by, diagram=text, metadata=meta,
                       aliases=self.cd.spec.aliases)
-
-
-def _may_split(spec) -> bool:
-    """False when the simulation section alone rules a split out (interpreted mode, an adaptive
-    solver), so that no part is compiled only to be thrown away."""
-    from ..solvers import SOLVERS
-    solver = SOLVERS.get(solver_name(spec))
-    return requested_mode(spec) != "interpreted" and solver is not None and not solver.adaptive
 
 
 def _run_parts(parts: list[Simulation]) -> RunOutput:
@@ -245,42 +193,50 @@ def _run_parts(parts: list[Simulation]) -> RunOutput:
                      any(o.interrupted for o in outs) or n < max(len(o.t) for o in outs), None)
 
 
+_REMEMBERED: "weakref.WeakKeyDictionary[Diagram, tuple[bytes, Simulator]]" = \
+    weakref.WeakKeyDictionary()
+"""The engine's cache for fast restart: per Diagram, the Simulator of its last simulate() call and
+the key (batch and keyword settings) it was built for. Weak: a Diagram let go takes it along."""
+
+
+def remembered(diagram: Diagram) -> Simulator | None:
+    """The Simulator that simulate() keeps for this Diagram (fast restart), or None."""
+    entry = _REMEMBERED.get(diagram)
+    return None if entry is None else entry[1]
+
+
 def simulate(diagram: Diagram, batch: dict[str, list] | None = None, **settings: Any) -> Result:
     """Run a loaded diagram. `batch` = {dotted key: [value per member]} runs B members at once;
-    keyword settings override the simulation section (stop_time=..., solver=...).
+    keyword settings replace keys of the simulation section (stop_time=..., solver=...), checked
+    as the file's are, without reading the file again.
 
-    Fast restart (as Simulink's): a Diagram remembers the Simulator of its last simulate() call,
-    and a call with the same batch runs it again instead of compiling the diagram anew (blocks,
-    wiring, order, generated module: 1-2 ms of Python for W1). A Diagram's spec is fixed when it
-    is loaded, and a second run gives the first run's numbers bit for bit; a call made while
-    another thread runs the remembered Simulator builds its own."""
-    if settings:
-        overrides = dict(diagram.overrides)
-        overrides.update({f"simulation.{k}": v for k, v in settings.items()})
-        diagram = Diagram(diagram.path, diagram.variant, overrides)
-    key = _batch_key(batch)
-    remembered = getattr(diagram, "_fast_restart", None)
-    if (key is not None and remembered is not None and remembered[0] == key
-            and remembered[1].busy.acquire(False)):
-        sim = remembered[1]
+    Fast restart (as Simulink's): the engine remembers the Simulator of a Diagram's last
+    simulate() call, and a call with the same batch and settings runs it again instead of
+    compiling the diagram anew (blocks, wiring, order, generated module: 1-2 ms of Python for W1).
+    A Diagram's spec is fixed when it is loaded, and a second run gives the first run's numbers
+    bit for bit; a call made while another thread runs the remembered Simulator builds its own."""
+    key = _run_key(batch, settings)
+    entry = _REMEMBERED.get(diagram)
+    if key is not None and entry is not None and entry[0] == key and entry[1].busy.acquire(False):
+        sim = entry[1]
     else:
-        sim = Simulator(diagram, batch)
+        sim = Simulator(diagram, batch, **settings)
         sim.busy.acquire()
         if key is not None:
-            diagram._fast_restart = (key, sim)
+            _REMEMBERED[diagram] = (key, sim)
     try:
         return sim.run()
     finally:
         for part in sim.parts:
-            part.recorder.release()    # the Result keeps the log; the Diagram need not
+            part.recorder.release()    # the Result keeps the log; the engine need not
         sim.busy.release()
 
 
-def _batch_key(batch) -> bytes | None:
-    """The batch's content as bytes (None for a plain run, or when it does not pickle)."""
-    if not batch:
-        return b""
+def _run_key(batch, settings) -> bytes | None:
+    """The batch's and keyword settings' content as bytes (None when they do not pickle: no fast
+    restart for such a call)."""
     try:
-        return pickle.dumps(batch, protocol=pickle.HIGHEST_PROTOCOL)
-    except Exception:       # an unpicklable value: no fast restart for this call
+        return pickle.dumps((batch or None, sorted(settings.items())),
+                            protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:       # an unpicklable value
         return None
