@@ -117,8 +117,8 @@ def _reference_signal(result, signal: str, width: int, reference: str | None) ->
         if reference.lower() == "none":
             return None
         if reference not in result:
-            from .blocks.base import closest
-            raise BlocksimError(f"no logged signal '{reference}'{closest(reference, result.names)}")
+            from .errors import did_you_mean
+            raise BlocksimError(f"no logged signal '{reference}'{did_you_mean(reference, result.names)}")
         return reference
     for name in result.names:
         block, _, port = name.partition(".")
@@ -158,9 +158,9 @@ def animate_run(run, variants=None, robot=None, signal=None, reference=None, fps
     tracks = []          # (label, t, q)
     for label, r in results.items():
         if signal not in r:
-            from .blocks.base import closest
+            from .errors import did_you_mean
             raise BlocksimError(f"{run}: no logged signal '{signal}' in '{label}'"
-                                f"{closest(signal, r.names)}; logged: {', '.join(r.names)}")
+                                f"{did_you_mean(signal, r.names)}; logged: {', '.join(r.names)}")
         q = _joint_series(r, signal, member)
         if q.shape[1] != model.n:
             raise BlocksimError(f"'{signal}' has {q.shape[1]} elements but robot '{model.name}' "

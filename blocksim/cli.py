@@ -103,9 +103,9 @@ def cmd_simulate(args) -> int:
     variants = args.variant or base.variants or [None]
     for v in variants:
         if v is not None and v not in base.variants:
-            from .blocks.base import closest
+            from .errors import did_you_mean
             from .errors import BlocksimError
-            raise BlocksimError(f"{args.diagram}: no variant '{v}'{closest(v, base.variants)}; "
+            raise BlocksimError(f"{args.diagram}: no variant '{v}'{did_you_mean(v, base.variants)}; "
                                 f"variants: {', '.join(base.variants) or 'none'}")
     out = prepare_out(args.out, args.force)
     if args.plot and out is None:

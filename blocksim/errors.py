@@ -1,7 +1,9 @@
 """Errors that blocksim reports to its users, each able to say where in which file it happened."""
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
+from typing import Iterable
 
 
 @dataclass(frozen=True)
@@ -98,3 +100,19 @@ class SolverError(BlocksimError):
 
 class NonFiniteStateError(BlocksimError):
     """A state became NaN or Inf; the message names the block and the time."""
+
+
+def closest_name(name: str, candidates: Iterable[str]) -> str | None:
+    """The candidate most like `name` (difflib's ratio at least 0.5), or None when none is close."""
+    matches = difflib.get_close_matches(str(name), [str(c) for c in candidates], n=1, cutoff=0.5)
+    return matches[0] if matches else None
+
+
+def did_you_mean(name: str, candidates: Iterable[str], clause: bool = False) -> str:
+    """The hint for a misspelt name, to append to a message: " (did you mean 'x'?)" (or, as a
+    clause of its own, "; did you mean 'x'?"), or "" when no candidate is close. The one helper
+    for every such hint in blocksim."""
+    match = closest_name(name, candidates)
+    if match is None:
+        return ""
+    return f"; did you mean '{match}'?" if clause else f" (did you mean '{match}'?)"

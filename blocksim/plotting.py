@@ -97,11 +97,11 @@ def select_variants(results: dict, variants, run="run") -> dict:
     """Only the named variants (in the order given); an unknown name is an error."""
     if not variants:
         return results
-    from .blocks.base import closest
+    from .errors import did_you_mean
     from .errors import BlocksimError
     for v in variants:
         if v not in results:
-            raise BlocksimError(f"{run}: no variant '{v}'{closest(v, results)}; variants: "
+            raise BlocksimError(f"{run}: no variant '{v}'{did_you_mean(v, results)}; variants: "
                                 f"{', '.join(results)}")
     return {v: results[v] for v in variants}
 
@@ -301,8 +301,8 @@ def scope_figure(scope: dict, results: dict, units: dict[str, str] | None = None
     for label, r in results.items():
         for s in signals:
             if s not in r:
-                from .blocks.base import closest
-                raise BlocksimError(f"no logged signal '{s}' in run '{label}'{closest(s, r.names)};"
+                from .errors import did_you_mean
+                raise BlocksimError(f"no logged signal '{s}' in run '{label}'{did_you_mean(s, r.names)};"
                                     f" logged: {', '.join(r.names)}")
     widths = {s: max(_series(r, s).shape[1] for r in results.values()) for s in signals}
     n_rows = max(widths.values())

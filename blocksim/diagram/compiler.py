@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..blocks import REGISTRY
-from ..blocks.base import Block, SampleTime, closest
-from ..errors import BlocksimError, SourceLoc, UnknownBlockTypeError, WidthError, WiringError
+from ..blocks.base import Block, SampleTime
+from ..errors import (BlocksimError, SourceLoc, UnknownBlockTypeError, WidthError, WiringError,
+                      did_you_mean)
 from .graph import OutputCall, sorted_calls
 from .rates import resolve_sample_times
 
@@ -64,7 +65,7 @@ class CompiledDiagram:
         text = self.spec.aliases.get(text, text)
         name, _, port = text.partition(".")
         if name not in self.blocks:
-            raise WiringError(f"no block '{name}' to log{closest(name, self.blocks)}", where=where)
+            raise WiringError(f"no block '{name}' to log{did_you_mean(name, self.blocks)}", where=where)
         outs = self.blocks[name].output_names()
         if not port:
             if len(outs) != 1:
@@ -73,7 +74,7 @@ class CompiledDiagram:
             port = outs[0]
         if port not in outs:
             raise WiringError(f"{self.blocks[name].type_name} has no output '{port}'"
-                              f"{closest(port, outs)}; outputs: {', '.join(outs) or 'none'}",
+                              f"{did_you_mean(port, outs)}; outputs: {', '.join(outs) or 'none'}",
                               where=where, block=name, port=port)
         return name, port
 
@@ -87,7 +88,7 @@ def instantiate(spec, batch: int, batch_params: dict[tuple[str, str], Any],
         cls = REGISTRY.get(bspec.type)
         if cls is None:
             raise UnknownBlockTypeError(
-                f"unknown block type '{bspec.type}'{closest(bspec.type, REGISTRY)}; "
+                f"unknown block type '{bspec.type}'{did_you_mean(bspec.type, REGISTRY)}; "
                 "`blocksim blocks` lists the library", where=bspec.where, block=name)
         params = dict(bspec.params)
         params.update({p: v for (b, p), v in batch_params.items() if b == name})
@@ -149,7 +150,7 @@ def _port(blocks, name: str, port: str | None, kind: str, where: SourceLoc) -> s
         return names[0]
     if port not in names:
         raise WiringError(
-            f"{blk.type_name} has no {kind} '{port}'{closest(port, names)}; its {kind}s: "
+            f"{blk.type_name} has no {kind} '{port}'{did_you_mean(port, names)}; its {kind}s: "
             f"{', '.join(names) or 'none'}", where=where, block=name, port=port)
     return port
 

@@ -3,7 +3,6 @@ evaluated by walking the tree over numbers, numpy arrays and a fixed set of math
 from __future__ import annotations
 
 import ast
-import difflib
 import functools
 import math
 import operator
@@ -13,7 +12,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 import numpy as np
 
-from blocksim.errors import ExpressionError, ParameterError, SourceLoc
+from blocksim.errors import ExpressionError, ParameterError, SourceLoc, did_you_mean
 
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 """Names every expression knows; a workspace parameter of the same name takes precedence."""
@@ -32,18 +31,6 @@ class Resolved:
     resolve_value returns it as it is instead of reading `$` strings in it again."""
 
     value: Any
-
-
-def closest(name: str, candidates: Iterable[str]) -> str | None:
-    """The candidate most like `name` (difflib), or None when none is close."""
-    matches = difflib.get_close_matches(name, [str(c) for c in candidates], n=1, cutoff=0.5)
-    return matches[0] if matches else None
-
-
-def did_you_mean(name: str, candidates: Iterable[str]) -> str:
-    """"; did you mean 'x'?" for the closest candidate, or "" when none is close."""
-    match = closest(name, candidates)
-    return f"; did you mean '{match}'?" if match else ""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,7 +285,7 @@ class _Evaluator:
             return CONSTANTS[name]
         if name in FUNCTIONS:
             raise self.refuse(f"'{name}' is a function; call it as {name}(...)")
-        raise self.refuse(f"unknown name '{name}'", did_you_mean(name, self.known))
+        raise self.refuse(f"unknown name '{name}'", did_you_mean(name, self.known, clause=True))
 
     def visit_List(self, node: ast.List | ast.Tuple) -> np.ndarray:
         return as_array([self.visit(item) for item in node.elts])
@@ -386,7 +373,8 @@ class _Evaluator:
             raise self.refuse(f"calling '{name}' is not allowed (names starting with '__' are forbidden)")
         function = FUNCTIONS.get(name)
         if function is None:
-            raise self.refuse(f"unknown function '{name}'", f"{did_you_mean(name, FUNCTIONS)} "
+            hint = did_you_mean(name, FUNCTIONS, clause=True)
+            raise self.refuse(f"unknown function '{name}'", f"{hint} "
                               f"(functions: {', '.join(sorted(FUNCTIONS))})")
         count = len(node.args)
         if count < function.min_args or (function.max_args is not None and count > function.max_args):
@@ -506,8 +494,8 @@ def _resolve_string(text: str, names: Mapping[str, Any], where: SourceLoc | None
         if name in CONSTANTS:
             return CONSTANTS[name]
         candidates = set(known) | set(names) | set(CONSTANTS)
-        raise ExpressionError(f"{what}: unknown parameter '{name}' in '{text}'{did_you_mean(name, candidates)}",
-                              where=where)
+        hint = did_you_mean(name, candidates, clause=True)
+        raise ExpressionError(f"{what}: unknown parameter '{name}' in '{text}'{hint}", where=where)
     expression = _EXPRESSION.match(text)
     if expression is None:
         hint = f"; write ${{{text[1:]}}}" if not text.startswith("${") else "; close it with }"

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Mapping
 
-from ..blocks.base import closest, exact_time
-from ..errors import BlocksimError, SampleTimeError, SolverError, SourceLoc
+from ..blocks.base import exact_time
+from ..errors import BlocksimError, SampleTimeError, SolverError, SourceLoc, did_you_mean
 from .expressions import resolve_value
 
 MODES = ("auto", "interpreted", "compiled")
@@ -76,7 +76,7 @@ class SimulationSettings:
         checked as the file's are; messages locate them as "<origin> <key>". No file is re-read."""
         for key in values:
             if key not in SIMULATION_KEYS:
-                raise SolverError(f"no simulation setting '{key}'{closest(key, SIMULATION_KEYS)}; "
+                raise SolverError(f"no simulation setting '{key}'{did_you_mean(key, SIMULATION_KEYS)}; "
                                   f"the settings are: {', '.join(SIMULATION_KEYS)}",
                                   where=SourceLoc(f"{origin} {key}"))
         table = dict(self.table())
@@ -153,7 +153,7 @@ def read_simulation(table: Mapping[str, Any], where: Mapping[str, SourceLoc],
                               f"({float(start)} s)", where=loc("stop_time"))
     solver = table["solver"] if given("solver") else default.solver
     if solver not in SOLVERS:
-        raise SolverError(f"unknown solver '{solver}'{closest(str(solver), SOLVERS)}; "
+        raise SolverError(f"unknown solver '{solver}'{did_you_mean(str(solver), SOLVERS)}; "
                           f"choose one of {', '.join(SOLVERS)}", where=loc("solver"))
     step = None
     if given("step"):
@@ -163,7 +163,7 @@ def read_simulation(table: Mapping[str, Any], where: Mapping[str, SourceLoc],
     mode = table["mode"] if given("mode") else os.environ.get("BLOCKSIM_MODE", default.mode)
     if mode not in MODES:
         raise SolverError(f"simulation.mode must be one of {', '.join(MODES)}, got '{mode}'"
-                          f"{closest(str(mode), MODES)}", where=where.get("mode"))
+                          f"{did_you_mean(str(mode), MODES)}", where=where.get("mode"))
     threads = table["threads"] if given("threads") else os.environ.get("BLOCKSIM_THREADS", "auto")
     progress = table.get("progress")
     if progress is not None and not isinstance(progress, bool):

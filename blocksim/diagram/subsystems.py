@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from blocksim.diagram.expressions import Resolved, did_you_mean, evaluate_workspace, resolve_value
-from blocksim.diagram.spec import (BlockSpec, ConnectionSpec, Endpoint, Override, apply_overrides,
+from blocksim.diagram.expressions import Resolved, evaluate_workspace, resolve_value
+from blocksim.diagram.file import (BlockSpec, ConnectionSpec, Endpoint, Override, apply_overrides,
                                    parse_connection, read_diagram_file)
 from blocksim.diagram.yaml_loader import IncludedLoc, YamlMap, plain_loc
-from blocksim.errors import BlocksimError, DiagramFileError, ParameterError, SourceLoc, WiringError
+from blocksim.errors import (BlocksimError, DiagramFileError, ParameterError, SourceLoc, WiringError,
+                             did_you_mean)
 
 LIBRARY_DIR = Path(__file__).resolve().parent.parent / "library"
 """Shipped subsystems: a block type `Name` is the subsystem `blocksim/library/Name.yaml` when that file exists."""
@@ -150,7 +151,7 @@ class _Scope:
             if key not in mask:
                 listed = ", ".join(mask) if mask else "none"
                 raise ParameterError(f"'{key}' is not a parameter of subsystem {block_type}"
-                                     f"{did_you_mean(key, mask)} (its parameters: {listed})",
+                                     f"{did_you_mean(key, mask, clause=True)} (its parameters: {listed})",
                                      where=param_where[key], block=full)
             mask[key] = Resolved(value)
             mask.key_where[key] = param_where[key]
@@ -184,12 +185,13 @@ class _Scope:
             if port not in declared:
                 listed = ", ".join(declared) if declared else "none declared"
                 raise WiringError(f"connection '{text}': no {block[:-1]} '{port}'"
-                                  f"{did_you_mean(port or '', declared)} ({block}: {listed})", where=where)
+                                  f"{did_you_mean(port or '', declared, clause=True)} ({block}: {listed})",
+                                  where=where)
             return endpoint
         if block not in blocks:
             names = list(blocks) + (["inports", "outports"] if self.subsystem else [])
-            raise WiringError(f"connection '{text}': unknown block '{block}'{did_you_mean(block, names)}",
-                              where=where)
+            hint = did_you_mean(block, names, clause=True)
+            raise WiringError(f"connection '{text}': unknown block '{block}'{hint}", where=where)
         child = self.children.get(block)
         if child is None:
             return Endpoint(block, port)
@@ -203,7 +205,8 @@ class _Scope:
         if port not in ports:
             listed = ", ".join(ports) if ports else "none"
             raise WiringError(f"connection '{text}': subsystem '{self.prefix + block}' ({child.label}) has no "
-                              f"{kind} '{port}'{did_you_mean(port, ports)} ({kind}s: {listed})", where=where)
+                              f"{kind} '{port}'{did_you_mean(port, ports, clause=True)} ({kind}s: {listed})",
+                              where=where)
         return endpoint
 
     def source_of(self, endpoint: Endpoint, where: SourceLoc, seen: frozenset = frozenset()) -> Source:

@@ -87,8 +87,8 @@ def compute_metrics(spec, result) -> dict:
         where = spec.where.get(f"metrics[{k}]")
         kind = item.get("kind")
         if kind not in KINDS:
-            from ..blocks.base import closest
-            raise ParameterError(f"metric kind '{kind}' unknown{closest(str(kind), KINDS)}; kinds: "
+            from ..errors import did_you_mean
+            raise ParameterError(f"metric kind '{kind}' unknown{did_you_mean(str(kind), KINDS)}; kinds: "
                                  f"{', '.join(KINDS)}", where=where)
         name = item.get("name", kind)
         if "signal" not in item:

@@ -60,8 +60,8 @@ class Result:
     def __getitem__(self, name: str) -> np.ndarray:
         key = self._key(name)
         if key not in self._signals:
-            from ..blocks.base import closest
-            raise KeyError(f"no logged signal '{name}'{closest(name, self._signals)}; logged: "
+            from ..errors import did_you_mean
+            raise KeyError(f"no logged signal '{name}'{did_you_mean(name, self._signals)}; logged: "
                            f"{', '.join(self._signals)}")
         data = self._signals[key]
         return data if self.batched else data[0]

@@ -22,7 +22,7 @@ from ..blocks.base import exact_time
 from ..diagram.compiler import CompiledDiagram
 from ..diagram.rates import make_timebase
 from ..diagram.settings import LogSettings, SimulationSettings
-from ..errors import BlocksimError, NonFiniteStateError, SampleTimeError, SolverError
+from ..errors import NonFiniteStateError, SampleTimeError, SolverError
 from ..solvers import SOLVERS, make_solver
 from ..solvers.events import find_first_crossing
 from .recorder import Recorder, log_times
@@ -523,7 +523,7 @@ class _StopAtStart(Exception):
 class _Progress:
     """A tqdm bar that appears only once a run has lasted PROGRESS_AFTER seconds of wall time."""
 
-    def __init__(self, settings: Settings, enabled: bool | None):
+    def __init__(self, settings: RunSettings, enabled: bool | None):
         import sys
         # simulation.progress: true/false; by default only on an interactive terminal
         self.enabled = sys.stderr.isatty() if enabled is None else bool(enabled)

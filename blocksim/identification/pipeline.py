@@ -59,8 +59,8 @@ def load_config(path) -> dict:
         raise ParameterError(f"{path}: an identification config is a mapping with at least 'robot'")
     for key in cfg:
         if key not in _TOP_KEYS:
-            from ..blocks.base import closest
-            raise ParameterError(f"{path}: unknown key '{key}'{closest(key, _TOP_KEYS)}; keys: "
+            from ..errors import did_you_mean
+            raise ParameterError(f"{path}: unknown key '{key}'{did_you_mean(key, _TOP_KEYS)}; keys: "
                                  f"{', '.join(sorted(_TOP_KEYS))}")
     return cfg
 

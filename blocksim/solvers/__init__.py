@@ -1,11 +1,9 @@
 """ODE integrators behind one Solver contract, looked up by name; event location on dense output."""
 from __future__ import annotations
 
-import difflib
-
 import numpy as np
 
-from blocksim.errors import SolverError
+from blocksim.errors import SolverError, did_you_mean
 from blocksim.solvers.base import FAILED, FINISHED, RUNNING, Solver
 from blocksim.solvers.events import find_first_crossing
 from blocksim.solvers.explicit import DOP853, RK3, RK4, RK23, Dopri5, Euler, Heun, Midpoint
@@ -30,9 +28,8 @@ def make_solver(name: str, fun, t0: float, x0: np.ndarray, t_bound: float, **opt
     try:
         cls = SOLVERS[name]
     except KeyError:
-        close = difflib.get_close_matches(str(name), SOLVERS, n=1)
-        hint = f"did you mean '{close[0]}'? " if close else ""
-        raise SolverError(f"unknown solver '{name}': {hint}valid solvers are {', '.join(SOLVERS)}") from None
+        raise SolverError(f"unknown solver '{name}'{did_you_mean(name, SOLVERS)}: "
+                          f"valid solvers are {', '.join(SOLVERS)}") from None
     return cls(fun, t0, x0, t_bound, **options)
 
 
