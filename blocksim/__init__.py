@@ -8,10 +8,9 @@
     sim = blocksim.Simulator(d)        # compiled once, run many times
     r1, r2 = sim.run(), sim.run()
 """
-__version__ = "0.1.0"
-
-from .diagram.diagram import Diagram, load  # noqa: E402
-from .engine.result import Result  # noqa: E402
-from .engine.simulate import Simulator, simulate  # noqa: E402
+from .diagram.diagram import Diagram, load
+from .engine.result import Result
+from .engine.simulate import Simulator, simulate
+from .version import __version__
 
 __all__ = ["Diagram", "Result", "Simulator", "load", "simulate", "__version__"]

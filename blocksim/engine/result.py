@@ -151,7 +151,7 @@ def _provenance() -> dict:
 
     import numpy
 
-    from .. import __version__
+    from ..version import __version__
     try:
         scipy_version = version("scipy")          # without importing scipy (0.2 s)
     except PackageNotFoundError:
