@@ -166,8 +166,8 @@ def test_wls_errors_fall_within_three_predicted_standard_deviations(two):
 def test_consistent_estimate_is_physical_where_ols_is_not(two):
     model, basis = two
     lim = limits_for(model, q_min=[-1.5, -2.0], q_max=[1.5, 2.0], qd_max=0.3, qdd_max=0.5)
-    # seed 5: OLS's masses come out negative by a wide margin (-1.7e3 and -52 kg; seed 4's, one
-    # mass barely positive or negative, flipped with the machine's floating-point libraries)
+    # seed 5: both of OLS's masses come out negative (-1.7e3 and -52 kg); with seed 4 one mass
+    # was negative on one machine and +1.05e4 kg on another (the data barely fix it)
     ex = random_excitation(model, 0.5, 3, [0.3, 0.5], lim, seed=5, fill=0.3)
     t = np.arange(40) / (40 * ex.frequency)          # short, poorly exciting ...
     q, qd, qdd = ex.evaluate(t)
