@@ -11,6 +11,7 @@ from numba import njit
 
 from ..errors import ParameterError
 from ._bases import times_within
+from ._kernels import packed
 from .base import Block, Kernels, Param, common_width, register
 
 PackedParams = namedtuple("PackedParams", "packed")
@@ -60,9 +61,8 @@ class Trajectory(Block):
         return np.ascontiguousarray(self.param_as_row(key, self._width))
 
     def packed(self, *keys) -> np.ndarray:
-        """Array parameters as one (B, width, len(keys)) array: a kernel call then passes (and, from
-        Python, unboxes) one array instead of one per parameter."""
-        return np.ascontiguousarray(np.stack([self.row(k) for k in keys], axis=-1), dtype=float)
+        """Array parameters as one (B, width, len(keys)) array (_kernels.packed of their rows)."""
+        return packed(*(self.row(k) for k in keys))
 
     def positive(self, *keys):
         for key in keys:
@@ -223,8 +223,8 @@ class PointToPoint(Trajectory):
     def kernel_params(self):
         self._t0 = self.row("t0")
         self._t_end = np.ascontiguousarray(self.end_row())
-        packed = np.stack([self.row("q0"), self.row("qf"), self._t0, self._t_end], axis=-1)
-        return PointToPointParams(np.ascontiguousarray(packed, dtype=float), self.shape)
+        return PointToPointParams(packed(self.row("q0"), self.row("qf"), self._t0, self._t_end),
+                                  self.shape)
 
     def end_row(self) -> np.ndarray:
         """The end time of the motion per joint, (B, width) s."""
