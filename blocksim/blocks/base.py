@@ -32,7 +32,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import ParameterError, SampleTimeError, WidthError
-from ._kernels import NO_PARAMS
+from ._kernels import NO_PARAMS, entry_point
 
 REQUIRED = object()
 """Marker for a parameter without a default: the user must give it."""
@@ -442,7 +442,7 @@ class Block:
         if kernel is None or getattr(type(self), method) is not getattr(Block, method):
             return getattr(self, method), args
         full = args + (k.params,)
-        return kernel.compile(tuple(kernel.typeof_pyval(a) for a in (0.0,) + full)), full
+        return entry_point(kernel, full), full
 
     def on_event(self, t: float, xc, xd, u, mask) -> bool:
         """React to located crossings; True stops the simulation."""

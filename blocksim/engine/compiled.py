@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..blocks._kernels import entry_point
 from ..blocks.base import Kernels
 from ..solvers import SOLVERS
 from .scheduler import RunOutput, Simulation
@@ -427,6 +428,7 @@ class CompiledSimulation(Simulation):
         self.s = tuple(gen.signals)
         self.p = tuple(gen.params)
         self.nohits = np.zeros(len(self.timebase.rates), dtype=np.bool_)
+        self._entries: dict[str, object] = {}
 
     @property
     def logs(self) -> tuple:
@@ -440,23 +442,36 @@ class CompiledSimulation(Simulation):
         entry = "run_fixed" if not SOLVERS[self.settings.solver].adaptive else "derivatives"
         return any(folder.glob(f"{name}.{entry}-*.nbi"))
 
+    def _entry(self, name: str, args: tuple):
+        """The module's function `name` bound to the types of (t, *args) at its first call (the
+        scheduler's loop calls it every step; numba's typing of the records would cost more)."""
+        fn = self._entries.get(name)
+        if fn is None:
+            fn = self._entries[name] = entry_point(getattr(self.module, name), args)
+        return fn
+
     def outputs_major(self, t, hits):
-        self.module.outputs(t, hits, True, self.xc, self.xd, self.s, self.p)
+        args = (hits, True, self.xc, self.xd, self.s, self.p)
+        self._entry("outputs", args)(t, *args)
 
     def outputs_minor(self, t):
-        self.module.outputs(t, self.nohits, False, self.xc, self.xd, self.s, self.p)
+        args = (self.nohits, False, self.xc, self.xd, self.s, self.p)
+        self._entry("outputs", args)(t, *args)
 
     def rhs(self, t, x):
         np.copyto(self.xc, x)
-        self.module.derivatives(t, self.xc, self.xd, self.dxc, self.s, self.p)
+        args = (self.xc, self.xd, self.dxc, self.s, self.p)
+        self._entry("derivatives", args)(t, *args)
         return self.dxc.copy()
 
     def zero_crossings(self, t):
-        self.module.zero_crossings(t, self.xc, self.xd, self.g, self.s, self.p)
+        args = (self.xc, self.xd, self.g, self.s, self.p)
+        self._entry("zero_crossings", args)(t, *args)
         return self.g.copy()
 
     def run_updates(self, t, hits):
-        self.module.updates(t, hits, self.xc, self.xd, self.s, self.p)
+        args = (hits, self.xc, self.xd, self.s, self.p)
+        self._entry("updates", args)(t, *args)
 
     def members_independent(self) -> bool:
         """True when the run is the compiled fixed-step loop: every member then steps on the same
