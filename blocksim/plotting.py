@@ -190,7 +190,7 @@ def signal_units(doc: dict) -> dict[str, str]:
     flow both ways through unit-preserving blocks (Sum, Saturation, ZeroOrderHold, ...).
     """
     from .blocks import REGISTRY
-    from .blocks.catalog import UNIT_PRESERVING, port_units
+    from .blocks.catalog import port_units, preserves_units
     blocks = {n: (b or {}).get("type") for n, b in (doc.get("blocks") or {}).items()
               if isinstance(b, dict)}
 
@@ -226,14 +226,14 @@ def signal_units(doc: dict) -> dict[str, str]:
             dtype = blocks.get(db)
             if src not in units:
                 u = port_units(dtype, dp)
-                if u is None and dtype in UNIT_PRESERVING:
+                if u is None and preserves_units(dtype):
                     outs = [units.get(f"{db}.{o}") for o in outputs_of(db)]
                     known = {o for o in outs if o}
                     u = known.pop() if len(known) == 1 else None
                 if u:
                     units[src] = u
                     changed = True
-            if dtype in UNIT_PRESERVING and src in units:
+            if preserves_units(dtype) and src in units:
                 for o in outputs_of(db):
                     key = f"{db}.{o}"
                     if key not in units and not port_units(dtype, o):

@@ -69,7 +69,8 @@ class HitRecorder(Block):
 
     type_name = "TestHitRecorder"
     summary = "records its update times (tests only)"
-    params = {"period": Param(units="s", kind="time"), "offset": Param(0, "s", kind="time")}
+    params = {"period": Param(units="s", kind="time", role="period"),
+              "offset": Param(0, "s", kind="time", role="offset")}
     inputs = ()
     sample = "discrete"
     hits: list = []

@@ -4,6 +4,6 @@ from . import actuators, foc, sensors  # noqa: F401  (actuators, FOC, sensors)
 from . import trajectories  # noqa: F401  (joint-space trajectory generators)
 from . import control  # noqa: F401  (PID)
 from . import robot  # noqa: F401  (Manipulator, InverseDynamics and the model-based robot blocks)
-from .base import REGISTRY, Block, Param, SampleTime, register
+from .base import REGISTRY, Block, Kernels, Param, SampleTime, register
 
-__all__ = ["REGISTRY", "Block", "Param", "SampleTime", "register"]
+__all__ = ["REGISTRY", "Block", "Kernels", "Param", "SampleTime", "register"]

@@ -1,9 +1,12 @@
 """The block contract: a block is a stateless description; every state lives in arrays the run owns.
 
-A block declares its parameters (with units), ports, direct feedthrough, sample time and state sizes,
-and implements thin runtime methods that call compiled kernels. The compiler builds one instance per
-diagram block for a given batch size B; the scheduler calls its methods with views into the run's
-signal and state buffers, every array with a leading batch axis of size B.
+A block declares its parameters (with units and roles), ports (with units), direct feedthrough,
+sample time and state sizes, and defines its arithmetic once, as numba kernels with a named
+parameter record (`Kernels`, returned by `kernels()`): Block's runtime methods run those kernels,
+and compiled mode calls the same kernels from generated code. A block overrides a runtime method
+only for a part that is Python-only. The compiler builds one instance per diagram block for a given
+batch size B; the scheduler calls its methods (bound once per call site, `Block.bind`) with views
+into the run's signal and state buffers, every array with a leading batch axis of size B.
 
 Runtime method contract (all arrays are float64, C-contiguous views, shape (B, width)):
 
@@ -21,14 +24,14 @@ Unconnected optional inputs are zero arrays; `self.connected` tells which inputs
 """
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import ParameterError, SampleTimeError, WidthError
+from ..errors import ParameterError, SampleTimeError, WidthError, did_you_mean
+from ._kernels import NO_PARAMS, entry_point
 
 REQUIRED = object()
 """Marker for a parameter without a default: the user must give it."""
@@ -46,6 +49,9 @@ class Param:
         "time"   a time in s, kept exact as a Fraction (periods, offsets); not batched
         "any"    passed through as written (dicts, lists of dicts); not batched
     units: SI units of the value ("rad", "N m", "-" when dimensionless); shown by `blocksim blocks`.
+    role: what the engine reads the parameter as: "period" and "offset" (kind "time") give a
+          discrete block's sample time (`Block.sample_time`); None for an ordinary parameter.
+    allow_inf: an array parameter that may hold +-inf (a limit: inf means none).
     """
 
     default: Any = REQUIRED
@@ -53,6 +59,8 @@ class Param:
     doc: str = ""
     kind: str = "array"
     choices: tuple[str, ...] | None = None
+    role: str | None = None
+    allow_inf: bool = False
 
     @property
     def required(self) -> bool:
@@ -150,11 +158,21 @@ def register(cls: type["Block"]) -> type["Block"]:
     return cls
 
 
-def closest(name: str, candidates) -> str:
-    """' (did you mean X?)' for the closest candidate, or '' when nothing is close."""
-    match = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.5)
-    return f" (did you mean '{match[0]}'?)" if match else ""
-
+PORT_UNITS: dict[str, str] = {
+    "q": "rad", "qd": "rad/s", "qdd": "rad/s^2",
+    "q_d": "rad", "qd_d": "rad/s", "qdd_d": "rad/s^2",
+    "tau": "N m", "tau_applied": "N m",
+    "i": "A", "id": "A", "iq": "A", "id_ref": "A", "iq_ref": "A",
+    "v": "V", "vd": "V", "vq": "V", "vd_ref": "V", "vq_ref": "V", "v_alpha": "V", "v_beta": "V",
+    "theta_e": "rad",
+    "position": "m", "rotation": "-",
+    "kinetic": "J", "potential": "J", "total": "J", "e_mag": "J",
+    "p_elec": "W", "p_copper": "W", "p_mech": "W", "p_diss": "W",
+    "da": "-", "db": "-", "dc": "-", "saturated": "-", "count": "counts",
+    "f_ext": "N, N m",
+}
+"""The robot convention: units of a port by its name (both directions), for the ports a block class
+does not declare in `port_units`. Generic ports (`in`, `out`, `in1`...) have none."""
 
 COMMON_PARAMS: dict[str, Param] = {
     "enabled": Param(True, "-", "false: the block outputs zeros and its states hold", kind="bool"),
@@ -162,7 +180,8 @@ COMMON_PARAMS: dict[str, Param] = {
 
 
 class Block:
-    """Base class of every library block. Subclasses set the class attributes and override methods.
+    """Base class of every library block. Subclasses set the class attributes, configure() and
+    kernels(); they override a runtime method only for what has no kernel.
 
     Class attributes:
         type_name     the YAML type name
@@ -175,6 +194,9 @@ class Block:
                       (discrete blocks take `period` and `offset` parameters)
         direct_feedthrough  True: every output reads every input directly (override `feedthrough()`)
         time_varying  True when outputs depend on t directly (sources)
+        port_units    {port: units or None} for inputs and outputs whose units differ from the
+                      name convention PORT_UNITS (None: the port has no units of its own)
+        preserves_units  True when the outputs have the units of the inputs (plots follow them)
     """
 
     type_name: ClassVar[str] = ""
@@ -186,6 +208,8 @@ class Block:
     sample: ClassVar[str] = "inherited"
     direct_feedthrough: ClassVar[bool] = True
     time_varying: ClassVar[bool] = False
+    port_units: ClassVar[dict[str, str | None]] = {}
+    preserves_units: ClassVar[bool] = False
 
     def __init__(self, name: str, params: dict[str, Any], batch: int = 1,
                  diagram_dir: str | None = None, first_member: int = 0):
@@ -204,6 +228,7 @@ class Block:
         self.n_xd = 0
         self.n_zc = 0
         self.zc_directions = np.zeros(0, dtype=np.int64)
+        self._kernels: Kernels | None = None
         self.setup()
 
     # ---- parameters -------------------------------------------------------------------------
@@ -219,7 +244,7 @@ class Block:
         for key in given:
             if key not in declared:
                 raise ParameterError(
-                    f"{self.type_name} has no parameter '{key}'{closest(key, declared)}; "
+                    f"{self.type_name} has no parameter '{key}'{did_you_mean(key, declared)}; "
                     f"its parameters are: {', '.join(declared)}", block=self.name)
         values = {}
         for key, decl in declared.items():
@@ -270,7 +295,7 @@ class Block:
             if decl.choices and raw not in decl.choices:
                 raise ParameterError(
                     f"parameter '{key}' must be one of {', '.join(decl.choices)}, got '{raw}'"
-                    f"{closest(raw, decl.choices)}")
+                    f"{did_you_mean(raw, decl.choices)}")
             return raw
         if kind == "time":
             try:
@@ -287,13 +312,28 @@ class Block:
             raise ParameterError(f"parameter '{key}' must be numeric, got {raw!r}") from None
 
     def infinite_ok(self) -> tuple[str, ...]:
-        """Array parameters that may hold +-inf (limits)."""
-        return ("lower", "upper")
+        """Array parameters that may hold +-inf: those declared with allow_inf."""
+        return tuple(key for key, decl in self.all_params().items() if decl.allow_inf)
+
+    @classmethod
+    def param_with_role(cls, role: str) -> str | None:
+        """The name of the parameter declared with `role` ("period", "offset"), or None."""
+        return next((key for key, decl in cls.all_params().items() if decl.role == role), None)
 
     def setup(self) -> None:
         """Check parameters against each other once they are resolved (override; raise ParameterError)."""
 
     # ---- ports ------------------------------------------------------------------------------
+    @classmethod
+    def units_of(cls, port: str) -> str | None:
+        """Units of a port (input or output): the class's `port_units` declaration (its own or
+        a base class's), else the name convention PORT_UNITS; None when the port has none."""
+        for klass in cls.__mro__:
+            declared = klass.__dict__.get("port_units", {})
+            if port in declared:
+                return declared[port]
+        return PORT_UNITS.get(port)
+
     def input_names(self) -> list[str]:
         return list(self.inputs)
 
@@ -329,9 +369,16 @@ class Block:
 
     # ---- time -------------------------------------------------------------------------------
     def sample_time(self) -> SampleTime:
-        if self.sample == "discrete":
-            return SampleTime.discrete(self.p.period, getattr(self.p, "offset", 0))
-        return SampleTime(self.sample)
+        """`sample`; a discrete block's period and offset are its parameters declared with the
+        roles "period" and "offset" (no offset parameter: offset 0)."""
+        if self.sample != "discrete":
+            return SampleTime(self.sample)
+        period, offset = self.param_with_role("period"), self.param_with_role("offset")
+        if period is None:
+            raise TypeError(f"{self.type_name} is discrete but declares no parameter with "
+                            f"role='period'")
+        return SampleTime.discrete(getattr(self.p, period),
+                                   0 if offset is None else getattr(self.p, offset))
 
     def breakpoints(self, t0: float, t1: float) -> list[float]:
         """Times in (t0, t1] where an output has a kink or jump the solver must not step over (s)."""
@@ -345,19 +392,50 @@ class Block:
         """Names of the continuous and discrete state elements, for `blocksim check`."""
         return ([f"xc[{i}]" for i in range(self.n_xc)], [f"xd[{i}]" for i in range(self.n_xd)])
 
-    # ---- runtime (override what applies) ----------------------------------------------------
+    # ---- runtime: the kernels by default (override only a Python-only part) ------------------
     def output(self, t: float, xc, xd, u, y) -> None:
-        raise NotImplementedError(f"{self.type_name}.output")
+        """Fill the outputs y: the output kernel with the parameter record."""
+        k = self.runtime_kernels()
+        if k is None or k.output is None:
+            raise NotImplementedError(f"{self.type_name}.output")
+        k.output(t, xc, xd, u, y, k.params)
 
     def derivative(self, t: float, xc, xd, u, dxc) -> None:
-        dxc[...] = 0.0
+        """dxc = dx/dt: the derivative kernel, or 0 without one."""
+        k = self.runtime_kernels()
+        if k is None or k.derivative is None:
+            dxc[...] = 0.0
+        else:
+            k.derivative(t, xc, xd, u, dxc, k.params)
 
     def update(self, t: float, xc, xd, u) -> None:
         """Update xd in place: discrete blocks at their sample hits; continuous blocks that have
-        n_xd > 0 (memory such as a rate limiter's last output) at every major step."""
+        n_xd > 0 (memory such as a rate limiter's last output) at every major step. The update
+        kernel; nothing without one."""
+        k = self.runtime_kernels()
+        if k is not None and k.update is not None:
+            k.update(t, xc, xd, u, k.params)
 
     def zero_crossings(self, t: float, xc, xd, u, g) -> None:
-        """Event functions (B, n_zc); only called when n_zc > 0."""
+        """Event functions (B, n_zc); only called when n_zc > 0. The zero-crossing kernel."""
+        k = self.runtime_kernels()
+        if k is not None and k.zero_crossings is not None:
+            k.zero_crossings(t, xc, xd, u, g, k.params)
+
+    def bind(self, method: str, args: tuple) -> tuple[Any, tuple]:
+        """(fn, full args) such that fn(t, *full) does what getattr(self, method)(t, *args) does,
+        for one call site whose arrays stay the same (the engine's views of one run).
+
+        When the block runs `method` through its kernel (it does not override it), fn is the
+        kernel's compiled entry point for these arguments' types, resolved once: a call then
+        skips the Python method and numba's per-call typing of the tuples (a Gain's output
+        costs about 0.7 us instead of 1.5 us). Otherwise fn is the bound method itself."""
+        k = self.runtime_kernels()
+        kernel = None if k is None else getattr(k, method)
+        if kernel is None or getattr(type(self), method) is not getattr(Block, method):
+            return getattr(self, method), args
+        full = args + (k.params,)
+        return entry_point(kernel, full), full
 
     def on_event(self, t: float, xc, xd, u, mask) -> bool:
         """React to located crossings; True stops the simulation."""
@@ -370,11 +448,16 @@ class Block:
 
     # ---- compiled mode ----------------------------------------------------------------------
     def kernels(self) -> "Kernels | None":
-        """The block's compiled form (see Kernels), or None: the block then runs interpreted only.
-
-        Called after configure(); the kernels must compute exactly what the Python methods do
-        (most blocks' methods simply call the same kernels)."""
+        """The block's arithmetic (see Kernels), or None: the block then runs interpreted only,
+        by its own methods. Called once, after configure() (`runtime_kernels` keeps the result);
+        a block that overrides a runtime method must compute there what its kernel does."""
         return None
+
+    def runtime_kernels(self) -> "Kernels | None":
+        """kernels(), computed on the first call (after configure) and kept."""
+        if self._kernels is None:
+            self._kernels = self.kernels()
+        return self._kernels
 
     # ---- helpers for subclasses -------------------------------------------------------------
     def param_width(self, key: str) -> int:
@@ -430,7 +513,8 @@ class BatchValue:
 
 @dataclass(frozen=True)
 class Kernels:
-    """A block's runtime methods as numba-compiled functions, for compiled mode.
+    """A block's arithmetic: its runtime methods as numba-compiled functions, run by Block's
+    default methods (interpreted mode) and by the generated diagram code (compiled mode).
 
     Each is a module-level @njit function (importable by module and name: the code generator
     calls it from the diagram's generated step function), or None when the block has no such part:
@@ -449,14 +533,35 @@ class Kernels:
     where the block has one, when only some are read. Kernels are declared inline="always" down
     to the per-member arithmetic, so a call costs nothing beyond its work.
 
-    p is the block's tuple of parameter arrays and scratch (`params`): runtime data, so changing a
-    gain or a mass recompiles nothing; only the functions' identities, array ranks and layouts,
-    and the wiring are part of the compiled code's cache key.
+    p is the block's parameter record (`params`): a `collections.namedtuple` declared with the
+    kernels, of parameter arrays, numbers and scratch, read by name (`p.lower`; numba compiles it
+    as the plain tuple it is). Runtime data: changing a gain or a mass recompiles nothing; only
+    the functions' identities, the record's type (field types, array ranks and layouts) and the
+    wiring are part of the compiled code's cache key.
     """
 
     output: Any = None
     derivative: Any = None
     update: Any = None
     zero_crossings: Any = None
-    params: tuple = ()
+    params: tuple = NO_PARAMS
     partial_output: Any = None
+
+    @staticmethod
+    def missing(block: Block, sample: SampleTime) -> list[str]:
+        """The kernels `block` (running at `sample`) needs and its kernels() lacks, in the order
+        output, derivative, update, zero_crossings: outputs need an output kernel (unless the block
+        is constant, computed once in Python), continuous states a derivative, discrete states an
+        update (as does a discrete block with an update method of its own), zero crossings a
+        zero-crossing kernel."""
+        k = block.runtime_kernels()
+        needs = []
+        if block.output_names() and sample.kind != "constant":
+            needs.append("output")
+        if block.n_xc:
+            needs.append("derivative")
+        if block.n_xd or (sample.is_discrete and type(block).update is not Block.update):
+            needs.append("update")
+        if block.n_zc:
+            needs.append("zero_crossings")
+        return [n for n in needs if k is None or getattr(k, n) is None]

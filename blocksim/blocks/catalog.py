@@ -1,35 +1,20 @@
 """Text and Markdown descriptions of the block library, generated from the registry, and the units
 of block ports (used by `blocksim blocks`, docs/blocks.md and the plots' axis labels).
 
-Port units: a block class may declare `port_units = {"port": "units"}` for its inputs and outputs;
-otherwise the units come from the port's name by the robot convention (`q` rad, `qd` rad/s, `qdd`
-rad/s^2, `tau` N m, currents A, voltages V, powers W, energies J, ...), with the exceptions listed
-in `TYPE_PORT_UNITS` (a Park transform's `q` is the q-axis component, not an angle). Generic ports
-(`in`, `out`, `in1`...) have no units of their own: plots infer them along the wires.
+Port units and unit preservation are declared on the block classes (`Block.port_units`, the name
+convention `base.PORT_UNITS`, `Block.preserves_units`); this module only looks them up and renders
+them. Generic ports (`in`, `out`, `in1`...) have no units of their own: plots infer them along the
+wires.
 """
 from __future__ import annotations
 
 import inspect
 
+from ..errors import UnknownBlockTypeError, did_you_mean
 from . import REGISTRY
-from .base import REQUIRED, closest
+from .base import PORT_UNITS, REQUIRED
 
-PORT_UNITS: dict[str, str] = {
-    "q": "rad", "qd": "rad/s", "qdd": "rad/s^2",
-    "q_d": "rad", "qd_d": "rad/s", "qdd_d": "rad/s^2",
-    "tau": "N m", "tau_applied": "N m",
-    "i": "A", "id": "A", "iq": "A", "id_ref": "A", "iq_ref": "A",
-    "v": "V", "vd": "V", "vq": "V", "vd_ref": "V", "vq_ref": "V", "v_alpha": "V", "v_beta": "V",
-    "theta_e": "rad",
-    "position": "m", "rotation": "-",
-    "kinetic": "J", "potential": "J", "total": "J", "e_mag": "J",
-    "p_elec": "W", "p_copper": "W", "p_mech": "W", "p_diss": "W",
-    "da": "-", "db": "-", "dc": "-", "saturated": "-", "count": "counts",
-    "f_ext": "N, N m",
-}
-"""Units of a port by its name (both directions), for blocks that do not declare `port_units`."""
-
-TYPE_PORT_UNITS: dict[str, dict[str, str | None]] = {
+UNDECLARED_PORT_UNITS: dict[str, dict[str, str | None]] = {
     # frame transforms carry whatever they are given (currents or voltages): no units of their own
     "Park": {"d": None, "q": None, "alpha": None, "beta": None},
     "InversePark": {"d": None, "q": None, "alpha": None, "beta": None},
@@ -39,15 +24,10 @@ TYPE_PORT_UNITS: dict[str, dict[str, str | None]] = {
     "Jacobian": {"J": "m/rad, -"},
     "Manipulator": {"pose": "m, -"},
     "ForwardKinematics": {"pose": "m, -"},
-    "Clock": {"out": "s"},
 }
+"""Port units of the FOC, actuator and robot blocks whose classes do not declare `port_units`
+yet (their modules are being rewritten); each entry belongs on its class as `port_units`."""
 
-UNIT_PRESERVING = frozenset({
-    "Sum", "Saturation", "DeadZone", "RateLimiter", "Quantizer", "Abs", "ZeroOrderHold",
-    "UnitDelay", "SampleDelay", "MeasurementNoise", "Switch", "Selector", "Demux", "Mux",
-    "Scope", "Terminator",
-})
-"""Block types whose outputs have the units of their inputs (plots propagate units through them)."""
 
 FAMILIES = (
     ("sources", "Sources"), ("trajectories", "Trajectories"), ("math", "Math"),
@@ -58,15 +38,19 @@ FAMILIES = (
 
 
 def port_units(type_name: str, port: str) -> str | None:
-    """Units of a port of a block type (input or output), or None when the port has none of its own."""
+    """Units of a port of a block type (input or output), or None when the port has none of its own
+    (an unknown type: the name convention)."""
     cls = REGISTRY.get(type_name)
-    declared = getattr(cls, "port_units", None) if cls is not None else None
-    if isinstance(declared, dict) and port in declared:
-        return declared[port]
-    special = TYPE_PORT_UNITS.get(type_name, {})
-    if port in special:
-        return special[port]
-    return PORT_UNITS.get(port)
+    undeclared = UNDECLARED_PORT_UNITS.get(type_name, {})
+    if port in undeclared:
+        return undeclared[port]
+    return PORT_UNITS.get(port) if cls is None else cls.units_of(port)
+
+
+def preserves_units(type_name: str) -> bool:
+    """True when the block type's outputs have the units of its inputs (Block.preserves_units)."""
+    cls = REGISTRY.get(type_name)
+    return cls is not None and cls.preserves_units
 
 
 def _with_units(type_name: str, ports) -> str:
@@ -97,8 +81,7 @@ def describe(type_name: str | None = None) -> str:
         return "\n".join(lines)
     cls = REGISTRY.get(type_name)
     if cls is None:
-        from ..errors import UnknownBlockTypeError
-        raise UnknownBlockTypeError(f"unknown block type '{type_name}'{closest(type_name, REGISTRY)}")
+        raise UnknownBlockTypeError(f"unknown block type '{type_name}'{did_you_mean(type_name, REGISTRY)}")
     ins, outs = _ports(cls)
     lines = [f"{cls.type_name}: {cls.summary}", ""]
     doc = (cls.__doc__ or "").strip()

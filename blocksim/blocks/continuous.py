@@ -2,44 +2,24 @@
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
 
 from ..errors import ParameterError, WidthError
+from ._kernels import clamp_rows, kernel_params
 from .base import Block, Kernels, Param, common_width, register
 
 RESETS = ("none", "rising", "falling", "either")
 RESET_DIRECTIONS = {"rising": 1, "falling": -1, "either": 0}
 
 
-def kernel_params(*values) -> tuple:
-    """The parameter tuple p of a block's kernels: arrays as writable C-contiguous copies (a
-    read-only view, e.g. a broadcast parameter of a batch of one, is another numba type and would
-    compile a second copy of the diagram's code), numbers as they are."""
-    return tuple(np.require(v, requirements=("C", "W")) if isinstance(v, np.ndarray) else v
-                 for v in values)
-
-
-@njit(cache=True, inline="always")
-def fill_rows(src, y):
-    """y = src for (B, w) arrays; a (B, 1) src is repeated over the row."""
-    ws = src.shape[1]
-    for b in range(y.shape[0]):
-        for i in range(y.shape[1]):
-            y[b, i] = src[b, i if ws > 1 else 0]
-
-
 # ---- Integrator -------------------------------------------------------------------------------------
 
-@njit(cache=True, inline="always")
-def clamp_kernel(x, lower, upper, y):
-    """y = min(max(x, lower), upper), elementwise (x (B, w) or (B, 1) broadcast)."""
-    wx = x.shape[1]
-    for b in range(y.shape[0]):
-        for i in range(y.shape[1]):
-            v = x[b, i if wx > 1 else 0]
-            y[b, i] = lower[b, i] if v < lower[b, i] else (upper[b, i] if v > upper[b, i] else v)
+IntegratorParams = namedtuple("IntegratorParams", "lower upper has_limits reset_port x0_port")
+"""Integrator kernels' record: the limits (B, w) (+-inf: none), whether any is finite, and the
+indices in u of the `reset` and `x0` inputs (-1: not there)."""
 
 
 @njit(cache=True, inline="always")
@@ -89,8 +69,10 @@ class Integrator(Block):
     type_name = "Integrator"
     summary = "integrates its input: x' = u, y = x (limits, reset, external x0)"
     params = {"x0": Param(0.0, "units of y", "initial state (scalar or vector)"),
-              "lower": Param(-np.inf, "units of y", "lower limit of the state (may be -inf)"),
-              "upper": Param(np.inf, "units of y", "upper limit of the state (may be inf)"),
+              "lower": Param(-np.inf, "units of y", "lower limit of the state (may be -inf)",
+                             allow_inf=True),
+              "upper": Param(np.inf, "units of y", "upper limit of the state (may be inf)",
+                             allow_inf=True),
               "reset": Param("none", "-", "reset the state to x0 when input `reset` crosses zero",
                              kind="str", choices=RESETS),
               "initial_condition": Param("internal", "-", "x0 from the parameter (internal) or the "
@@ -144,37 +126,22 @@ class Integrator(Block):
         directions += [RESET_DIRECTIONS.get(self.p.reset, 0)] * self._reset_width
         self.n_zc = len(directions)
         self.zc_directions = np.array(directions, dtype=np.int64)
-        # p = (lower, upper, has limits, reset port or -1, x0 port or -1)
-        self._params = kernel_params(self._lower, self._upper, self._has_limits,
-                                     self._index.get("reset", -1), self._index.get("x0", -1))
+        self._params = kernel_params(IntegratorParams, lower=self._lower, upper=self._upper,
+                                     has_limits=self._has_limits,
+                                     reset_port=self._index.get("reset", -1),
+                                     x0_port=self._index.get("x0", -1))
 
     def state_names(self):
         return [f"x[{i}]" for i in range(self.n_xc)], ["x0 loaded"] * self.n_xd
 
     def initial_state(self, xc, xd):
-        clamp_kernel(self._x0, self._lower, self._upper, xc)
+        clamp_rows(self._x0, self._lower, self._upper, xc)
         xd[...] = 0.0
 
     def start_value(self, u, out):
         """x0 (parameter or input port) within the limits, into out (B, width)."""
         x0 = u[self._index["x0"]] if self._external else self._x0
-        clamp_kernel(x0, self._lower, self._upper, out)
-
-    def output(self, t, xc, xd, u, y):
-        if self._external:
-            integrator_external_output(t, xc, xd, u, y, self._params)
-        else:
-            integrator_output(t, xc, xd, u, y, self._params)
-
-    def update(self, t, xc, xd, u):
-        if self._external:
-            integrator_external_update(t, xc, xd, u, self._params)
-
-    def derivative(self, t, xc, xd, u, dxc):
-        integrator_derivative(t, xc, xd, u, dxc, self._params)
-
-    def zero_crossings(self, t, xc, xd, u, g):
-        integrator_zc(t, xc, xd, u, g, self._params)
+        clamp_rows(x0, self._lower, self._upper, out)
 
     def kernels(self):
         if self._external:
@@ -203,16 +170,16 @@ class Integrator(Block):
 
 @njit(cache=True, inline="always")
 def integrator_output(t, xc, xd, u, y, p):
-    clamp_kernel(xc, p[0], p[1], y[0])
+    clamp_rows(xc, p.lower, p.upper, y[0])
 
 
 @njit(cache=True, inline="always")
 def integrator_external_output(t, xc, xd, u, y, p):
     """y = x0 input (within the limits) until the member has loaded it, then the state."""
-    x0 = u[p[4]]
+    x0 = u[p.x0_port]
     w0 = x0.shape[1]
     out = y[0]
-    lower, upper = p[0], p[1]
+    lower, upper = p.lower, p.upper
     for b in range(out.shape[0]):
         loaded = xd[b, 0] != 0.0
         for i in range(out.shape[1]):
@@ -223,9 +190,9 @@ def integrator_external_output(t, xc, xd, u, y, p):
 @njit(cache=True, inline="always")
 def integrator_external_update(t, xc, xd, u, p):
     """At the first major step: the state starts from the x0 input (within the limits)."""
-    x0 = u[p[4]]
+    x0 = u[p.x0_port]
     w0 = x0.shape[1]
-    lower, upper = p[0], p[1]
+    lower, upper = p.lower, p.upper
     for b in range(xc.shape[0]):
         if xd[b, 0] == 0.0:
             for i in range(xc.shape[1]):
@@ -236,15 +203,15 @@ def integrator_external_update(t, xc, xd, u, p):
 
 @njit(cache=True, inline="always")
 def integrator_derivative(t, xc, xd, u, dxc, p):
-    limited_rate_kernel(xc, u[0], p[0], p[1], dxc)
+    limited_rate_kernel(xc, u[0], p.lower, p.upper, dxc)
 
 
 @njit(cache=True, inline="always")
 def integrator_zc(t, xc, xd, u, g, p):
-    if p[3] >= 0:
-        integrator_crossings(xc, p[0], p[1], p[2], u[p[3]], g)
+    if p.reset_port >= 0:
+        integrator_crossings(xc, p.lower, p.upper, p.has_limits, u[p.reset_port], g)
     else:
-        integrator_crossings(xc, p[0], p[1], p[2], xc[:, :0], g)
+        integrator_crossings(xc, p.lower, p.upper, p.has_limits, xc[:, :0], g)
 
 
 # ---- linear systems ---------------------------------------------------------------------------------
@@ -322,16 +289,19 @@ def per_channel(matrix, channels):
     return np.ascontiguousarray(np.repeat(matrix[:, None], channels, axis=1))
 
 
-# p = (A, B, C, D), per channel
+LinearParams = namedtuple("LinearParams", "A B C D")
+"""Linear kernels' record: the matrices per channel, A (B, nch, n, n), B (B, nch, n, m),
+C (B, nch, p, n), D (B, nch, p, m)."""
+
 
 @njit(cache=True, inline="always")
 def linear_output(t, xc, xd, u, y, p):
-    ss_output(xc, u[0], p[2], p[3], y[0])
+    ss_output(xc, u[0], p.C, p.D, y[0])
 
 
 @njit(cache=True, inline="always")
 def linear_derivative(t, xc, xd, u, dxc, p):
-    ss_rate(xc, u[0], p[0], p[1], dxc)
+    ss_rate(xc, u[0], p.A, p.B, dxc)
 
 
 class LinearSystem(Block):
@@ -343,16 +313,10 @@ class LinearSystem(Block):
         self._A, self._B, self._C, self._D = A, Bm, C, D
         self.n_xc = A.shape[1] * A.shape[2]
         self._x0 = np.zeros((self.batch, self.n_xc)) if x0 is None else x0
-        self._params = kernel_params(A, Bm, C, D)
+        self._params = kernel_params(LinearParams, A=A, B=Bm, C=C, D=D)
 
     def initial_state(self, xc, xd):
         xc[...] = self._x0
-
-    def output(self, t, xc, xd, u, y):
-        linear_output(t, xc, xd, u, y, self._params)
-
-    def derivative(self, t, xc, xd, u, dxc):
-        linear_derivative(t, xc, xd, u, dxc, self._params)
 
     def kernels(self):
         return Kernels(output=linear_output, derivative=linear_derivative, params=self._params)

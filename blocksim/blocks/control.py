@@ -2,6 +2,8 @@
 weights, a filtered or velocity-fed derivative, output limits and anti-windup."""
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
@@ -125,31 +127,33 @@ def pid_discrete_step(ref, meas, ref_d, meas_d, x, g, d_source, antiwindup, Ts, 
                         1.0 + filt_weight * g[b, i, NF] * Ts)
 
 
-# Compiled-mode entry points (thin: the Python methods call the same kernels). p = (g, d_source,
-# antiwindup, Ts, int_weight, filt_weight): one array (the packed gains) and five numbers;
-# u = (ref, meas, ref_d, meas_d). The discrete output never moves the state and the update never
-# writes the output (no scratch).
+PIDParams = namedtuple("PIDParams", "gains d_source antiwindup Ts int_weight filt_weight")
+"""PID kernels' record: the packed gains (B, w, N_GAINS), where D comes from (D_*), the
+anti-windup (index in ANTIWINDUP), and the discrete timing: period Ts (s) and the integral's and
+the filter's rule weights (METHOD_WEIGHT; all 0 for the continuous PID). u = (ref, meas, ref_d,
+meas_d). The discrete output never moves the state and the update never writes the output."""
+
 
 @njit(cache=True, error_model="numpy", inline="always")
 def pid_continuous_output_k(t, xc, xd, u, y, p):
-    pid_continuous_output(u[0], u[1], u[2], u[3], xc, p[0], p[1], y[0])
+    pid_continuous_output(u[0], u[1], u[2], u[3], xc, p.gains, p.d_source, y[0])
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def pid_continuous_derivative_k(t, xc, xd, u, dxc, p):
-    pid_continuous_rate(u[0], u[1], u[2], u[3], xc, p[0], p[1], p[2], dxc)
+    pid_continuous_rate(u[0], u[1], u[2], u[3], xc, p.gains, p.d_source, p.antiwindup, dxc)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def pid_discrete_output_k(t, xc, xd, u, y, p):
-    pid_discrete_step(u[0], u[1], u[2], u[3], xd, p[0], p[1], p[2], p[3], p[4], p[5],
-                      y[0], True, xd, False)
+    pid_discrete_step(u[0], u[1], u[2], u[3], xd, p.gains, p.d_source, p.antiwindup, p.Ts,
+                      p.int_weight, p.filt_weight, y[0], True, xd, False)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def pid_discrete_update_k(t, xc, xd, u, p):
-    pid_discrete_step(u[0], u[1], u[2], u[3], xd, p[0], p[1], p[2], p[3], p[4], p[5],
-                      xd, False, xd, True)
+    pid_discrete_step(u[0], u[1], u[2], u[3], xd, p.gains, p.d_source, p.antiwindup, p.Ts,
+                      p.int_weight, p.filt_weight, xd, False, xd, True)
 
 
 @register
@@ -190,15 +194,16 @@ class PID(Block):
         "N": Param(100.0, "rad/s", "derivative filter bandwidth (> 0; unused with velocity inputs)"),
         "derivative_on": Param("error", "-", "error: D acts on c ref - meas; measurement: on -meas",
                                kind="str", choices=("error", "measurement")),
-        "period": Param(None, "s", "sample period: discrete PID (absent: continuous)", kind="time"),
+        "period": Param(None, "s", "sample period: discrete PID (absent: continuous)", kind="time",
+                        role="period"),
         "offset": Param(0, "s", "sample offset of the discrete PID, 0 <= offset < period",
-                        kind="time"),
+                        kind="time", role="offset"),
         "method": Param("forward", "-", "discrete integral rule", kind="str",
                         choices=INTEGRATION_METHODS),
         "filter_method": Param("backward", "-", "discrete derivative-filter rule", kind="str",
                                choices=INTEGRATION_METHODS),
-        "lower": Param(-np.inf, "out", "output lower limit (may be -inf)"),
-        "upper": Param(np.inf, "out", "output upper limit (may be inf)"),
+        "lower": Param(-np.inf, "out", "output lower limit (may be -inf)", allow_inf=True),
+        "upper": Param(np.inf, "out", "output upper limit (may be inf)", allow_inf=True),
         "antiwindup": Param("none", "-", "integrator protection while the output saturates",
                             kind="str", choices=ANTIWINDUP),
         "Kb": Param(None, "1/s", "back-calculation tracking gain (default Ki / Kp)"),
@@ -276,8 +281,8 @@ class PID(Block):
             timing = (0.0, 0.0, 0.0)
         gains = np.stack([rows[k] for k in ("Kp", "Ki", "Kd", "b", "c", "N", "lower", "upper")]
                          + [kb], axis=-1)
-        self._params = (np.ascontiguousarray(gains, dtype=float), self._d_source,
-                        ANTIWINDUP.index(p.antiwindup), *timing)
+        self._params = PIDParams(np.ascontiguousarray(gains, dtype=float), self._d_source,
+                                 ANTIWINDUP.index(p.antiwindup), *timing)
 
     def state_names(self):
         w = self.out_widths.get("out", 0) if self.out_widths else 0
@@ -291,26 +296,6 @@ class PID(Block):
         w = self._rows["z0"].shape[1]
         x[:, :w] = self._rows["z0"]
         x[:, w:] = 0.0
-
-    # the methods call the kernels the adapters call, with the same arguments, unpacked (from
-    # Python a tuple costs as much to pass as an array)
-    def output(self, t, xc, xd, u, y):
-        g, d_source, antiwindup, Ts, int_weight, filt_weight = self._params
-        if self.is_discrete:
-            pid_discrete_step(u[0], u[1], u[2], u[3], xd, g, d_source, antiwindup, Ts, int_weight,
-                              filt_weight, y[0], True, xd, False)
-        else:
-            pid_continuous_output(u[0], u[1], u[2], u[3], xc, g, d_source, y[0])
-
-    def update(self, t, xc, xd, u):
-        if self.is_discrete:
-            g, d_source, antiwindup, Ts, int_weight, filt_weight = self._params
-            pid_discrete_step(u[0], u[1], u[2], u[3], xd, g, d_source, antiwindup, Ts, int_weight,
-                              filt_weight, xd, False, xd, True)
-
-    def derivative(self, t, xc, xd, u, dxc):
-        pid_continuous_rate(u[0], u[1], u[2], u[3], xc, self._params[0], self._params[1],
-                            self._params[2], dxc)
 
     def kernels(self):
         if self.is_discrete:

@@ -1,24 +1,17 @@
 """Discrete-time blocks: they run at exact sample hits and hold their outputs in between."""
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
 from ..errors import ParameterError, WidthError
+from ._bases import OFFSET, PERIOD
+from ._kernels import fill_rows, kernel_params, no_update
 from .base import Block, Kernels, Param, common_width, register
-from .continuous import (STATE_SPACE_PARAMS, StateSpace, companion, fill_rows, kernel_params,
-                         normalized_tf, per_channel, ss_output, ss_rate, state_space_matrices)
-
-PERIOD = Param(units="s", doc="sample period (exact rational of its decimal text)", kind="time")
-OFFSET = Param(0, "s", "sample offset, 0 <= offset < period", kind="time")
-
-# Every block here runs through module-level kernels (see base.Kernels); its Python methods call the
-# same adapters with the parameter tuple prepared in configure(), so both modes compute alike.
-
-
-@njit(cache=True, inline="always")
-def no_update(t, xc, xd, u, p):
-    """The update of a discrete block without state (compiled mode calls one at every hit)."""
+from .continuous import (STATE_SPACE_PARAMS, StateSpace, companion, normalized_tf, per_channel,
+                         ss_output, ss_rate, state_space_matrices)
 
 
 @njit(cache=True, inline="always")
@@ -42,6 +35,7 @@ class UnitDelay(Block):
 
     type_name = "UnitDelay"
     summary = "one-sample delay"
+    preserves_units = True
     params = {"period": PERIOD, "offset": OFFSET,
               "x0": Param(0.0, "units of u", "initial output")}
     sample = "discrete"
@@ -61,12 +55,6 @@ class UnitDelay(Block):
     def initial_state(self, xc, xd):
         xd[...] = self._x0
 
-    def output(self, t, xc, xd, u, y):
-        delay_output(t, xc, xd, u, y, ())
-
-    def update(self, t, xc, xd, u):
-        delay_update(t, xc, xd, u, ())
-
     def kernels(self):
         return Kernels(output=delay_output, update=delay_update)
 
@@ -77,14 +65,12 @@ class ZeroOrderHold(Block):
 
     type_name = "ZeroOrderHold"
     summary = "sample and hold"
+    preserves_units = True
     params = {"period": PERIOD, "offset": OFFSET}
     sample = "discrete"
 
     def resolve_widths(self, in_widths):
         return {"out": in_widths["in"]}
-
-    def output(self, t, xc, xd, u, y):
-        hold_output(t, xc, xd, u, y, ())
 
     def kernels(self):
         return Kernels(output=hold_output, update=no_update)
@@ -125,16 +111,19 @@ def discrete_integrator_update(x, u, kt, method, lower, upper):
                 x[b, i] = clamp(x[b, i] + kt[b, i] * v, lo, hi)
 
 
-# p = (K T, method 0 forward / 1 backward / 2 trapezoidal, lower, upper)
+DiscreteIntegratorParams = namedtuple("DiscreteIntegratorParams", "kt method lower upper")
+"""DiscreteIntegrator kernels' record: K T (B, w), the rule (0 forward, 1 backward,
+2 trapezoidal), the limits (B, w)."""
+
 
 @njit(cache=True, inline="always")
 def dint_output(t, xc, xd, u, y, p):
-    discrete_integrator_output(xd, u[0], p[0], p[1], p[2], p[3], y[0])
+    discrete_integrator_output(xd, u[0], p.kt, p.method, p.lower, p.upper, y[0])
 
 
 @njit(cache=True, inline="always")
 def dint_update(t, xc, xd, u, p):
-    discrete_integrator_update(xd, u[0], p[0], p[1], p[2], p[3])
+    discrete_integrator_update(xd, u[0], p.kt, p.method, p.lower, p.upper)
 
 
 @register
@@ -156,8 +145,10 @@ class DiscreteIntegrator(Block):
               "method": Param("forward", "-", "integration rule", kind="str",
                               choices=INTEGRATION_METHODS),
               "x0": Param(0.0, "units of u * s", "initial state"),
-              "lower": Param(-np.inf, "units of u * s", "lower limit (may be -inf)"),
-              "upper": Param(np.inf, "units of u * s", "upper limit (may be inf)")}
+              "lower": Param(-np.inf, "units of u * s", "lower limit (may be -inf)",
+                             allow_inf=True),
+              "upper": Param(np.inf, "units of u * s", "upper limit (may be inf)",
+                             allow_inf=True)}
     sample = "discrete"
 
     def setup(self):
@@ -185,16 +176,11 @@ class DiscreteIntegrator(Block):
         self._lower = self.param_as_row("lower", width)
         self._upper = self.param_as_row("upper", width)
         self._x0 = np.clip(self.param_as_row("x0", width), self._lower, self._upper)
-        self._params = kernel_params(self._kt, self._method, self._lower, self._upper)
+        self._params = kernel_params(DiscreteIntegratorParams, kt=self._kt, method=self._method,
+                                     lower=self._lower, upper=self._upper)
 
     def initial_state(self, xc, xd):
         xd[...] = self._x0
-
-    def output(self, t, xc, xd, u, y):
-        dint_output(t, xc, xd, u, y, self._params)
-
-    def update(self, t, xc, xd, u):
-        dint_update(t, xc, xd, u, self._params)
 
     def kernels(self):
         return Kernels(output=dint_output, update=dint_update, params=self._params)
@@ -209,16 +195,19 @@ def ss_advance(x, u, A, Bm, scratch):
             x[b, i] = scratch[b, i]
 
 
-# p = (A, B, C, D, scratch), the matrices per channel (see continuous.ss_output)
+DiscreteLinearParams = namedtuple("DiscreteLinearParams", "A B C D scratch")
+"""Discrete linear kernels' record: the matrices per channel (as continuous.LinearParams) and a
+(B, n_xd) scratch row for the state update."""
+
 
 @njit(cache=True, inline="always")
 def dss_output(t, xc, xd, u, y, p):
-    ss_output(xd, u[0], p[2], p[3], y[0])
+    ss_output(xd, u[0], p.C, p.D, y[0])
 
 
 @njit(cache=True, inline="always")
 def dss_update(t, xc, xd, u, p):
-    ss_advance(xd, u[0], p[0], p[1], p[4])
+    ss_advance(xd, u[0], p.A, p.B, p.scratch)
 
 
 class DiscreteLinearSystem(Block):
@@ -231,16 +220,11 @@ class DiscreteLinearSystem(Block):
         self.n_xd = A.shape[1] * A.shape[2]
         self._x0 = np.zeros((self.batch, self.n_xd)) if x0 is None else x0
         self._scratch = np.zeros((self.batch, self.n_xd))
-        self._params = kernel_params(A, Bm, C, D, self._scratch)
+        self._params = kernel_params(DiscreteLinearParams, A=A, B=Bm, C=C, D=D,
+                                     scratch=self._scratch)
 
     def initial_state(self, xc, xd):
         xd[...] = self._x0
-
-    def output(self, t, xc, xd, u, y):
-        dss_output(t, xc, xd, u, y, self._params)
-
-    def update(self, t, xc, xd, u):
-        dss_update(t, xc, xd, u, self._params)
 
     def kernels(self):
         return Kernels(output=dss_output, update=dss_update, params=self._params)

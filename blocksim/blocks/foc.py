@@ -13,9 +13,9 @@ import numpy as np
 from numba import njit
 
 from ..errors import ParameterError
-from .actuators import JointBlock
+from ._bases import JointBlock
+from ._kernels import no_update
 from .base import Kernels, Param, register
-from .discrete import no_update
 
 SQRT3 = math.sqrt(3.0)
 

@@ -3,22 +3,15 @@ from __future__ import annotations
 
 import ast
 import math
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
 
-from ..errors import ExpressionError, ParameterError, WidthError
-from .base import Block, Kernels, Param, closest, common_width, numbered_ports, register
-from .continuous import fill_rows, kernel_params
-
-
-@njit(cache=True, inline="always")
-def scale_rows(u, k, y):
-    """y[b, i] = k[b, i] * u[b, i or 0] (u may be a scalar signal broadcast over the row)."""
-    wu = u.shape[1]
-    for b in range(y.shape[0]):
-        for i in range(y.shape[1]):
-            y[b, i] = k[b, i] * u[b, i if wu > 1 else 0]
+from ..errors import ExpressionError, ParameterError, WidthError, did_you_mean
+from ._bases import Elementwise
+from ._kernels import clamp_rows, fill_rows, kernel_params, scale_rows
+from .base import Block, Kernels, Param, numbered_ports, register
 
 
 @njit(cache=True, inline="always")
@@ -61,32 +54,27 @@ class Gain(Block):
         return {"out": w}
 
     def configure(self, in_widths, out_widths):
-        if self.p.gain.ndim == 3:
-            self._matrix = kernel_params(self.p.gain)[0]
-        else:
-            self._matrix = None
-            self._row = kernel_params(self.param_as_row("gain", out_widths["out"]))[0]
-
-    def output(self, t, xc, xd, u, y):
-        if self._matrix is None:
-            scale_rows(u[0], self._row, y[0])
-        else:
-            matrix_times(u[0], self._matrix, y[0])
+        self._matrix = self.p.gain.ndim == 3
+        gain = self.p.gain if self._matrix else self.param_as_row("gain", out_widths["out"])
+        self._params = kernel_params(GainParams, gain=gain)
 
     def kernels(self):
-        if self._matrix is None:
-            return Kernels(output=gain_rows_output, params=(self._row,))
-        return Kernels(output=gain_matrix_output, params=(self._matrix,))
+        return Kernels(output=gain_matrix_output if self._matrix else gain_rows_output,
+                       params=self._params)
+
+
+GainParams = namedtuple("GainParams", "gain")
+"""Gain kernels' record: the gain as a row (B, w) or a matrix (B, m, n)."""
 
 
 @njit(cache=True, inline="always")
 def gain_rows_output(t, xc, xd, u, y, p):
-    scale_rows(u[0], p[0], y[0])
+    scale_rows(u[0], p.gain, y[0])
 
 
 @njit(cache=True, inline="always")
 def gain_matrix_output(t, xc, xd, u, y, p):
-    matrix_times(u[0], p[0], y[0])
+    matrix_times(u[0], p.gain, y[0])
 
 
 @njit(cache=True, inline="always")
@@ -111,6 +99,7 @@ class Sum(Block):
 
     type_name = "Sum"
     summary = "sum of inputs with signs (scalars expand to the vector width)"
+    preserves_units = True
     params = {"signs": Param("++", "-", "one '+' or '-' per input (in1..inN; `in` for one)",
                              kind="str")}
 
@@ -124,16 +113,17 @@ class Sum(Block):
     def input_names(self):
         return numbered_ports("in", len(self._signs))
 
-    def output(self, t, xc, xd, u, y):
-        signed_sum(u, self._signs, y[0])
-
     def kernels(self):
-        return Kernels(output=sum_output, params=(self._signs,))
+        return Kernels(output=sum_output, params=SumParams(self._signs))
+
+
+SumParams = namedtuple("SumParams", "signs")
+"""Sum kernel's record: +1.0 / -1.0 per input, in port order."""
 
 
 @njit(cache=True, inline="always")
 def sum_output(t, xc, xd, u, y, p):
-    signed_sum(u, p[0], y[0])
+    signed_sum(u, p.signs, y[0])
 
 
 @njit(cache=True)
@@ -152,9 +142,13 @@ def product_kernel(inputs, divide, y):
             y[b, i] = acc
 
 
+ProductParams = namedtuple("ProductParams", "divide")
+"""Product kernel's record: per input, True where it divides."""
+
+
 @njit(cache=True, inline="always")
 def product_output(t, xc, xd, u, y, p):
-    product_kernel(u, p[0], y[0])
+    product_kernel(u, p.divide, y[0])
 
 
 @register
@@ -171,13 +165,10 @@ class Product(Block):
         if not ops or set(ops) - {"*", "/"}:
             raise ParameterError(f"ops must be a string of '*' and '/', got '{ops}'", block=self.name)
         self._divide = np.array([op == "/" for op in ops])
-        self._params = (self._divide,)
+        self._params = ProductParams(self._divide)
 
     def input_names(self):
         return numbered_ports("in", len(self._divide))
-
-    def output(self, t, xc, xd, u, y):
-        product_output(t, xc, xd, u, y, self._params)
 
     def kernels(self):
         return Kernels(output=product_output, params=self._params)
@@ -286,10 +277,13 @@ def run_program(t, inputs, code, consts, stack, y):
                 y[m, a] = stack[sp]
 
 
+FunctionParams = namedtuple("FunctionParams", "code consts stack")
+"""Function kernel's record: the stack program (n, 3) int64, its constants, a stack scratch."""
+
+
 @njit(cache=True, inline="always")
 def function_output(t, xc, xd, u, y, p):
-    """p = (code, consts, stack scratch)."""
-    run_program(t, u, p[0], p[1], p[2], y[0])
+    run_program(t, u, p.code, p.consts, p.stack, y[0])
 
 
 def check_expression(text: str, variables, block: str) -> ast.Expression:
@@ -319,12 +313,12 @@ def check_expression(text: str, variables, block: str) -> ast.Expression:
             if name not in FUNCTION_NAMES or node.keywords:
                 shown = name or ast.unparse(node.func)
                 raise ExpressionError(f"expression '{text}': unknown function '{shown}'"
-                                      f"{closest(shown, FUNCTION_NAMES)}; allowed: "
+                                      f"{did_you_mean(shown, FUNCTION_NAMES)}; allowed: "
                                       f"{', '.join(FUNCTION_NAMES)}", block=block)
         if isinstance(node, ast.Name) and node.id not in variables and node.id != "t" \
                 and node.id not in CONSTANTS and node.id not in FUNCTION_NAMES:
             raise ExpressionError(f"expression '{text}': unknown name '{node.id}'"
-                                  f"{closest(node.id, list(variables) + list(CONSTANTS))}; "
+                                  f"{did_you_mean(node.id, list(variables) + list(CONSTANTS))}; "
                                   f"known: {', '.join(list(variables) + ['t'] + list(CONSTANTS))}",
                                   block=block)
     return tree
@@ -525,10 +519,8 @@ class Function(Block):
         compiler, width = self.compile([in_widths[p] for p in self.input_names()])
         self._code, self._consts, depth = compiler.program(width)
         self._stack = np.zeros(depth)
-        self._params = kernel_params(self._code, self._consts, self._stack)
-
-    def output(self, t, xc, xd, u, y):
-        function_output(float(t), xc, xd, u, y, self._params)
+        self._params = kernel_params(FunctionParams, code=self._code, consts=self._consts,
+                                     stack=self._stack)
 
     def kernels(self):
         return Kernels(output=function_output, params=self._params)
@@ -536,45 +528,15 @@ class Function(Block):
 
 # ---- memoryless nonlinearities ----------------------------------------------------------------------
 
-class Elementwise(Block):
-    """A map applied channel by channel: width = the input's, or the vector parameters' when the
-    input is a scalar (it expands)."""
-
-    width_params: tuple[str, ...] = ()
-
-    def setup(self):
-        self._param_width = common_width(self, self.width_params)
-
-    def resolve_widths(self, in_widths):
-        w = in_widths["in"]
-        pw = self._param_width
-        if w is None:
-            return {"out": None}
-        if pw > 1 and w not in (1, pw):
-            raise WidthError(f"input has width {w}, the parameters have {pw} elements",
-                             block=self.name, port="in")
-        return {"out": max(w, pw)}
-
-    def configure(self, in_widths, out_widths):
-        width = out_widths["out"]
-        self._params = kernel_params(*(self.param_as_row(key, width) for key in self.width_params))
-        self._rows = list(self._params)
-
-
 def kink_directions(block, width):
     """Two crossings per channel (at the lower and the upper kink), either direction."""
     block.n_zc = 2 * width
     block.zc_directions = np.zeros(2 * width, dtype=np.int64)
 
 
-@njit(cache=True, inline="always")
-def saturate_kernel(u, lower, upper, y):
-    """y = min(max(u, lower), upper), elementwise."""
-    wu = u.shape[1]
-    for b in range(y.shape[0]):
-        for i in range(y.shape[1]):
-            v = u[b, i if wu > 1 else 0]
-            y[b, i] = lower[b, i] if v < lower[b, i] else (upper[b, i] if v > upper[b, i] else v)
+KinkParams = namedtuple("KinkParams", "lower upper")
+"""Saturation and DeadZone kernels' record: the lower and the upper kink (B, w) (Saturation's
+limits, DeadZone's start and end)."""
 
 
 @njit(cache=True, inline="always")
@@ -591,13 +553,13 @@ def kinks_kernel(u, lower, upper, g):
 
 @njit(cache=True, inline="always")
 def kinks_zc(t, xc, xd, u, g, p):
-    """Crossings at the two kinks p[0], p[1] (Saturation, DeadZone)."""
-    kinks_kernel(u[0], p[0], p[1], g)
+    """Crossings at the two kinks (Saturation, DeadZone)."""
+    kinks_kernel(u[0], p.lower, p.upper, g)
 
 
 @njit(cache=True, inline="always")
 def saturation_output(t, xc, xd, u, y, p):
-    saturate_kernel(u[0], p[0], p[1], y[0])
+    clamp_rows(u[0], p.lower, p.upper, y[0])
 
 
 @register
@@ -606,8 +568,9 @@ class Saturation(Elementwise):
 
     type_name = "Saturation"
     summary = "clip the input to [lower, upper]"
-    params = {"lower": Param(-np.inf, "units of u", "lower limit (may be -inf)"),
-              "upper": Param(np.inf, "units of u", "upper limit (may be inf)")}
+    preserves_units = True
+    params = {"lower": Param(-np.inf, "units of u", "lower limit (may be -inf)", allow_inf=True),
+              "upper": Param(np.inf, "units of u", "upper limit (may be inf)", allow_inf=True)}
     width_params = ("lower", "upper")
 
     def setup(self):
@@ -619,14 +582,9 @@ class Saturation(Elementwise):
         super().configure(in_widths, out_widths)
         kink_directions(self, out_widths["out"])
 
-    def output(self, t, xc, xd, u, y):
-        saturation_output(t, xc, xd, u, y, self._params)
-
-    def zero_crossings(self, t, xc, xd, u, g):
-        kinks_zc(t, xc, xd, u, g, self._params)
-
     def kernels(self):
-        return Kernels(output=saturation_output, zero_crossings=kinks_zc, params=self._params)
+        return Kernels(output=saturation_output, zero_crossings=kinks_zc,
+                       params=KinkParams(self.rows["lower"], self.rows["upper"]))
 
 
 @njit(cache=True, inline="always")
@@ -646,7 +604,7 @@ def dead_zone_kernel(u, start, end, y):
 
 @njit(cache=True, inline="always")
 def dead_zone_output(t, xc, xd, u, y, p):
-    dead_zone_kernel(u[0], p[0], p[1], y[0])
+    dead_zone_kernel(u[0], p.lower, p.upper, y[0])
 
 
 @register
@@ -656,6 +614,7 @@ class DeadZone(Elementwise):
 
     type_name = "DeadZone"
     summary = "zero output inside [start, end], shifted input outside"
+    preserves_units = True
     params = {"start": Param(-0.5, "units of u", "lower end of the dead zone"),
               "end": Param(0.5, "units of u", "upper end of the dead zone")}
     width_params = ("start", "end")
@@ -669,14 +628,9 @@ class DeadZone(Elementwise):
         super().configure(in_widths, out_widths)
         kink_directions(self, out_widths["out"])
 
-    def output(self, t, xc, xd, u, y):
-        dead_zone_output(t, xc, xd, u, y, self._params)
-
-    def zero_crossings(self, t, xc, xd, u, g):
-        kinks_zc(t, xc, xd, u, g, self._params)
-
     def kernels(self):
-        return Kernels(output=dead_zone_output, zero_crossings=kinks_zc, params=self._params)
+        return Kernels(output=dead_zone_output, zero_crossings=kinks_zc,
+                       params=KinkParams(self.rows["start"], self.rows["end"]))
 
 
 @njit(cache=True, inline="always")
@@ -713,17 +667,19 @@ def rate_limit_remember(t, y, memory):
         memory[b, w + 1] = 1.0
 
 
-# p = (rising, falling, scratch output (B, w))
+RateLimiterParams = namedtuple("RateLimiterParams", "rising falling scratch")
+"""RateLimiter kernels' record: the rate bounds (B, w) units/s and a (B, w) scratch output."""
+
 
 @njit(cache=True, inline="always")
 def rate_limiter_output(t, xc, xd, u, y, p):
-    rate_limit_kernel(t, u[0], p[0], p[1], xd, y[0])
+    rate_limit_kernel(t, u[0], p.rising, p.falling, xd, y[0])
 
 
 @njit(cache=True, inline="always")
 def rate_limiter_update(t, xc, xd, u, p):
-    rate_limit_kernel(t, u[0], p[0], p[1], xd, p[2])
-    rate_limit_remember(t, p[2], xd)
+    rate_limit_kernel(t, u[0], p.rising, p.falling, xd, p.scratch)
+    rate_limit_remember(t, p.scratch, xd)
 
 
 @register
@@ -736,12 +692,12 @@ class RateLimiter(Elementwise):
 
     type_name = "RateLimiter"
     summary = "limit the rising and falling rate of a signal"
-    params = {"rising": Param(1.0, "units of u / s", "largest rate of increase (>= 0, may be inf)"),
-              "falling": Param(-1.0, "units of u / s", "largest rate of decrease (<= 0, may be -inf)")}
+    preserves_units = True
+    params = {"rising": Param(1.0, "units of u / s", "largest rate of increase (>= 0, may be inf)",
+                              allow_inf=True),
+              "falling": Param(-1.0, "units of u / s", "largest rate of decrease (<= 0, may be -inf)",
+                               allow_inf=True)}
     width_params = ("rising", "falling")
-
-    def infinite_ok(self):
-        return ("rising", "falling")
 
     def setup(self):
         super().setup()
@@ -752,18 +708,13 @@ class RateLimiter(Elementwise):
         super().configure(in_widths, out_widths)
         width = out_widths["out"]
         self.n_xd = width + 2
-        self._y = np.zeros((self.batch, width))
-        self._params = kernel_params(self._rows[0], self._rows[1], self._y)
+        self._params = kernel_params(RateLimiterParams, rising=self.rows["rising"],
+                                     falling=self.rows["falling"],
+                                     scratch=np.zeros((self.batch, width)))
 
     def state_names(self):
         w = self.n_xd - 2
         return [], [f"y_prev[{i}]" for i in range(w)] + ["t_prev", "started"]
-
-    def output(self, t, xc, xd, u, y):
-        rate_limiter_output(float(t), xc, xd, u, y, self._params)
-
-    def update(self, t, xc, xd, u):
-        rate_limiter_update(float(t), xc, xd, u, self._params)
 
     def kernels(self):
         return Kernels(output=rate_limiter_output, update=rate_limiter_update,
@@ -781,9 +732,13 @@ def quantize_kernel(u, interval, y):
             y[b, i] = q * (math.floor(r + 0.5) if r >= 0.0 else -math.floor(-r + 0.5))
 
 
+QuantizerParams = namedtuple("QuantizerParams", "interval")
+"""Quantizer kernel's record: the quantization step (B, w)."""
+
+
 @njit(cache=True, inline="always")
 def quantizer_output(t, xc, xd, u, y, p):
-    quantize_kernel(u[0], p[0], y[0])
+    quantize_kernel(u[0], p.interval, y[0])
 
 
 @register
@@ -792,6 +747,7 @@ class Quantizer(Elementwise):
 
     type_name = "Quantizer"
     summary = "round the input to a multiple of an interval"
+    preserves_units = True
     params = {"interval": Param(1.0, "units of u", "quantization step (> 0)")}
     width_params = ("interval",)
 
@@ -800,11 +756,8 @@ class Quantizer(Elementwise):
         if np.any(self.p.interval <= 0):
             raise ParameterError("interval must be > 0", block=self.name)
 
-    def output(self, t, xc, xd, u, y):
-        quantizer_output(t, xc, xd, u, y, self._params)
-
     def kernels(self):
-        return Kernels(output=quantizer_output, params=self._params)
+        return Kernels(output=quantizer_output, params=QuantizerParams(self.rows["interval"]))
 
 
 @njit(cache=True, inline="always")
@@ -819,10 +772,13 @@ def abs_sign_kernel(u, sign, y):
                 y[b, i] = abs(v)
 
 
+AbsSignParams = namedtuple("AbsSignParams", "sign")
+"""Abs and Sign kernels' record: False |u|, True sign(u)."""
+
+
 @njit(cache=True, inline="always")
 def abs_sign_output(t, xc, xd, u, y, p):
-    """p = (sign,): False |u|, True sign(u)."""
-    abs_sign_kernel(u[0], p[0], y[0])
+    abs_sign_kernel(u[0], p.sign, y[0])
 
 
 @njit(cache=True, inline="always")
@@ -840,16 +796,10 @@ class KinkAtZero(Elementwise):
     def configure(self, in_widths, out_widths):
         self.n_zc = out_widths["out"]
         self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
-        self._params = (bool(self.is_sign),)
-
-    def output(self, t, xc, xd, u, y):
-        abs_sign_output(t, xc, xd, u, y, self._params)
-
-    def zero_crossings(self, t, xc, xd, u, g):
-        at_zero_zc(t, xc, xd, u, g, self._params)
 
     def kernels(self):
-        return Kernels(output=abs_sign_output, zero_crossings=at_zero_zc, params=self._params)
+        return Kernels(output=abs_sign_output, zero_crossings=at_zero_zc,
+                       params=AbsSignParams(bool(self.is_sign)))
 
 
 @register
@@ -858,6 +808,7 @@ class Abs(KinkAtZero):
 
     type_name = "Abs"
     summary = "absolute value"
+    preserves_units = True
 
 
 @register

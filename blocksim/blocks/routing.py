@@ -1,16 +1,14 @@
 """Signal routing: joining, splitting, picking and switching vector signals, without arithmetic."""
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
 from ..errors import ParameterError, WidthError
+from ._kernels import kernel_params
 from .base import Block, Kernels, Param, numbered_ports, register
-from .continuous import kernel_params
-
-
-# Every block here runs through module-level kernels (see base.Kernels); its Python methods call the
-# same adapters with the parameter tuple prepared in configure(), so both modes compute alike.
 
 @njit(cache=True, inline="always")
 def concatenate_kernel(inputs, y):
@@ -54,9 +52,13 @@ def demux_output(t, xc, xd, u, y, p):
     split_kernel(u[0], y)
 
 
+SelectorParams = namedtuple("SelectorParams", "indices")
+"""Selector kernel's record: the 0-based input index of each output element (int64)."""
+
+
 @njit(cache=True, inline="always")
 def selector_output(t, xc, xd, u, y, p):
-    gather_kernel(u[0], p[0], y[0])
+    gather_kernel(u[0], p.indices, y[0])
 
 
 def positive_ints(value, what, block):
@@ -81,6 +83,7 @@ class Mux(Block):
 
     type_name = "Mux"
     summary = "concatenate inputs into one vector"
+    preserves_units = True
     params = {"inputs": Param(2, "-", "number of inputs, or the list of their widths (-1: any)",
                               kind="any")}
 
@@ -111,9 +114,6 @@ class Mux(Block):
             total += w
         return {"out": total}
 
-    def output(self, t, xc, xd, u, y):
-        mux_output(t, xc, xd, u, y, ())
-
     def kernels(self):
         return Kernels(output=mux_output)
 
@@ -125,6 +125,7 @@ class Demux(Block):
 
     type_name = "Demux"
     summary = "split a vector into consecutive pieces"
+    preserves_units = True
     params = {"sizes": Param(None, "-", "width of each output, in order", kind="any"),
               "outputs": Param(None, "-", "number of equal pieces (when sizes is not given; "
                                           "default 2)", kind="int")}
@@ -159,9 +160,6 @@ class Demux(Block):
                              f"outputs", block=self.name, port="in")
         return {o: w // self._count for o in names}
 
-    def output(self, t, xc, xd, u, y):
-        demux_output(t, xc, xd, u, y, ())
-
     def kernels(self):
         return Kernels(output=demux_output)
 
@@ -172,6 +170,7 @@ class Selector(Block):
 
     type_name = "Selector"
     summary = "pick elements of a vector by 0-based index"
+    preserves_units = True
     params = {"indices": Param(units="-", doc="0-based indices of the input elements to output",
                                kind="any")}
 
@@ -183,7 +182,7 @@ class Selector(Block):
             raise ParameterError(f"indices must be a non-empty list of integers >= 0, got {raw!r}",
                                  block=self.name)
         self._indices = np.array([int(i) for i in items], dtype=np.int64)
-        self._params = (self._indices,)
+        self._params = SelectorParams(self._indices)
 
     def resolve_widths(self, in_widths):
         w = in_widths["in"]
@@ -191,9 +190,6 @@ class Selector(Block):
             raise WidthError(f"index {int(self._indices.max())} is out of range for an input of "
                              f"width {w}", block=self.name, port="in")
         return {"out": len(self._indices)}
-
-    def output(self, t, xc, xd, u, y):
-        selector_output(t, xc, xd, u, y, self._params)
 
     def kernels(self):
         return Kernels(output=selector_output, params=self._params)
@@ -230,16 +226,18 @@ def switch_crossings(control, threshold, criterion, g):
             g[b, i] = c if criterion == 2 else c - threshold[b, i if wt > 1 else 0]
 
 
-# p = (threshold (B, 1 or w), criterion)
+SwitchParams = namedtuple("SwitchParams", "threshold criterion")
+"""Switch kernels' record: the threshold (B, 1 or w) and the criterion's index in CRITERIA."""
+
 
 @njit(cache=True, inline="always")
 def switch_output(t, xc, xd, u, y, p):
-    switch_kernel(u[0], u[1], u[2], p[0], p[1], y[0])
+    switch_kernel(u[0], u[1], u[2], p.threshold, p.criterion, y[0])
 
 
 @njit(cache=True, inline="always")
 def switch_zc(t, xc, xd, u, g, p):
-    switch_crossings(u[1], p[0], p[1], g)
+    switch_crossings(u[1], p.threshold, p.criterion, g)
 
 
 @register
@@ -252,6 +250,7 @@ class Switch(Block):
 
     type_name = "Switch"
     summary = "pass in1 or in3 depending on the control in2"
+    preserves_units = True
     params = {"threshold": Param(0.0, "units of in2", "switching threshold (scalar or vector)"),
               "criteria": Param(">=", "-", "when in1 passes", kind="str", choices=CRITERIA)}
     inputs = ("in1", "in2", "in3")
@@ -279,13 +278,8 @@ class Switch(Block):
         self._threshold = np.ascontiguousarray(self.p.threshold.reshape(self.batch, -1))
         self.n_zc = max(in_widths["in2"], self._threshold.shape[1])
         self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
-        self._params = kernel_params(self._threshold, self._criterion)
-
-    def output(self, t, xc, xd, u, y):
-        switch_output(t, xc, xd, u, y, self._params)
-
-    def zero_crossings(self, t, xc, xd, u, g):
-        switch_zc(t, xc, xd, u, g, self._params)
+        self._params = kernel_params(SwitchParams, threshold=self._threshold,
+                                     criterion=self._criterion)
 
     def kernels(self):
         return Kernels(output=switch_output, zero_crossings=switch_zc, params=self._params)

@@ -3,14 +3,15 @@ imperfections between a joint and the controller that reads it."""
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
 
 from ..errors import ParameterError
-from .actuators import JointBlock, packed
+from ._bases import OFFSET, PERIOD, JointBlock
+from ._kernels import fill_rows, kernel_params, no_update, packed
 from .base import Kernels, Param, register
-from .discrete import OFFSET, PERIOD, fill_rows, no_update
 from .sources import gaussian
 
 
@@ -26,10 +27,13 @@ def encoder_kernel(q, resolution, nearest, q_out, count):
             q_out[b, j] = n * resolution[b, j]
 
 
+EncoderParams = namedtuple("EncoderParams", "resolution nearest")
+"""Encoder kernel's record: the resolution (B, n) rad per count; round to nearest (else floor)."""
+
+
 @njit(cache=True, inline="always")
 def encoder_output(t, xc, xd, u, y, p):
-    """p = (resolution (B, n) rad, nearest)."""
-    encoder_kernel(u[0], p[0], p[1], y[0], y[1])
+    encoder_kernel(u[0], p.resolution, p.nearest, y[0], y[1])
 
 
 @register
@@ -53,6 +57,7 @@ class Encoder(JointBlock):
     }
     inputs = ("q",)
     outputs = ("q", "count")
+    port_units = {"q": "rad", "count": "counts"}
     width_params = ("counts", "gear")
 
     def check(self):
@@ -61,10 +66,8 @@ class Encoder(JointBlock):
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
         resolution = 2.0 * math.pi / (self.rows["counts"] * self.rows["gear"])
-        self._params = (np.ascontiguousarray(resolution), self.p.rounding == "nearest")
-
-    def output(self, t, xc, xd, u, y):
-        encoder_output(t, xc, xd, u, y, self._params)
+        self._params = kernel_params(EncoderParams, resolution=resolution,
+                                     nearest=self.p.rounding == "nearest")
 
     def kernels(self):
         return Kernels(output=encoder_output, update=no_update, params=self._params)
@@ -86,10 +89,14 @@ def noisy_sample_kernel(seed, first, hit, u, P, y):
                        + P[b, i, MN_STD] * gaussian(seed, first + b, i, k))
 
 
+MeasurementNoiseParams = namedtuple("MeasurementNoiseParams", "packed seed first")
+"""MeasurementNoise kernels' record: mean and std packed (B, n, 2) (columns MN_*), the seed
+(uint64), the batch index of row 0 (Block.first_member)."""
+
+
 @njit(cache=True, inline="always")
 def noise_output(t, xc, xd, u, y, p):
-    """p = (P, seed as uint64, first member)."""
-    noisy_sample_kernel(p[1], p[2], xd, u[0], p[0], y[0])
+    noisy_sample_kernel(p.seed, p.first, xd, u[0], p.packed, y[0])
 
 
 @njit(cache=True, inline="always")
@@ -111,6 +118,7 @@ class MeasurementNoise(JointBlock):
 
     type_name = "MeasurementNoise"
     summary = "sampled signal plus seeded Gaussian noise"
+    preserves_units = True
     params = {"period": PERIOD, "offset": OFFSET,
               "variance": Param(1.0, "(units of u)^2", "noise variance (>= 0)"),
               "mean": Param(0.0, "units of u", "noise mean (a sensor bias)"),
@@ -125,17 +133,11 @@ class MeasurementNoise(JointBlock):
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
         self.n_xd = 1
-        self._params = (packed(self.rows["mean"], np.sqrt(self.rows["variance"])), self._seed,
-                        self.first_member)
+        self._params = MeasurementNoiseParams(
+            packed(self.rows["mean"], np.sqrt(self.rows["variance"])), self._seed, self.first_member)
 
     def state_names(self):
         return [], ["sample index k"]
-
-    def output(self, t, xc, xd, u, y):
-        noise_output(t, xc, xd, u, y, self._params)
-
-    def update(self, t, xc, xd, u):
-        noise_update(t, xc, xd, u, self._params)
 
     def kernels(self):
         return Kernels(output=noise_output, update=noise_update, params=self._params)
@@ -153,15 +155,19 @@ def shift_in_kernel(buffer, u, width):
             buffer[b, n - width + i] = u[b, i if wu > 1 else 0]
 
 
+SampleDelayParams = namedtuple("SampleDelayParams", "width")
+"""SampleDelay kernels' record: the signal width (xd holds `delay` samples of it, oldest first)."""
+
+
 @njit(cache=True, inline="always")
 def sample_delay_output(t, xc, xd, u, y, p):
-    """y = the oldest stored sample, the first p[0] (the width) columns of xd."""
+    """y = the oldest stored sample, the first p.width columns of xd."""
     fill_rows(xd, y[0])
 
 
 @njit(cache=True, inline="always")
 def sample_delay_update(t, xc, xd, u, p):
-    shift_in_kernel(xd, u[0], p[0])
+    shift_in_kernel(xd, u[0], p.width)
 
 
 @register
@@ -173,6 +179,7 @@ class SampleDelay(JointBlock):
 
     type_name = "SampleDelay"
     summary = "delay of N sample periods"
+    preserves_units = True
     params = {"period": PERIOD, "offset": OFFSET,
               "delay": Param(1, "samples", "N, the delay in periods (>= 1)", kind="int"),
               "x0": Param(0.0, "units of u", "output during the first N samples")}
@@ -187,7 +194,7 @@ class SampleDelay(JointBlock):
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
         self.n_xd = self.p.delay * self.width
-        self._params = (self.width,)
+        self._params = SampleDelayParams(self.width)
 
     def state_names(self):
         w = self.width
@@ -195,12 +202,6 @@ class SampleDelay(JointBlock):
 
     def initial_state(self, xc, xd):
         xd[...] = np.tile(self.rows["x0"], self.p.delay)
-
-    def output(self, t, xc, xd, u, y):
-        sample_delay_output(t, xc, xd, u, y, self._params)
-
-    def update(self, t, xc, xd, u):
-        sample_delay_update(t, xc, xd, u, self._params)
 
     def kernels(self):
         return Kernels(output=sample_delay_output, update=sample_delay_update, params=self._params)

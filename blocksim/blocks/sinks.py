@@ -22,9 +22,6 @@ class Sink(Block):
     def resolve_widths(self, in_widths):
         return {}
 
-    def output(self, t, xc, xd, u, y):
-        pass
-
     def kernels(self):
         return Kernels(output=sink_output)
 
@@ -35,6 +32,7 @@ class Scope(Sink):
 
     type_name = "Scope"
     summary = "log and plot the signals wired to it"
+    preserves_units = True
     params = {"inputs": Param(1, "-", "number of inputs (`in` for one, else in1..inN)", kind="int"),
               "title": Param("", "-", "figure title (default: the block name)", kind="str")}
 
@@ -52,6 +50,7 @@ class Terminator(Sink):
 
     type_name = "Terminator"
     summary = "accepts a signal and does nothing"
+    preserves_units = True
     params = {}
 
 
@@ -87,9 +86,6 @@ class StopSimulation(Sink):
     def configure(self, in_widths, out_widths):
         self.n_zc = in_widths["in"]
         self.zc_directions = np.ones(self.n_zc, dtype=np.int64)
-
-    def zero_crossings(self, t, xc, xd, u, g):
-        stop_zc(t, xc, xd, u, g, ())
 
     def kernels(self):
         # on_event (stop the run) stays in Python, where the scheduler calls it

@@ -5,22 +5,23 @@ from __future__ import annotations
 import csv
 import math
 import os
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
 
 from ..errors import BlocksimError, ParameterError
+from ._bases import OFFSET, PERIOD, times_within
+from ._kernels import NoParams, fill_rows, kernel_params, no_update
 from .base import Block, Kernels, Param, common_width, register
-from .continuous import kernel_params
-from .discrete import OFFSET, PERIOD, fill_rows, no_update
 
+ConstantParams = namedtuple("ConstantParams", "value")
+"""Constant kernel's record: the value as a (B, w) row."""
 
-# Every block here runs through module-level kernels (see base.Kernels); its Python methods call the
-# same adapters with the parameter tuple prepared in configure(), so both modes compute alike.
 
 @njit(cache=True, inline="always")
 def constant_output(t, xc, xd, u, y, p):
-    fill_rows(p[0], y[0])
+    fill_rows(p.value, y[0])
 
 
 @register
@@ -37,10 +38,8 @@ class Constant(Block):
         return {"out": self.param_width("value")}
 
     def configure(self, in_widths, out_widths):
-        self._params = kernel_params(self.param_as_row("value", out_widths["out"]))
-
-    def output(self, t, xc, xd, u, y):
-        constant_output(t, xc, xd, u, y, self._params)
+        self._params = kernel_params(ConstantParams,
+                                     value=self.param_as_row("value", out_widths["out"]))
 
     def kernels(self):
         # computed once in Python while it is constant-rate; the kernel is there for when it is not
@@ -48,12 +47,21 @@ class Constant(Block):
 
 
 class TimeSource(Block):
-    """Shared shape of the time-driven sources: no inputs, continuous, width from vector params."""
+    """Shared shape of the time-driven sources: no inputs, continuous, width from vector params.
+
+    A subclass names its output kernel and the record of its `width_params` (each a (B, width)
+    row, field named as the parameter)."""
 
     inputs = ()
     sample = "continuous"
     time_varying = True
     width_params: tuple[str, ...] = ()
+
+    output_kernel = None
+    """The module-level compiled output(t, xc, xd, u, y, p) (see Kernels)."""
+
+    record: type = None
+    """The output kernel's parameter record (a namedtuple with the `width_params` as fields)."""
 
     def setup(self):
         self._width = common_width(self, self.width_params)
@@ -61,27 +69,15 @@ class TimeSource(Block):
     def resolve_widths(self, in_widths):
         return {"out": self._width}
 
-    def rows(self, width):
-        """Every width parameter as a (B, width) array, in `width_params` order."""
-        return [self.param_as_row(key, width) for key in self.width_params]
-
-    output_kernel = None
-    """The module-level compiled output(t, xc, xd, u, y, p) (see Kernels)."""
+    def row_fields(self, width) -> dict:
+        """Every width parameter as a (B, width) array, by name."""
+        return {key: self.param_as_row(key, width) for key in self.width_params}
 
     def configure(self, in_widths, out_widths):
-        self._params = kernel_params(*self.rows(out_widths["out"]))
-
-    def output(self, t, xc, xd, u, y):
-        self.output_kernel(float(t), xc, xd, u, y, self._params)
+        self._params = kernel_params(self.record, **self.row_fields(out_widths["out"]))
 
     def kernels(self):
         return Kernels(output=self.output_kernel, params=self._params)
-
-
-def times_within(values: np.ndarray, t0: float, t1: float) -> list[float]:
-    """Sorted distinct values in (t0, t1] (s)."""
-    values = np.unique(np.asarray(values, dtype=float))
-    return [float(v) for v in values if t0 < v <= t1]
 
 
 # ---- Step, Ramp, Sine, Chirp ----------------------------------------------------------------------
@@ -94,9 +90,12 @@ def step_kernel(t, time, initial, final, y):
             y[b, i] = final[b, i] if t >= time[b, i] else initial[b, i]
 
 
+StepParams = namedtuple("StepParams", "time initial final")
+
+
 @njit(cache=True, inline="always")
 def step_output(t, xc, xd, u, y, p):
-    step_kernel(t, p[0], p[1], p[2], y[0])
+    step_kernel(t, p.time, p.initial, p.final, y[0])
 
 
 @register
@@ -116,6 +115,7 @@ class Step(TimeSource):
     width_params = ("time", "initial", "final")
     time_varying = False
     output_kernel = staticmethod(step_output)
+    record = StepParams
 
     def breakpoints(self, t0, t1):
         return times_within(self.p.time, t0, t1)
@@ -130,9 +130,12 @@ def ramp_kernel(t, slope, start, initial, y):
             y[b, i] = initial[b, i] + (slope[b, i] * dt if dt > 0.0 else 0.0)
 
 
+RampParams = namedtuple("RampParams", "slope start_time initial")
+
+
 @njit(cache=True, inline="always")
 def ramp_output(t, xc, xd, u, y, p):
-    ramp_kernel(t, p[0], p[1], p[2], y[0])
+    ramp_kernel(t, p.slope, p.start_time, p.initial, y[0])
 
 
 @register
@@ -146,6 +149,7 @@ class Ramp(TimeSource):
               "initial": Param(0.0, "units of y", "output up to the start time")}
     width_params = ("slope", "start_time", "initial")
     output_kernel = staticmethod(ramp_output)
+    record = RampParams
 
     def breakpoints(self, t0, t1):
         return times_within(self.p.start_time, t0, t1)
@@ -160,9 +164,12 @@ def sine_kernel(t, amplitude, frequency, phase, bias, y):
                                                  + phase[b, i]) + bias[b, i]
 
 
+SineParams = namedtuple("SineParams", "amplitude frequency phase bias")
+
+
 @njit(cache=True, inline="always")
 def sine_output(t, xc, xd, u, y, p):
-    sine_kernel(t, p[0], p[1], p[2], p[3], y[0])
+    sine_kernel(t, p.amplitude, p.frequency, p.phase, p.bias, y[0])
 
 
 @register
@@ -177,6 +184,7 @@ class Sine(TimeSource):
               "bias": Param(0.0, "units of y", "offset added to the wave")}
     width_params = ("amplitude", "frequency", "phase", "bias")
     output_kernel = staticmethod(sine_output)
+    record = SineParams
 
 
 @njit(cache=True)
@@ -197,9 +205,12 @@ def chirp_kernel(t, f0, f1, duration, amplitude, logarithmic, y):
             y[b, i] = amplitude[b, i] * math.sin(2.0 * math.pi * cycles)
 
 
+ChirpParams = namedtuple("ChirpParams", "f0 f1 duration amplitude logarithmic")
+
+
 @njit(cache=True, inline="always")
 def chirp_output(t, xc, xd, u, y, p):
-    chirp_kernel(t, p[0], p[1], p[2], p[3], p[4], y[0])
+    chirp_kernel(t, p.f0, p.f1, p.duration, p.amplitude, p.logarithmic, y[0])
 
 
 @register
@@ -226,11 +237,10 @@ class Chirp(TimeSource):
             raise ParameterError("a logarithmic sweep needs f0 > 0 and f1 > 0", block=self.name)
 
     output_kernel = staticmethod(chirp_output)
+    record = ChirpParams
 
-    def configure(self, in_widths, out_widths):
-        # (f0, f1, duration, amplitude, logarithmic)
-        self._params = kernel_params(*self.rows(out_widths["out"]),
-                                     self.p.method == "logarithmic")
+    def row_fields(self, width):
+        return {**super().row_fields(width), "logarithmic": self.p.method == "logarithmic"}
 
     def breakpoints(self, t0, t1):
         return times_within(self.p.duration, t0, t1)
@@ -251,7 +261,9 @@ class Clock(TimeSource):
     type_name = "Clock"
     summary = "simulation time"
     params = {}
+    port_units = {"out": "s"}
     output_kernel = staticmethod(clock_output)
+    record = NoParams
 
 
 # ---- FromFile ---------------------------------------------------------------------------------------
@@ -383,8 +395,9 @@ class FromFile(Block):
         # or after that time with the non-finite-state error naming the block (interpreted mode
         # raises at the offending time itself, which may be a solver stage)
         self.n_xd = 1 if self._check else 0
-        self._params = kernel_params(self._times, self._values, self._coefs, self._method,
-                                     lo - slack, hi + slack, self._check)
+        self._params = kernel_params(FromFileParams, times=self._times, values=self._values,
+                                     coefs=self._coefs, method=self._method,
+                                     earliest=lo - slack, latest=hi + slack, check=self._check)
 
     def state_names(self):
         lo, hi = self._span
@@ -394,9 +407,10 @@ class FromFile(Block):
         xd[...] = 0.0
 
     def output(self, t, xc, xd, u, y):
+        # Python-only part: interpreted mode raises the located error at the offending time
         if self._check:
             lo, hi = self._span
-            if t < self._params[4] or t > self._params[5]:
+            if t < self._params.earliest or t > self._params.latest:
                 raise BlocksimError(f"time {t} s is outside the table's [{lo}, {hi}] s "
                                     f"(extrapolation: error)", block=self.name)
         from_file_output(float(t), xc, xd, u, y, self._params)
@@ -411,13 +425,19 @@ class FromFile(Block):
         return times_within(self._times, t0, t1)
 
 
+FromFileParams = namedtuple("FromFileParams",
+                            "times values coefs method earliest latest check")
+"""FromFile kernel's record: the table (times (n,), values (n, m), cubic coefs), the method index
+in INTERPOLATIONS, the range of t (s) accepted, whether to check it (extrapolation: error)."""
+
+
 @njit(cache=True, inline="always")
 def from_file_output(t, xc, xd, u, y, p):
-    """p = (times, values, coefs, method, earliest t, latest t, check the range)."""
-    if p[6] and (t < p[4] or t > p[5]):
+    """The table at t; with p.check, a t outside [earliest, latest] sets the flag state to NaN."""
+    if p.check and (t < p.earliest or t > p.latest):
         for b in range(xd.shape[0]):
             xd[b, 0] = math.nan
-    table_kernel(t, p[0], p[1], p[2], p[3], y[0])
+    table_kernel(t, p.times, p.values, p.coefs, p.method, y[0])
 
 
 # ---- WhiteNoise -------------------------------------------------------------------------------------
@@ -504,7 +524,8 @@ class WhiteNoise(Block):
         self.n_xd = 1
         self._mean = self.param_as_row("mean", width)
         self._std = np.sqrt(self.param_as_row("variance", width))
-        self._params = kernel_params(self._seed, self.first_member, self._mean, self._std)
+        self._params = kernel_params(NoiseParams, seed=self._seed, first=self.first_member,
+                                     mean=self._mean, std=self._std)
 
     def state_names(self):
         return [], ["sample index k"]
@@ -512,19 +533,18 @@ class WhiteNoise(Block):
     def initial_state(self, xc, xd):
         xd[...] = 0.0
 
-    def output(self, t, xc, xd, u, y):
-        noise_output(t, xc, xd, u, y, self._params)
-
-    def update(self, t, xc, xd, u):
-        noise_update(t, xc, xd, u, self._params)
-
     def kernels(self):
         return Kernels(output=noise_output, update=noise_update, params=self._params)
 
 
+NoiseParams = namedtuple("NoiseParams", "seed first mean std")
+"""WhiteNoise kernels' record: the seed (uint64), the batch index of row 0 (Block.first_member),
+mean and standard deviation (B, w)."""
+
+
 @njit(cache=True, inline="always")
 def noise_output(t, xc, xd, u, y, p):
-    noise_kernel(p[0], p[1], xd, p[2], p[3], y[0])
+    noise_kernel(p.seed, p.first, xd, p.mean, p.std, y[0])
 
 
 @njit(cache=True, inline="always")

@@ -4,12 +4,18 @@ joints; m, m/s, m/s^2 for prismatic ones)."""
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
 import numpy as np
 from numba import njit
 
 from ..errors import ParameterError
+from ._bases import times_within
+from ._kernels import packed
 from .base import Block, Kernels, Param, common_width, register
+
+PackedParams = namedtuple("PackedParams", "packed")
+"""CosineRamp and SineTrajectory kernels' record: the `width_params` packed (B, n, K) in order."""
 
 
 class Trajectory(Block):
@@ -22,6 +28,7 @@ class Trajectory(Block):
 
     inputs = ()
     outputs = ("q", "qd", "qdd")
+    port_units = {"q": "rad", "qd": "rad/s", "qdd": "rad/s^2"}
     sample = "continuous"
     time_varying = True
     width_params: tuple[str, ...] = ()
@@ -37,22 +44,14 @@ class Trajectory(Block):
         return {o: self._width for o in self.outputs}
 
     output_kernel = None
-    """The module-level compiled output(t, xc, xd, u, y, p) of the generator (see Kernels): an
-    adapter that calls `kernel(t, *p, *y)`."""
-
-    kernel = None
-    """The generator's kernel(t, *params, q, qd, qdd), which the Python method calls directly (from
-    Python, passing a tuple costs as much as an array)."""
+    """The module-level compiled output(t, xc, xd, u, y, p) of the generator (see Kernels)."""
 
     def configure(self, in_widths, out_widths):
         self._params = self.kernel_params()
 
     def kernel_params(self) -> tuple:
-        """The output kernel's parameter tuple, from the resolved parameters (override)."""
+        """The output kernel's parameter record, from the resolved parameters (override)."""
         raise NotImplementedError
-
-    def output(self, t, xc, xd, u, y):
-        self.kernel(t, *self._params, *y)
 
     def kernels(self):
         return Kernels(output=self.output_kernel, params=self._params)
@@ -62,20 +61,13 @@ class Trajectory(Block):
         return np.ascontiguousarray(self.param_as_row(key, self._width))
 
     def packed(self, *keys) -> np.ndarray:
-        """Array parameters as one (B, width, len(keys)) array: a kernel call then passes (and, from
-        Python, unboxes) one array instead of one per parameter."""
-        return np.ascontiguousarray(np.stack([self.row(k) for k in keys], axis=-1), dtype=float)
+        """Array parameters as one (B, width, len(keys)) array (_kernels.packed of their rows)."""
+        return packed(*(self.row(k) for k in keys))
 
     def positive(self, *keys):
         for key in keys:
             if np.any(getattr(self.p, key) <= 0):
                 raise ParameterError(f"{key} must be > 0", block=self.name)
-
-
-def times_within(values, t0: float, t1: float) -> list[float]:
-    """Sorted distinct finite values in (t0, t1] (s)."""
-    values = np.unique(np.asarray(values, dtype=float).ravel())
-    return [float(v) for v in values if np.isfinite(v) and t0 < v <= t1]
 
 
 # ---- periodic references ------------------------------------------------------------------------
@@ -101,7 +93,7 @@ def cosine_ramp_kernel(t, P, q, qd, qdd):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def cosine_ramp_output(t, xc, xd, u, y, p):
-    cosine_ramp_kernel(t, p[0], y[0], y[1], y[2])
+    cosine_ramp_kernel(t, p.packed, y[0], y[1], y[2])
 
 
 @register
@@ -119,13 +111,12 @@ class CosineRamp(Trajectory):
               "offset": Param(0.0, "rad", "q0 added to the ramp (the value at t = 0)")}
     width_params = ("amplitude", "period", "offset")
     output_kernel = staticmethod(cosine_ramp_output)
-    kernel = staticmethod(cosine_ramp_kernel)
 
     def check(self):
         self.positive("period")
 
     def kernel_params(self):
-        return (self.packed(*self.width_params),)
+        return PackedParams(self.packed(*self.width_params))
 
 
 @njit(cache=True, error_model="numpy")
@@ -145,7 +136,7 @@ def sine_trajectory_kernel(t, P, q, qd, qdd):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def sine_trajectory_output(t, xc, xd, u, y, p):
-    sine_trajectory_kernel(t, p[0], y[0], y[1], y[2])
+    sine_trajectory_kernel(t, p.packed, y[0], y[1], y[2])
 
 
 @register
@@ -161,14 +152,13 @@ class SineTrajectory(Trajectory):
               "offset": Param(0.0, "rad", "mean value q0")}
     width_params = ("amplitude", "frequency", "phase", "offset")
     output_kernel = staticmethod(sine_trajectory_output)
-    kernel = staticmethod(sine_trajectory_kernel)
 
     def check(self):
         if np.any(self.p.frequency < 0):
             raise ParameterError("frequency must be >= 0", block=self.name)
 
     def kernel_params(self):
-        return (self.packed(*self.width_params),)
+        return PackedParams(self.packed(*self.width_params))
 
 
 # ---- point to point -------------------------------------------------------------------------------
@@ -215,9 +205,13 @@ def point_to_point_kernel(t, P, shape, q, qd, qdd):
                 qdd[b, i] = d * sdd / (T * T)
 
 
+PointToPointParams = namedtuple("PointToPointParams", "packed shape")
+"""Point-to-point kernel's record: q0, qf, t0, t_end packed (B, n, 4); CUBIC or QUINTIC."""
+
+
 @njit(cache=True, error_model="numpy", inline="always")
 def point_to_point_output(t, xc, xd, u, y, p):
-    point_to_point_kernel(t, p[0], p[1], y[0], y[1], y[2])
+    point_to_point_kernel(t, p.packed, p.shape, y[0], y[1], y[2])
 
 
 class PointToPoint(Trajectory):
@@ -225,13 +219,12 @@ class PointToPoint(Trajectory):
 
     shape = QUINTIC
     output_kernel = staticmethod(point_to_point_output)
-    kernel = staticmethod(point_to_point_kernel)
 
     def kernel_params(self):
         self._t0 = self.row("t0")
         self._t_end = np.ascontiguousarray(self.end_row())
-        packed = np.stack([self.row("q0"), self.row("qf"), self._t0, self._t_end], axis=-1)
-        return (np.ascontiguousarray(packed, dtype=float), self.shape)
+        return PointToPointParams(packed(self.row("q0"), self.row("qf"), self._t0, self._t_end),
+                                  self.shape)
 
     def end_row(self) -> np.ndarray:
         """The end time of the motion per joint, (B, width) s."""
@@ -326,9 +319,13 @@ def trapezoidal_kernel(t, line, path, q, qd, qdd):
             qdd[b, i] = line[b, i, 1] * sdd
 
 
+TrapezoidalParams = namedtuple("TrapezoidalParams", "line path")
+"""Trapezoidal kernel's record: line (B, n, 2) q0, dq; path (B, 6) switching times, v, a."""
+
+
 @njit(cache=True, error_model="numpy", inline="always")
 def trapezoidal_output(t, xc, xd, u, y, p):
-    trapezoidal_kernel(t, p[0], p[1], y[0], y[1], y[2])
+    trapezoidal_kernel(t, p.line, p.path, y[0], y[1], y[2])
 
 
 @register
@@ -355,7 +352,6 @@ class Trapezoidal(Trajectory):
               "t0": Param(0.0, "s", "start time (scalar)")}
     width_params = ("q0", "qf")
     output_kernel = staticmethod(trapezoidal_output)
-    kernel = staticmethod(trapezoidal_kernel)
 
     def check(self):
         p = self.p
@@ -415,7 +411,8 @@ class Trapezoidal(Trajectory):
         self._switches = [t0, t0 + t_acc, t0 + duration - t_acc, t0 + duration]
         line = np.stack([self._q0, self._dq], axis=-1)
         path = np.stack([*self._switches, vs, as_], axis=-1)
-        return (np.ascontiguousarray(line, dtype=float), np.ascontiguousarray(path, dtype=float))
+        return TrapezoidalParams(np.ascontiguousarray(line, dtype=float),
+                                 np.ascontiguousarray(path, dtype=float))
 
     @property
     def motion_time(self) -> np.ndarray:
@@ -453,9 +450,13 @@ def spline_kernel(t, times, coefs, ends, q, qd, qdd):
             qdd[b, i] = 6.0 * c0 * dt + 2.0 * c1
 
 
+SplineParams = namedtuple("SplineParams", "times coefs ends")
+"""ViaPoints kernel's record: times (B, m), spline coefs (B, 4, m - 1, n), ends (B, 2, n)."""
+
+
 @njit(cache=True, error_model="numpy", inline="always")
 def spline_output(t, xc, xd, u, y, p):
-    spline_kernel(t, p[0], p[1], p[2], y[0], y[1], y[2])
+    spline_kernel(t, p.times, p.coefs, p.ends, y[0], y[1], y[2])
 
 
 @register
@@ -473,7 +474,6 @@ class ViaPoints(Trajectory):
     params = {"times": Param(units="s", doc="via-point times, strictly increasing (m >= 2)"),
               "points": Param(units="rad", doc="positions: m rows (one per time) x n joints")}
     output_kernel = staticmethod(spline_output)
-    kernel = staticmethod(spline_kernel)
 
     def setup(self):
         times = self.p.times
@@ -499,7 +499,7 @@ class ViaPoints(Trajectory):
             coefs[b] = CubicSpline(times[b], points[b], bc_type="clamped", axis=0).c
         self._times = np.ascontiguousarray(times)
         ends = np.stack([points[:, 0, :], points[:, -1, :]], axis=1)
-        return (self._times, coefs, np.ascontiguousarray(ends, dtype=float))
+        return SplineParams(self._times, coefs, np.ascontiguousarray(ends, dtype=float))
 
     def breakpoints(self, t0, t1):
         return times_within(self._times, t0, t1)
@@ -534,9 +534,13 @@ def fourier_kernel(t, rows, ab, q, qd, qdd):
             qdd[m, i] = acc
 
 
+FourierParams = namedtuple("FourierParams", "rows ab")
+"""FourierSeries kernel's record: rows (B, n + 1) q0 then wf; ab (B, n, L, 2) rad/s."""
+
+
 @njit(cache=True, error_model="numpy", inline="always")
 def fourier_output(t, xc, xd, u, y, p):
-    fourier_kernel(t, p[0], p[1], y[0], y[1], y[2])
+    fourier_kernel(t, p.rows, p.ab, y[0], y[1], y[2])
 
 
 @register
@@ -559,7 +563,6 @@ class FourierSeries(Trajectory):
               "b": Param(units="rad/s", doc="cosine coefficients b_il: n joints x L harmonics"),
               "q0": Param(0.0, "rad", "offset (mean position) per joint")}
     output_kernel = staticmethod(fourier_output)
-    kernel = staticmethod(fourier_kernel)
 
     def setup(self):
         a, b = self.p.a, self.p.b
@@ -584,5 +587,5 @@ class FourierSeries(Trajectory):
 
     def kernel_params(self):
         rows = np.concatenate([self.row("q0"), (2.0 * np.pi * self.p.frequency)[:, None]], axis=1)
-        return (np.ascontiguousarray(rows, dtype=float),
-                np.ascontiguousarray(np.stack([self._a, self._b], axis=-1), dtype=float))
+        return FourierParams(np.ascontiguousarray(rows, dtype=float),
+                             np.ascontiguousarray(np.stack([self._a, self._b], axis=-1), dtype=float))

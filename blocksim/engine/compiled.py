@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..blocks._kernels import entry_point
+from ..blocks.base import Kernels
 from ..solvers import SOLVERS
 from .scheduler import RunOutput, Simulation
 
@@ -55,33 +57,14 @@ def library_fingerprint() -> str:
 
 
 def missing_kernels(cd) -> list[str]:
-    """Blocks that keep a compiled diagram from compiled mode: 'name (Type): what is missing'."""
+    """Blocks that keep a compiled diagram from compiled mode: 'name (Type): what is missing'
+    (the rule is Kernels.missing)."""
     problems = []
-    for name in cd.blocks:
-        blk = cd.blocks[name]
-        if not blk.enabled:
-            continue
-        k = blk.kernels()
-        needs = []
-        if blk.output_names() and cd.sample_times[name].kind != "constant":
-            needs.append("output")
-        if blk.n_xc:
-            needs.append("derivative")
-        if blk.n_xd or (cd.sample_times[name].kind == "discrete" and _updates(blk)):
-            needs.append("update")
-        if blk.n_zc:
-            needs.append("zero_crossings")
-        lacking = [n for n in needs if k is None or getattr(k, n) is None]
+    for name, blk in cd.blocks.items():
+        lacking = Kernels.missing(blk, cd.sample_times[name]) if blk.enabled else []
         if lacking:
             problems.append(f"{name} ({blk.type_name}): no compiled {', '.join(lacking)}")
     return problems
-
-
-def _updates(blk) -> bool:
-    """True when the block has an update of its own (a stateless block that inherits a discrete
-    rate, a Gain after a sampler, keeps Block's empty update and needs no kernel for it)."""
-    from ..blocks.base import Block
-    return type(blk).update is not Block.update
 
 
 def _import_name(fn) -> tuple[str, str]:
@@ -116,17 +99,17 @@ class Generator:
         self._signal_index: dict[int, int] = {}
         for buf in sim.out_bufs.values():
             self._signal(buf)
-        self.params: list[tuple] = []
+        self.params: list[tuple] = []        # the blocks' parameter records, as they are
         self.param_index: dict[str, int] = {}
         self.kernels = {}
         for name in sim.order:
             blk = cd.blocks[name]
             if blk.enabled:
-                k = blk.kernels()
+                k = blk.runtime_kernels()
                 if k is not None:
                     self.kernels[name] = k
                     self.param_index[name] = len(self.params)
-                    self.params.append(tuple(k.params))
+                    self.params.append(k.params)
         self.logged = [self._signal(buf) for _, buf in sim.recorder.sources]
         self.rate_index = {r.sample_time: i for i, r in enumerate(sim.timebase.rates)}
         logged = {id(buf) for _, buf in sim.recorder.sources}
@@ -286,14 +269,12 @@ class Generator:
 
     def derivative_body(self, t: str = "t", dxc: str = "dxc") -> list[str]:
         """The derivative calls, writing into the (B, n_xc) array named dxc."""
-        return [f"{self._fn(self.kernels[method.__self__.name].derivative)}"
-                f"({self._args(method.__self__.name, 'dxc', t, dxc)})"
-                for method, *_ in self.sim.deriv_calls]
+        return [f"{self._fn(self.kernels[name].derivative)}({self._args(name, 'dxc', t, dxc)})"
+                for name, *_ in self.sim.deriv_calls]
 
     def update_body(self) -> list[str]:
         lines = []
-        for rate, method, _ in self.sim.update_calls:
-            name = method.__self__.name
+        for rate, name, *_ in self.sim.update_calls:
             if self.kernels[name].update is None:
                 continue                  # Block's empty update (missing_kernels checked it)
             call = f"{self._fn(self.kernels[name].update)}({self._args(name, None)})"
@@ -435,6 +416,8 @@ def load_module(source: str):
 class CompiledSimulation(Simulation):
     """A Simulation whose evaluations run in one compiled module (same semantics, same numbers)."""
 
+    binds_kernels = False
+
     stop_requested = False
     """Set from another thread to end a fixed-step run at its next chunk, as Ctrl-C does."""
 
@@ -445,6 +428,7 @@ class CompiledSimulation(Simulation):
         self.s = tuple(gen.signals)
         self.p = tuple(gen.params)
         self.nohits = np.zeros(len(self.timebase.rates), dtype=np.bool_)
+        self._entries: dict[str, object] = {}
 
     @property
     def logs(self) -> tuple:
@@ -458,23 +442,36 @@ class CompiledSimulation(Simulation):
         entry = "run_fixed" if not SOLVERS[self.settings.solver].adaptive else "derivatives"
         return any(folder.glob(f"{name}.{entry}-*.nbi"))
 
+    def _entry(self, name: str, args: tuple):
+        """The module's function `name` bound to the types of (t, *args) at its first call (the
+        scheduler's loop calls it every step; numba's typing of the records would cost more)."""
+        fn = self._entries.get(name)
+        if fn is None:
+            fn = self._entries[name] = entry_point(getattr(self.module, name), args)
+        return fn
+
     def outputs_major(self, t, hits):
-        self.module.outputs(t, hits, True, self.xc, self.xd, self.s, self.p)
+        args = (hits, True, self.xc, self.xd, self.s, self.p)
+        self._entry("outputs", args)(t, *args)
 
     def outputs_minor(self, t):
-        self.module.outputs(t, self.nohits, False, self.xc, self.xd, self.s, self.p)
+        args = (self.nohits, False, self.xc, self.xd, self.s, self.p)
+        self._entry("outputs", args)(t, *args)
 
     def rhs(self, t, x):
         np.copyto(self.xc, x)
-        self.module.derivatives(t, self.xc, self.xd, self.dxc, self.s, self.p)
+        args = (self.xc, self.xd, self.dxc, self.s, self.p)
+        self._entry("derivatives", args)(t, *args)
         return self.dxc.copy()
 
     def zero_crossings(self, t):
-        self.module.zero_crossings(t, self.xc, self.xd, self.g, self.s, self.p)
+        args = (self.xc, self.xd, self.g, self.s, self.p)
+        self._entry("zero_crossings", args)(t, *args)
         return self.g.copy()
 
     def run_updates(self, t, hits):
-        self.module.updates(t, hits, self.xc, self.xd, self.s, self.p)
+        args = (hits, self.xc, self.xd, self.s, self.p)
+        self._entry("updates", args)(t, *args)
 
     def members_independent(self) -> bool:
         """True when the run is the compiled fixed-step loop: every member then steps on the same

@@ -108,6 +108,11 @@ def run_settings(settings: SimulationSettings, log: LogSettings,
 class Simulation:
     """One run of a compiled diagram: owns every signal and state array (the Context)."""
 
+    binds_kernels = True
+    """The plan calls blocks' kernels through entry points bound once (Block.bind); a subclass
+    that evaluates blocks otherwise (CompiledSimulation) keeps the plain methods and compiles
+    no Python entry points it would not call."""
+
     def __init__(self, cd: CompiledDiagram, settings: RunSettings,
                  logged: dict[str, tuple[str, str]]):
         self.cd = cd
@@ -149,6 +154,11 @@ class Simulation:
         return (self.xc[:, a:b], self.xd[:, c:d], tuple(inputs), outputs,
                 self.dxc[:, a:b], self.g[:, e:f])
 
+    def _call(self, name: str, method: str, args: tuple) -> tuple:
+        """(fn, args) calling block `name`'s runtime `method` as fn(t, *args)."""
+        blk = self.cd.blocks[name]
+        return blk.bind(method, args) if self.binds_kernels else (getattr(blk, method), args)
+
     def _build_plan(self):
         cd = self.cd
         enabled = {n for n, b in cd.blocks.items() if b.enabled}
@@ -164,7 +174,7 @@ class Simulation:
                 continue
             xc, xd, u, y, _, _ = self.views[name]
             st = cd.sample_times[name]
-            entry = (blk.output, (xc, xd, u, y))
+            entry = self._call(name, "output", (xc, xd, u, y))
             if st.kind == "constant":
                 self.constant_calls.append(entry)
                 continue
@@ -176,8 +186,8 @@ class Simulation:
             if call.block not in order:
                 order.append(call.block)
         self.order = order
-        self.deriv_calls = [(cd.blocks[n].derivative, self.views[n][0], self.views[n][1],
-                             self.views[n][2], self.views[n][4])
+        # (block name, fn, args), fn(t, *args) filling the block's rows of dxc
+        self.deriv_calls = [(n, *self._call(n, "derivative", self.views[n][:3] + self.views[n][4:5]))
                             for n in order if n in enabled and cd.blocks[n].n_xc > 0]
         self.update_calls = []
         for n in order:
@@ -185,10 +195,12 @@ class Simulation:
             st = cd.sample_times[n]
             if n in enabled and (st.kind == "discrete" or blk.n_xd > 0):
                 xc, xd, u, _, _, _ = self.views[n]
-                self.update_calls.append((rate_index[st] if st.kind == "discrete" else -1,
-                                          blk.update, (xc, xd, u)))
+                self.update_calls.append((rate_index[st] if st.kind == "discrete" else -1, n,
+                                          *self._call(n, "update", (xc, xd, u))))
         self.zc_blocks = [(n, cd.blocks[n]) for n in order
                           if n in enabled and cd.blocks[n].n_zc > 0]
+        self.zc_calls = [self._call(n, "zero_crossings", self.views[n][:3] + self.views[n][5:])
+                         for n, _ in self.zc_blocks]
         self.zc_directions = np.concatenate(
             [np.asarray(b.zc_directions, dtype=np.int64).reshape(-1) for _, b in self.zc_blocks]
             or [np.zeros(0, dtype=np.int64)])
@@ -205,7 +217,7 @@ class Simulation:
 
     def run_updates(self, t: float, hits: np.ndarray) -> None:
         """Discrete updates at their hits; continuous blocks' memory at every major step."""
-        for rate, method, args in self.update_calls:
+        for rate, _, method, args in self.update_calls:
             if rate < 0 or hits[rate]:
                 method(t, *args)
 
@@ -223,14 +235,13 @@ class Simulation:
         np.copyto(self.xc, x)
         for method, args in self.minor_calls:
             method(t, *args)
-        for method, xc, xd, u, dxc in self.deriv_calls:
-            method(t, xc, xd, u, dxc)
+        for _, method, args in self.deriv_calls:
+            method(t, *args)
         return self.dxc.copy()
 
     def zero_crossings(self, t: float) -> np.ndarray:
-        for name, blk in self.zc_blocks:
-            xc, xd, u, _, _, g = self.views[name]
-            blk.zero_crossings(t, xc, xd, u, g)
+        for method, args in self.zc_calls:
+            method(t, *args)
         return self.g.copy()
 
     def crossed(self, g0: np.ndarray, g1: np.ndarray) -> np.ndarray:

@@ -1,0 +1,99 @@
+"""Base classes and parameter declarations shared by several block families."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ParameterError, WidthError
+from .base import Block, Param, common_width
+
+PERIOD = Param(units="s", doc="sample period (exact rational of its decimal text)", kind="time",
+               role="period")
+OFFSET = Param(0, "s", "sample offset, 0 <= offset < period", kind="time", role="offset")
+
+
+def times_within(values, t0: float, t1: float) -> list[float]:
+    """Sorted distinct finite values in (t0, t1] (s): the breakpoints among `values`."""
+    values = np.unique(np.asarray(values, dtype=float).ravel())
+    return [float(v) for v in values if np.isfinite(v) and t0 < v <= t1]
+
+
+class Elementwise(Block):
+    """A map applied channel by channel: width = the input's, or the vector parameters' when the
+    input is a scalar (it expands). configure() leaves each of `width_params` as a (B, width)
+    row in `self.rows[key]`."""
+
+    width_params: tuple[str, ...] = ()
+
+    def setup(self):
+        self._param_width = common_width(self, self.width_params)
+
+    def resolve_widths(self, in_widths):
+        w = in_widths["in"]
+        pw = self._param_width
+        if w is None:
+            return {"out": None}
+        if pw > 1 and w not in (1, pw):
+            raise WidthError(f"input has width {w}, the parameters have {pw} elements",
+                             block=self.name, port="in")
+        return {"out": max(w, pw)}
+
+    def configure(self, in_widths, out_widths):
+        width = out_widths["out"]
+        self.rows = {key: np.require(self.param_as_row(key, width), requirements=("C", "W"))
+                     for key in self.width_params}
+
+
+class JointBlock(Block):
+    """A per-joint block: its width is that of its widest input or vector parameter.
+
+    Every input must have that width or width 1 (a scalar expands). Widths are reported as soon as
+    one vector input or parameter is known, so that a current loop closed through a motor resolves.
+
+    `width_params` are the array parameters that may be per-joint vectors (None values skipped);
+    configure() leaves each of them as a (B, width) row in `self.rows[key]`.
+    """
+
+    width_params: tuple[str, ...] = ()
+
+    def setup(self):
+        widths = {k: self.param_width(k) for k in self.width_params if getattr(self.p, k) is not None}
+        vectors = {k: w for k, w in widths.items() if w > 1}
+        if len(set(vectors.values())) > 1:
+            listed = ", ".join(f"'{k}' has {w}" for k, w in vectors.items())
+            raise ParameterError(f"per-joint parameters must have one length: {listed} elements",
+                                 block=self.name)
+        self._param_width = max(vectors.values(), default=1)
+        self.check()
+
+    def check(self) -> None:
+        """Parameter checks of the subclass (raise ParameterError)."""
+
+    def resolve_widths(self, in_widths):
+        pw = self._param_width
+        known = {p: w for p, w in in_widths.items() if w is not None}
+        width = max(list(known.values()) + [pw])
+        required = [p for p in self.input_names() if p not in self.optional_inputs]
+        if any(in_widths.get(p) is None for p in required):
+            # a vector input or parameter fixes the width (feedback loops need it early); scalars
+            # may still be expanded, so they fix nothing until every input is known
+            return {o: (width if width > 1 else None) for o in self.output_names()}
+        for port, w in known.items():
+            if w not in (1, width):
+                raise WidthError(f"input has width {w}, the block has {width} joints",
+                                 block=self.name, port=port)
+        if pw not in (1, width):
+            raise WidthError(f"the parameters have {pw} joints, the inputs {width}", block=self.name)
+        return {o: width for o in self.output_names()}
+
+    def configure(self, in_widths, out_widths):
+        self.width = max(out_widths.values())
+        # writable C-contiguous rows: a read-only broadcast view is another numba type
+        self.rows = {k: np.require(self.param_as_row(k, self.width), requirements=("C", "W"))
+                     for k in self.width_params if getattr(self.p, k) is not None}
+
+    def positive(self, *keys, allow_zero=False):
+        for key in keys:
+            value = getattr(self.p, key)
+            if value is not None and (np.any(value < 0) if allow_zero else np.any(value <= 0)):
+                raise ParameterError(f"{key} must be {'>= 0' if allow_zero else '> 0'}, got "
+                                     f"{value[0].tolist()}", block=self.name)

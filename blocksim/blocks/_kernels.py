@@ -1,0 +1,72 @@
+"""Numba helpers shared by the block families: parameter records and the small row kernels.
+
+A block's kernels take its parameters as one named record (a `collections.namedtuple` declared
+next to the kernels that read it): numba passes a named tuple exactly as a plain tuple and compiles
+`p.lower` to the same load as `p[0]`, so the names cost nothing at run time.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+NoParams = namedtuple("NoParams", ())
+"""The record of kernels that read no parameters (Mux, UnitDelay, Clock, ...)."""
+
+NO_PARAMS = NoParams()
+
+
+def kernel_params(record: type, **fields):
+    """A block's parameter record `record(**fields)`, arrays as writable C-contiguous copies (a
+    read-only view, e.g. a broadcast parameter of a batch of one, is another numba type and would
+    compile a second copy of the diagram's code), numbers as they are."""
+    return record(**{key: np.require(v, requirements=("C", "W")) if isinstance(v, np.ndarray) else v
+                     for key, v in fields.items()})
+
+
+def entry_point(fn, args: tuple):
+    """The compiled entry point of the numba function fn for calls fn(t, *args) with a float t and
+    arguments of these types (compiled, or loaded from numba's cache, once). Calling it skips the
+    dispatcher's typing of every argument at every call (a parameter record, a named tuple, costs
+    about 2 us to type): for call sites whose arrays and records stay the same objects."""
+    return fn.compile(tuple(fn.typeof_pyval(a) for a in (0.0,) + tuple(args)))
+
+
+def packed(*rows) -> np.ndarray:
+    """Parameter rows (B, n) packed into one (B, n, K) array, column k = rows[k], for kernels: one
+    array argument instead of K (each array passed to compiled code costs a few ns)."""
+    return np.ascontiguousarray(np.stack([np.asarray(r, dtype=float) for r in rows], axis=2))
+
+
+@njit(cache=True, inline="always")
+def fill_rows(src, y):
+    """y = src for (B, w) arrays; a (B, 1) src is repeated over the row."""
+    ws = src.shape[1]
+    for b in range(y.shape[0]):
+        for i in range(y.shape[1]):
+            y[b, i] = src[b, i if ws > 1 else 0]
+
+
+@njit(cache=True, inline="always")
+def scale_rows(u, k, y):
+    """y[b, i] = k[b, i] * u[b, i or 0] (u may be a scalar signal broadcast over the row)."""
+    wu = u.shape[1]
+    for b in range(y.shape[0]):
+        for i in range(y.shape[1]):
+            y[b, i] = k[b, i] * u[b, i if wu > 1 else 0]
+
+
+@njit(cache=True, inline="always")
+def clamp_rows(x, lower, upper, y):
+    """y = min(max(x, lower), upper), elementwise (x (B, w) or (B, 1) broadcast)."""
+    wx = x.shape[1]
+    for b in range(y.shape[0]):
+        for i in range(y.shape[1]):
+            v = x[b, i if wx > 1 else 0]
+            y[b, i] = lower[b, i] if v < lower[b, i] else (upper[b, i] if v > upper[b, i] else v)
+
+
+@njit(cache=True, inline="always")
+def no_update(t, xc, xd, u, p):
+    """The update of a discrete block without state (compiled mode calls one at every hit)."""

@@ -1,0 +1,253 @@
+"""The block contract (blocks/base.py): Kernels as the one definition of a block's arithmetic, with a
+named parameter record; Block's default methods and bound entry points running those kernels; the
+kernel-requirement rule Kernels.missing; parameter roles; port units declared on the classes."""
+from __future__ import annotations
+
+import sys
+from collections import namedtuple
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from numba import njit
+
+from blockcheck import BlockCheck
+from test_compiled_blocks import CONFIGS, TABLE
+from blocksim.blocks import REGISTRY
+from blocksim.blocks.base import Block, Kernels, Param, SampleTime
+from blocksim.errors import ParameterError
+
+CONTRACT_MODULES = {f"blocksim.blocks.{m}" for m in
+                    ("sources", "math", "routing", "continuous", "discrete", "sinks", "control",
+                     "trajectories", "sensors")}
+
+MORE_CONFIGS = {
+    "PID": [{}, {"Kd": 0.1}, {"period": 0.01, "Ki": 2.0, "Kd": 0.1, "antiwindup": "clamping",
+                              "upper": 0.5}],
+    "CosineRamp": [{"amplitude": 1.0, "period": 2.0}],
+    "Polynomial": [{"q0": 0.0, "qf": 1.0, "tf": 1.0, "order": 3}],
+    "MinimumJerk": [{"q0": 0.0, "qf": [1.0, 2.0], "duration": 1.0}],
+    "Trapezoidal": [{"q0": 0.0, "qf": 1.0, "vmax": 1.0, "amax": 2.0}],
+    "ViaPoints": [{"times": [0.0, 1.0, 2.0], "points": [0.0, 1.0, 0.0]}],
+    "FourierSeries": [{"frequency": 0.5, "a": [[0.1, -0.1]], "b": [[0.2, -0.1]]}],
+    "Encoder": [{"counts": 1000, "rounding": "nearest"}],
+    "MeasurementNoise": [{"period": 0.01, "variance": 0.5}],
+    "SampleDelay": [{"period": 0.01, "delay": 2}],
+}
+
+
+def contract_checks(tmp_path):
+    """A configured BlockCheck for every configuration of every block type of the families."""
+    (tmp_path / "table.csv").write_text(TABLE)
+    configs = {**CONFIGS, **MORE_CONFIGS}
+    for type_name in sorted(n for n, c in REGISTRY.items() if c.__module__ in CONTRACT_MODULES):
+        for params in configs.get(type_name, [{}]):
+            if type_name == "PID" and params.get("Kd") and "period" not in params:
+                connected = ("ref", "meas")           # the filtered derivative
+            else:
+                connected = None
+            yield BlockCheck(type_name, params, in_widths=2, batch=2, diagram_dir=str(tmp_path),
+                             connected=connected)
+
+
+def test_every_block_of_the_contract_families_has_a_named_parameter_record(tmp_path):
+    seen = set()
+    for check in contract_checks(tmp_path):
+        blk = check.block
+        k = blk.runtime_kernels()
+        assert k is not None, blk.type_name
+        record = type(k.params)
+        assert isinstance(k.params, tuple) and hasattr(record, "_fields"), \
+            f"{blk.type_name}: params is a {record.__name__}, not a named record"
+        # numba's on-disk cache pickles the record's type by reference: a module-level class
+        assert getattr(sys.modules[record.__module__], record.__name__) is record, blk.type_name
+        for name, value in zip(record._fields, k.params):
+            if isinstance(value, np.ndarray):
+                assert value.flags.writeable and value.flags.c_contiguous, (blk.type_name, name)
+        assert Kernels.missing(blk, blk.sample_time()) == [], blk.type_name
+        seen.add(blk.type_name)
+    assert len(seen) >= 45
+
+
+def runtime_arrays(check, seed):
+    """Random inputs and states of a check's block, and fresh output / derivative / crossing rows."""
+    rng = np.random.default_rng(seed)
+    blk = check.block
+    u = tuple(rng.normal(size=(check.batch, check.in_widths[p])) for p in check.inputs)
+    xc = rng.normal(size=(check.batch, blk.n_xc))
+    xd = np.abs(rng.normal(size=(check.batch, blk.n_xd)))
+    return u, xc, xd
+
+
+def test_block_default_methods_and_bound_entry_points_compute_what_the_kernels_compute(tmp_path):
+    for n, check in enumerate(contract_checks(tmp_path)):
+        blk = check.block
+        k = blk.runtime_kernels()
+        u, xc, xd = runtime_arrays(check, n)
+        t = 0.37
+        B = check.batch
+
+        def rows(widths):
+            return tuple(np.zeros((B, w)) for w in widths)
+
+        y_out = [blk.out_widths[o] for o in check.outputs]
+        cases = [("output", k.output, lambda: (xc.copy(), xd.copy(), u, rows(y_out)), 3)]
+        if blk.n_xc:
+            cases.append(("derivative", k.derivative,
+                          lambda: (xc.copy(), xd.copy(), u, np.zeros((B, blk.n_xc))), 3))
+        if k.update is not None:
+            cases.append(("update", k.update, lambda: (xc.copy(), xd.copy(), u), 1))
+        if blk.n_zc:
+            cases.append(("zero_crossings", k.zero_crossings,
+                          lambda: (xc.copy(), xd.copy(), u, np.zeros((B, blk.n_zc))), 3))
+        for method, kernel, fresh, written in cases:
+            direct, default, bound = fresh(), fresh(), fresh()
+            kernel(t, *direct, k.params)
+            getattr(blk, method)(t, *default)
+            fn, args = blk.bind(method, bound)
+            fn(t, *args)
+            for a, b, c in zip(direct, default, bound):
+                for x, y, z in zip(*(v if isinstance(v, tuple) else (v,) for v in (a, b, c))):
+                    assert np.array_equal(x, y, equal_nan=True), (blk.type_name, method)
+                    assert np.array_equal(x, z, equal_nan=True), (blk.type_name, method)
+
+
+# ---- the kernel-requirement rule ----------------------------------------------------------------
+
+@njit(cache=True)
+def _probe_output(t, xc, xd, u, y, p):
+    y[0][:, :] = p.level
+
+
+ProbeParams = namedtuple("ProbeParams", "level")
+
+
+class Probe(Block):
+    """Test block: its state sizes and kernels are set by the test."""
+
+    type_name = "TestContractProbe"
+    inputs = ()
+    params = {"period": Param(0.1, "s", kind="time", role="period")}
+
+    def kernels(self):
+        return Kernels(output=_probe_output, params=ProbeParams(np.ones((self.batch, 1))))
+
+
+class ProbeWithUpdate(Probe):
+    def update(self, t, xc, xd, u):
+        """A Python update (no kernel for it)."""
+
+
+def probe(cls=Probe, n_xc=0, n_xd=0, n_zc=0):
+    blk = cls("p", {})
+    blk.n_xc, blk.n_xd, blk.n_zc = n_xc, n_xd, n_zc
+    return blk
+
+
+@pytest.mark.parametrize("sizes, sample, missing", [
+    ({}, SampleTime.continuous(), []),
+    ({"n_xc": 2}, SampleTime.continuous(), ["derivative"]),
+    ({"n_xd": 1}, SampleTime.discrete(0.1), ["update"]),
+    ({"n_zc": 1}, SampleTime.continuous(), ["zero_crossings"]),
+    ({"n_xc": 1, "n_xd": 1, "n_zc": 1}, SampleTime.continuous(),
+     ["derivative", "update", "zero_crossings"]),
+])
+def test_kernels_missing_names_what_the_states_need(sizes, sample, missing):
+    assert Kernels.missing(probe(**sizes), sample) == missing
+
+
+def test_kernels_missing_an_update_of_its_own_at_a_discrete_rate_and_no_output_when_constant():
+    assert Kernels.missing(probe(ProbeWithUpdate), SampleTime.discrete(0.1)) == ["update"]
+    assert Kernels.missing(probe(ProbeWithUpdate), SampleTime.continuous()) == []
+    assert Kernels.missing(probe(Probe), SampleTime.discrete(0.1)) == []   # Block's empty update
+
+    class NoKernels(Probe):
+        def kernels(self):
+            return None
+
+    assert Kernels.missing(probe(NoKernels), SampleTime.constant()) == []
+    assert Kernels.missing(probe(NoKernels), SampleTime.continuous()) == ["output"]
+
+
+def test_a_block_that_overrides_a_method_with_a_plain_tuple_keeps_its_method():
+    class Legacy(Probe):
+        def kernels(self):
+            return Kernels(output=_probe_output, params=(2.0,))
+
+        def output(self, t, xc, xd, u, y):
+            y[0][:, :] = 2.0
+
+    blk = probe(Legacy)
+    y = (np.zeros((1, 1)),)
+    fn, args = blk.bind("output", (None, None, (), y))
+    assert fn == blk.output and args == (None, None, (), y)
+    fn(0.0, *args)
+    assert y[0][0, 0] == 2.0
+    fn, args = probe(Probe).bind("output", (np.zeros((1, 0)), np.zeros((1, 0)), (), y))
+    fn(0.0, *args)
+    assert y[0][0, 0] == 1.0
+
+
+# ---- the record costs nothing -------------------------------------------------------------------
+
+def test_a_named_record_compiles_to_the_code_of_a_plain_tuple():
+    Record = namedtuple("Record", "lower upper flag")
+
+    @njit
+    def by_name(x, p):
+        return x * p.lower[0, 0] + p.upper[0, 0] if p.flag else x
+
+    @njit
+    def by_index(x, p):
+        return x * p[0][0, 0] + p[1][0, 0] if p[2] else x
+
+    a, b = np.ones((1, 1)), np.full((1, 1), 2.0)
+    assert by_name(3.0, Record(a, b, True)) == by_index(3.0, (a, b, True)) == 5.0
+
+    def instructions(fn):
+        asm = next(iter(fn.inspect_asm().values()))
+        return [line.strip() for line in asm.splitlines()
+                if line.startswith("\t") and not line.strip().startswith(".")
+                and fn.__name__ not in line]
+
+    assert instructions(by_name) == instructions(by_index)
+
+
+# ---- declarations: parameter roles, infinite limits, port units ---------------------------------
+
+class Sampled(Block):
+    """Test block: a discrete block whose period and offset have other names."""
+
+    type_name = "TestContractSampled"
+    inputs = ()
+    sample = "discrete"
+    params = {"Ts": Param(units="s", kind="time", role="period"),
+              "phase": Param(0, "s", kind="time", role="offset"),
+              "limit": Param(np.inf, "-", allow_inf=True),
+              "gain": Param(1.0, "-")}
+
+
+def test_sample_time_and_infinite_limits_follow_the_declared_roles():
+    blk = Sampled("s", {"Ts": 0.2, "phase": 0.05})
+    st = blk.sample_time()
+    assert (st.kind, st.period, st.offset) == ("discrete", Fraction(1, 5), Fraction(1, 20))
+    assert blk.infinite_ok() == ("limit",)
+    with pytest.raises(ParameterError, match="'gain' must be finite"):
+        Sampled("s", {"Ts": 0.2, "gain": np.inf})
+
+    class Unsampled(Block):
+        type_name = "TestContractUnsampled"
+        sample = "discrete"
+        params = {"period": Param(0.1, "s", kind="time")}
+
+    with pytest.raises(TypeError, match="role='period'"):
+        Unsampled("u", {}).sample_time()
+
+
+def test_port_units_are_declared_on_the_classes():
+    assert REGISTRY["MinimumJerk"].units_of("qd") == "rad/s"
+    assert REGISTRY["Clock"].units_of("out") == "s"
+    assert REGISTRY["Encoder"].units_of("count") == "counts"
+    assert REGISTRY["Gain"].units_of("out") is None
+    assert REGISTRY["PID"].units_of("tau") == "N m"          # the name convention
+    assert REGISTRY["Sum"].preserves_units and not REGISTRY["Sign"].preserves_units
