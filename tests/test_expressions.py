@@ -1,11 +1,11 @@
-"""Tests of ${...} expressions, $name references and workspace evaluation (blocksim/diagram/expressions.py)."""
+"""Tests of ${...} expressions, $name references and workspace evaluation (blocksim/expressions/evaluate.py)."""
 import math
 import time
 
 import numpy as np
 import pytest
 
-from blocksim.diagram.expressions import (Resolved, evaluate_expression, evaluate_workspace, names_in,
+from blocksim.expressions.evaluate import (Resolved, evaluate_expression, evaluate_workspace, names_in,
                                           references, resolve_value)
 from blocksim.diagram.yaml_loader import parse_yaml_text
 from blocksim.errors import ExpressionError, ParameterError, SourceLoc
@@ -241,3 +241,34 @@ def test_a_parameter_using_itself_is_a_cycle():
 def test_an_unknown_name_in_the_workspace_suggests_a_parameter_not_yet_evaluated():
     with pytest.raises(ExpressionError, match=r"w.yaml:1: parameter 'b': unknown name 'zetta' .*did you mean 'zeta'"):
         workspace("b: ${zetta * 2}\nzeta: 0.7\n")
+
+
+def test_one_table_serves_parameters_and_function_blocks_with_the_same_numbers():
+    """Every function the table marks `scalar` compiles in a Function block's expression, and
+    its run-time stack program gives the numbers of its ${...} (numpy) form."""
+    import ast
+
+    from blocksim.expressions.functions import FUNCTIONS
+    from blocksim.expressions.runtime import (BINARY_OPS, RUNTIME_FUNCTIONS, UNARY_OPS,
+                                              ExpressionCompiler, check_expression, run_program)
+
+    rng = np.random.default_rng(7)
+    u1, u2 = rng.uniform(0.1, 0.9, (1, 3)), rng.uniform(0.1, 0.9, (1, 3))
+    calls = {"unary": "{f}(u1)", "elementwise": "{f}(u1, u2)", "reduction": "{f}(u1)"}
+    assert set(RUNTIME_FUNCTIONS) == {n for n, f in FUNCTIONS.items() if f.scalar}
+    for name in RUNTIME_FUNCTIONS:
+        form = FUNCTIONS[name].scalar
+        text = "dot(u1, u2)" if name == "dot" else calls[form].format(f=name)
+        assert name in (UNARY_OPS if form == "unary" else
+                        BINARY_OPS if form == "elementwise" else ("sum", "norm", "dot"))
+        variables = {"u1": 0, "u2": 1}
+        tree = check_expression(text, variables, "f")
+        compiler = ExpressionCompiler(text, tree, variables, [3, 3], ["in1", "in2"], "f")
+        width = len(compiler.elements)
+        code, consts, depth = compiler.program(width)
+        y = np.zeros((1, width))
+        run_program(0.0, (u1, u2), code, consts, np.zeros(depth), y)
+        args = [u1[0], u2[0]] if text.count("u2") else [u1[0]]
+        expected = np.atleast_1d(np.asarray(FUNCTIONS[name].apply(*args), dtype=float))
+        np.testing.assert_allclose(y[0], expected, rtol=1e-15, atol=0, err_msg=text)
+        assert isinstance(ast.parse(text, mode="eval"), ast.Expression)

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from ..blocks.base import exact_time
 from ..errors import BlocksimError, SampleTimeError, SolverError, SourceLoc, did_you_mean
-from .expressions import resolve_value
+from ..expressions.evaluate import resolve_value
 
 MODES = ("auto", "interpreted", "compiled")
 """Execution modes (docs/semantics.md "Execution modes")."""

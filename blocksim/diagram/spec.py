@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from blocksim.diagram.expressions import Resolved, evaluate_workspace, resolve_value
+from blocksim.expressions.evaluate import Resolved, evaluate_workspace, resolve_value
 from blocksim.diagram.file import (FORMAT_VERSION, LOG_KEYS, SCOPE_KEYS, SIMULATION_KEYS, BlockSpec,
                                    ConnectionSpec, Endpoint, Override, apply_overrides,
                                    parse_set_option, read_diagram_file, unknown_key,

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from blocksim.diagram.expressions import Resolved, evaluate_workspace, resolve_value
+from blocksim.expressions.evaluate import Resolved, evaluate_workspace, resolve_value
 from blocksim.diagram.file import (BlockSpec, ConnectionSpec, Endpoint, Override, apply_overrides,
                                    parse_connection, read_diagram_file)
 from blocksim.diagram.yaml_loader import IncludedLoc, YamlMap, plain_loc

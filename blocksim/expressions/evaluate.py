@@ -1,10 +1,10 @@
 """Parameter values of a diagram: `$name` references and `${...}` arithmetic, parsed with `ast` and
-evaluated by walking the tree over numbers, numpy arrays and a fixed set of math functions."""
+evaluated by walking the tree over numbers, numpy arrays and the functions of
+expressions.functions (the one table, shared with the Function block's run-time expressions)."""
 from __future__ import annotations
 
 import ast
 import functools
-import math
 import operator
 import re
 from dataclasses import dataclass
@@ -13,9 +13,8 @@ from typing import Any, Callable, Iterable, Mapping
 import numpy as np
 
 from blocksim.errors import ExpressionError, ParameterError, SourceLoc, did_you_mean
+from blocksim.expressions.functions import CONSTANTS, FUNCTIONS, as_int, describe, plain
 
-CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
-"""Names every expression knows; a workspace parameter of the same name takes precedence."""
 
 MAX_EXPRESSION_LENGTH = 10_000
 """Longest ${...} text accepted (a diagram expression is a formula, not a program)."""
@@ -48,37 +47,6 @@ def _is_numeric(value: Any) -> bool:
     return isinstance(value, (int, float, bool, np.number, np.bool_))
 
 
-def _describe(value: Any) -> str:
-    if isinstance(value, str):
-        return f"the string '{value}'"
-    if isinstance(value, np.ndarray):
-        return f"an array of shape {value.shape}"
-    if isinstance(value, dict):
-        return "a mapping"
-    if value is None:
-        return "an empty value (null)"
-    return f"a {type(value).__name__}"
-
-
-def plain(value: Any) -> Any:
-    """Numpy scalars and 0-d arrays as Python int/float/bool; other values unchanged."""
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value[()]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-def _as_int(value: Any, what: str) -> int:
-    """An integer argument or index; integral floats (2.0) are accepted."""
-    value = plain(value)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{what} must be an integer, not {_describe(value)}")
-    if isinstance(value, float) and not value.is_integer():
-        raise ValueError(f"{what} must be an integer, not {value}")
-    return int(value)
-
-
 def as_array(items: list[Any]) -> np.ndarray:
     """Numbers -> 1-D float array; equal-shaped arrays -> one array with a new leading axis."""
     if not items:
@@ -94,99 +62,6 @@ def as_array(items: list[Any]) -> np.ndarray:
     raise ValueError("a list must hold only numbers, or only rows of numbers")
 
 
-def _rounding(func: Callable) -> Callable:
-    """floor/ceil/round: Python ints for a single number (usable as sizes), float arrays otherwise."""
-    def apply(x, *rest):
-        result = func(x, *rest)
-        if np.ndim(result) == 0 and not rest:
-            return int(result)
-        return result
-    return apply
-
-
-def _extremum(reduce: Callable, pairwise: Callable) -> Callable:
-    """min/max: of one array's elements (with `axis`), or elementwise over several arguments."""
-    def apply(*args, axis=None):
-        if len(args) == 1:
-            return reduce(args[0], axis=None if axis is None else _as_int(axis, "axis"))
-        if axis is not None:
-            raise ValueError("axis= only applies to a single argument")
-        return functools.reduce(pairwise, args)
-    return apply
-
-
-def _reduction(func: Callable) -> Callable:
-    def apply(x, axis=None):
-        return func(x, axis=None if axis is None else _as_int(axis, "axis"))
-    return apply
-
-
-def _filled(func: Callable) -> Callable:
-    """zeros(n) / zeros(n, m) (and ones): float arrays of that shape."""
-    def apply(*dims):
-        return func(tuple(_as_int(d, "a size") for d in dims))
-    return apply
-
-
-def _log(x, base=None):
-    return np.log(x) if base is None else np.log(x) / np.log(base)
-
-
-def _norm(x, order=None, axis=None):
-    return np.linalg.norm(x, ord=order, axis=None if axis is None else _as_int(axis, "axis"))
-
-
-def _linspace(start, stop, count):
-    return np.linspace(start, stop, _as_int(count, "the number of points"))
-
-
-def _length(x):
-    if np.ndim(x) == 0:
-        raise ValueError("len() needs a list or array, not a single number")
-    return int(np.shape(x)[0])
-
-
-def _concat(*parts):
-    return np.concatenate([np.atleast_1d(part) for part in parts]).astype(float)
-
-
-@dataclass(frozen=True)
-class _Function:
-    """One allowed function: what it computes, how many positional arguments, which keywords."""
-
-    apply: Callable
-    min_args: int
-    max_args: int | None
-    keywords: tuple[str, ...] = ()
-
-
-FUNCTIONS: dict[str, _Function] = {
-    **{name: _Function(func, 1, 1) for name, func in {
-        "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
-        "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh, "sqrt": np.sqrt,
-        "exp": np.exp, "log10": np.log10, "log2": np.log2, "abs": np.abs, "sign": np.sign,
-        "radians": np.radians, "degrees": np.degrees, "floor": _rounding(np.floor),
-        "ceil": _rounding(np.ceil), "array": lambda x: np.array(x, dtype=float), "diag": np.diag,
-        "transpose": np.transpose, "inv": np.linalg.inv, "det": np.linalg.det, "len": _length,
-    }.items()},
-    "atan2": _Function(np.arctan2, 2, 2),
-    "hypot": _Function(np.hypot, 2, 2),
-    "log": _Function(_log, 1, 2),
-    "round": _Function(_rounding(np.round), 1, 2),
-    "min": _Function(_extremum(np.min, np.minimum), 1, None, ("axis",)),
-    "max": _Function(_extremum(np.max, np.maximum), 1, None, ("axis",)),
-    "sum": _Function(_reduction(np.sum), 1, 1, ("axis",)),
-    "mean": _Function(_reduction(np.mean), 1, 1, ("axis",)),
-    "norm": _Function(_norm, 1, 2, ("axis",)),
-    "zeros": _Function(_filled(np.zeros), 1, 2),
-    "ones": _Function(_filled(np.ones), 1, 2),
-    "eye": _Function(lambda n: np.eye(_as_int(n, "the size")), 1, 1),
-    "linspace": _Function(_linspace, 3, 3),
-    "concat": _Function(_concat, 1, None),
-    "clip": _Function(np.clip, 3, 3),
-    "where": _Function(np.where, 3, 3),
-}
-"""The functions an expression may call. All work elementwise on arrays (lists become arrays)."""
 
 _BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
            ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
@@ -350,7 +225,7 @@ class _Evaluator:
     def visit_Subscript(self, node: ast.Subscript) -> Any:
         value = self.visit(node.value)
         if not isinstance(value, np.ndarray):
-            raise ValueError(f"only lists and arrays can be indexed, not {_describe(value)}")
+            raise ValueError(f"only lists and arrays can be indexed, not {describe(value)}")
         index = self.index(node.slice)
         try:
             return plain(value[index])
@@ -359,11 +234,11 @@ class _Evaluator:
 
     def index(self, node: ast.AST) -> Any:
         if isinstance(node, ast.Slice):
-            return slice(*(None if part is None else _as_int(self.visit(part), "a slice bound")
+            return slice(*(None if part is None else as_int(self.visit(part), "a slice bound")
                            for part in (node.lower, node.upper, node.step)))
         if isinstance(node, ast.Tuple):
             return tuple(self.index(item) for item in node.elts)
-        return _as_int(self.visit(node), "an index")
+        return as_int(self.visit(node), "an index")
 
     def visit_Call(self, node: ast.Call) -> Any:
         if not isinstance(node.func, ast.Name):
@@ -399,7 +274,7 @@ class _Evaluator:
 
     def require_numeric(self, value: Any, operation: str) -> None:
         if not _is_numeric(value):
-            raise ValueError(f"{operation} needs numbers, not {_describe(value)}")
+            raise ValueError(f"{operation} needs numbers, not {describe(value)}")
 
     def truth(self, value: Any) -> bool:
         if isinstance(value, np.ndarray):
