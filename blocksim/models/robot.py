@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BlocksimError, ParameterError
+from . import kinematics as kin
 from . import rigid_body_kernels as rbk
 from .frames import (JointSpec, homogeneous, inertial_from_params, pack_pose, params_from_inertial,
                      params_transform_matrix, rotx, rotz, rpy_to_matrix, sym3, transform_params)
@@ -552,14 +553,14 @@ class RobotModel:
     # ------------------------------------------------------------------ kinematics
     def _body_poses(self, q_b):
         out = np.empty((q_b.shape[0], self.n, 12))
-        rbk.body_poses_into(self.arrays[0], self.arrays[1], q_b, out)
+        kin.body_poses_into(self.arrays[0], self.arrays[1], q_b, out)
         return out
 
     def fk(self, q):
         """Tool pose in the base frame, 4x4 (or (B, 4, 4)), position in m."""
         q, single = self._batch(q, "q")
         out = np.empty((q.shape[0], 4, 4))
-        rbk.fk_into(self.arrays[0], self.arrays[1], self.arrays[4], q, out)
+        kin.fk_into(self.arrays[0], self.arrays[1], self.arrays[4], q, out)
         return out[0] if single else out
 
     def link_poses(self, q):
@@ -577,7 +578,7 @@ class RobotModel:
         """Geometric Jacobian (6 x n) of the tool origin in the base frame, rows [v (m/s); w (rad/s)]."""
         q, single = self._batch(q, "q")
         out = np.empty((q.shape[0], 6, self.n))
-        rbk.jacobian_into(self.arrays[0], self.arrays[1], self.arrays[4], q, out)
+        kin.jacobian_into(self.arrays[0], self.arrays[1], self.arrays[4], q, out)
         return out[0] if single else out
 
     def ik(self, pose, q0=None, tol=1e-10, max_iter=200, position_only=False):
