@@ -212,17 +212,34 @@ def test_member_energy_changes_at_the_power_of_the_applied_torques(robot):
 def test_check_rejects_a_data_that_does_not_fit_the_model():
     model = md.stack_model([PUMA], False)
     md.check(model, md.make_data(6, 3), 3)                       # one shared row, batch 3
-    with pytest.raises(ValueError, match="ws has shape"):
+    with pytest.raises(ValueError, match="6 joints and batch 3 need"):
         md.check(model, md.make_data(2, 3), 3)                   # a 2-joint workspace
-    with pytest.raises(ValueError, match="v has shape"):
+    with pytest.raises(ValueError, match="6 joints and batch 3 need"):
         md.check(model, md.make_data(6, 2), 3)                   # made for batch 2
     with pytest.raises(ValueError, match="1 or B = 2 member rows"):
         md.check(md.stack_model([PUMA] * 3, False), md.make_data(6, 2), 2)
+    with pytest.raises(ValueError, match="a robot with 2 joints needs"):
+        md.check((model[0][:2], model[1]), md.make_data(2, 1), 1)   # rows of a 6-joint robot
     data = md.make_data(6, 3)
-    data[md.MASS].setflags(write=False)
-    with pytest.raises(ValueError, match="mass must be writable"):
+    data.setflags(write=False)
+    with pytest.raises(ValueError, match="Data must be writable"):
         md.check(model, data, 3)
-    with pytest.raises(ValueError, match="jtype must be a int64 array"):
-        md.check((model[0].astype(float),) + model[1:], md.make_data(6, 3), 3)
-    with pytest.raises(ValueError, match="fields"):
-        md.check(model[:-1], md.make_data(6, 3), 3)
+    with pytest.raises(ValueError, match="jtype must be a C-contiguous int64"):
+        md.check((model[0].astype(float), model[1]), md.make_data(6, 3), 3)
+    with pytest.raises(ValueError, match="tuple"):
+        md.check(model[:1], md.make_data(6, 3), 3)
+
+
+def test_model_fields_hold_the_robot_model_arrays():
+    """Each accessor reads back what stack_model wrote: one field per datum, no overlap."""
+    robots = [PUMA, PUMA.with_payload(2.0), PUMA.with_options(gravity=[0.0, -9.81, 0.0])]
+    model = md.stack_model(robots, False)
+    for k, r in enumerate(robots):
+        jt, xt, inertia, arm, tool = r.arrays
+        np.testing.assert_array_equal(model[0], jt)
+        for got, want in ((md.xtree(model, k), xt), (md.inertia(model, k), inertia),
+                          (md.armature(model, k), arm), (md.tool(model, k), tool),
+                          (md.gravity(model, k), r.gravity),
+                          (md.closed_form(model, k), np.zeros(md.N_CLOSED_FORM))):
+            np.testing.assert_array_equal(got, want)
+    assert model[1].shape == (3, md.model_size(6)) and md.model_size(6) == 23 * 6 + 26

@@ -19,8 +19,8 @@ from ..models import planar2r as p2r
 from ..models.joint_law import (GAIN_D, GAIN_P, _law_friction, _law_lugre, clipped, crossings,
                                 less_passive)
 from ..models.kinematics import energy, jacobian, tool_pose
-from ..models.model_data import (ACC_MEMO, CLOSED_FORM, F1, JTYPE, OUT1, POSE_MEMO, Q1, QD1, TE, V,
-                                 inverse_dynamics, joint_row, member)
+from ..models import model_data as md
+from ..models.model_data import OUT1, Q1, QD1, TE, joint_row, member
 from ..models.plant import accelerations_closed_form, accelerations_general
 
 
@@ -48,13 +48,13 @@ def manipulator_accelerations(xc, tau, fext, model, law, data, use_cf, crba, has
     LuGre friction) under input torque tau: `models.plant` (the closed form 2R when it decides,
     else the general path).
 
-    Each member's result is remembered in data[ACC_MEMO] with the state, torque and wrench it came
+    Each member's result is remembered in the acc_memo field of data with the state, torque and wrench it came
     from; a call with the very same numbers (the derivative after the output at one solver stage)
     copies it instead of recomputing (a deterministic function of those numbers: the same bits).
     """
     B = xc.shape[0]
-    n = model[JTYPE].shape[0]
-    memo = data[ACC_MEMO]
+    n = model[0].shape[0]
+    memo = md.acc_memo(data, n, B)
     nx = xc.shape[1]
     nf = 6 if has_fext else 0
     for b in range(B):
@@ -84,10 +84,10 @@ def manipulator_accelerations(xc, tau, fext, model, law, data, use_cf, crba, has
 @njit(cache=True, error_model="numpy", inline="always")
 def manipulator_pose(xc, model, data, pose):
     """pose (B, 12) = tool pose at q = xc[:, :n]; remembered per member with its q in
-    data[POSE_MEMO], so the second output call of an evaluation (the late one, for qdd) copies it."""
+    data's pose_memo, so the second output call of an evaluation (the late one, for qdd) copies it."""
     B = xc.shape[0]
-    n = model[JTYPE].shape[0]
-    memo = data[POSE_MEMO]
+    n = model[0].shape[0]
+    memo = md.pose_memo(data, n, B)
     for b in range(B):
         if not (memo[b, 0] == 1.0 and _holds(memo, b, 1, xc, n)):
             tool_pose(model, member(model, b), xc, b, memo[b], 1 + n)
@@ -113,7 +113,7 @@ def manipulator_outputs(xc, tau, fext, q, qd, qdd, pose, model, law, data, use_c
     """The Manipulator's outputs q, qd, qdd, pose (B, n / n / n / 12) at the state xc: q and qd
     when want_state, qdd when want_qdd, pose when want_pose."""
     if want_state:
-        _state_outputs(xc, model[JTYPE].shape[0], q, qd)
+        _state_outputs(xc, model[0].shape[0], q, qd)
     if want_qdd:
         manipulator_accelerations(xc, tau, fext, model, law, data, use_cf, crba, has_fext,
                                   has_friction, has_limits, qdd)
@@ -125,7 +125,7 @@ def manipulator_outputs(xc, tau, fext, q, qd, qdd, pose, model, law, data, use_c
 def manipulator_rates(xc, tau, fext, dxc, model, law, data, use_cf, crba, has_fext,
                       has_friction, has_limits):
     """dxc = [qd | qdd] at the state xc (then dz/dt of the LuGre bristles when xc holds z)."""
-    n = model[JTYPE].shape[0]
+    n = model[0].shape[0]
     manipulator_accelerations(xc, tau, fext, model, law, data, use_cf, crba, has_fext,
                               has_friction, has_limits, dxc[:, n:])
     lugre = xc.shape[1] > 2 * n
@@ -151,7 +151,7 @@ def manipulator_partial_output(t, xc, xd, u, y, p, want):
         manipulator_outputs(xc, u[0], u[1], y[0], y[1], y[2], y[3], p[0], p[1], p[2], p[3], p[4],
                             p[5], p[6], p[7], want[0] or want[1], want[2], want[3])
     else:
-        _state_outputs(xc, p[0][JTYPE].shape[0], y[0], y[1])
+        _state_outputs(xc, y[0].shape[1], y[0], y[1])
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -179,7 +179,7 @@ def manipulator_closed_form_derivative(t, xc, xd, u, dxc, p):
         if has_friction:
             t1 -= _law_friction(law, b, 0, w1)
             t2 -= _law_friction(law, b, 1, w2)
-        a1, a2 = p2r.aba_one(model[CLOSED_FORM][member(model, b)], q1, q2, w1, w2,
+        a1, a2 = p2r.aba_one(md.closed_form(model, member(model, b)), q1, q2, w1, w2,
                              less_passive(law, b, 0, q1, w1, t1), less_passive(law, b, 1, q2, w2, t2))
         dxc[b, 0] = w1
         dxc[b, 1] = w2
@@ -198,13 +198,14 @@ def manipulator_zero_crossings(t, xc, xd, u, g, p):
 def _rnea_general(b, q, qd, qdd, model, data, tau):
     """tau[b] = M(q) qdd + c(q, qd) + G(q) of member b by the RNEA (any n)."""
     n = q.shape[1]
-    q1, qd1, qdd1, out1 = (joint_row(data, Q1), joint_row(data, QD1), joint_row(data, TE),
-                           joint_row(data, OUT1))
+    q1, qd1, qdd1, out1 = (joint_row(data, n, Q1), joint_row(data, n, QD1),
+                           joint_row(data, n, TE), joint_row(data, n, OUT1))
     for i in range(n):
         q1[0, i] = q[b, i]
         qd1[0, i] = qd[b, i]
         qdd1[0, i] = qdd[b, i]
-    inverse_dynamics(model, data, member(model, b), False, q1, qd1, qdd1, data[F1][:0], out1)
+    md.inverse_dynamics(model, data, member(model, b), False, q1, qd1, qdd1, md.no_fext(data, n),
+                        out1)
     for i in range(n):
         tau[b, i] = out1[0, i]
 
@@ -212,7 +213,7 @@ def _rnea_general(b, q, qd, qdd, model, data, tau):
 @njit(cache=True, error_model="numpy", inline="always")
 def _closed_form_rnea(b, q, qd, qdd, model, tau):
     """tau[b] = M(q) qdd + c(q, qd) + G(q) of member b of a planar 2R by the closed form."""
-    t1, t2 = p2r.rnea_one(model[CLOSED_FORM][member(model, b)], q[b, 0], q[b, 1], qd[b, 0],
+    t1, t2 = p2r.rnea_one(md.closed_form(model, member(model, b)), q[b, 0], q[b, 1], qd[b, 0],
                           qd[b, 1], qdd[b, 0], qdd[b, 1])
     tau[b, 0] = t1
     tau[b, 1] = t2
@@ -262,7 +263,7 @@ def inverse_dynamics_closed_form_output(t, xc, xd, u, y, p):
     one nominal feedforward evaluates the feedforward once per stage (same bits: it is a
     deterministic function of those numbers)."""
     q, qd, qdd, model, law, has_friction, tau = u[0], u[1], u[2], p[0], p[1], p[4], y[0]
-    shared = model[CLOSED_FORM].shape[0] == 1 and not has_friction
+    shared = model[1].shape[0] == 1 and not has_friction
     for b in range(q.shape[0]):
         if (shared and b > 0 and _same_as_previous_member(q, b)
                 and _same_as_previous_member(qd, b) and _same_as_previous_member(qdd, b)):
@@ -276,8 +277,8 @@ def inverse_dynamics_closed_form_output(t, xc, xd, u, y, p):
 
 @njit(cache=True, error_model="numpy")
 def gravity_compensation_rows(q, model, law, data, use_cf, has_friction, tau):
-    """tau = G(q) = rnea(q, 0, 0); data[V] is zeros (never written in this block's Data)."""
-    zeros = data[V]
+    """tau = G(q) = rnea(q, 0, 0); data's v field is zeros (never written in this block's Data)."""
+    zeros = md.v(data, q.shape[1], q.shape[0])
     inverse_dynamics_rows(q, zeros, zeros, model, law, data, use_cf, has_friction, tau)
 
 
@@ -288,9 +289,9 @@ def gravity_compensation_output(t, xc, xd, u, y, p):
 
 @njit(cache=True, error_model="numpy")
 def computed_torque_rows(q_d, qd_d, qdd_d, q, qd, model, law, data, use_cf, has_friction, tau):
-    """tau = rnea(q, qd, v), v = qdd_d + Kd (qd_d - qd) + Kp (q_d - q) (v kept in data[V])."""
+    """tau = rnea(q, qd, v), v = qdd_d + Kd (qd_d - qd) + Kp (q_d - q) (v kept in data)."""
     B, n = q.shape
-    v = data[V]
+    v = md.v(data, n, B)
     for b in range(B):
         for i in range(n):
             v[b, i] = (qdd_d[b, i] + law[b, i, GAIN_D] * (qd_d[b, i] - qd[b, i])

@@ -23,7 +23,7 @@ import numpy as np
 from numba import njit
 
 from . import rigid_body_kernels as rbk
-from .model_data import GRAVITY, INERTIA, JTYPE, MASS, POSES, Q1, TOOL, XTREE, joint_row, mass_matrix
+from . import model_data as md
 
 
 @njit(cache=True, error_model="numpy")
@@ -154,30 +154,30 @@ def jacobian_into(jtype, xtree, tool, q, out):
 @njit(cache=True, error_model="numpy", inline="always")
 def tool_pose(model, k, q, b, out, o):
     """out[o:o+12] = the tool pose (p, then R row-major) of member k's model at q[b]."""
-    chain_pose(model[JTYPE], model[XTREE][k], model[TOOL][k], q, b, out, o)
+    chain_pose(model[0], md.xtree(model, k), md.tool(model, k), q, b, out, o)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def jacobian(model, data, k, q, b, out):
     """out (6 n,) = member k's geometric Jacobian at q[b], rows [v; w] flattened row-major
-    (J[r, c] at r n + c); scratch data[POSES]."""
+    (J[r, c] at r n + c); scratch: the poses field of data."""
     n = q.shape[1]
-    chain_jacobian(model[JTYPE], model[XTREE][k], model[TOOL][k], q, b, data[POSES],
+    chain_jacobian(model[0], md.xtree(model, k), md.tool(model, k), q, b, md.poses(data, n),
                    out.reshape((6, n)))
 
 
 @njit(cache=True, error_model="numpy")
 def energy(model, data, k, q, qd, b):
     """(kinetic, potential) energy (J) of member k's model at q[b], qd[b] (module docstring).
-    Scratch: data[MASS], data[POSES] (rows 0..n), the Q1 row and data[WS]."""
+    Scratch: data's mass, poses (rows 0..n), Q1 row and ws."""
     n = q.shape[1]
-    jt, xt, inertia, grav = model[JTYPE], model[XTREE][k], model[INERTIA][k], model[GRAVITY][k]
-    M = data[MASS]
-    poses = data[POSES]
-    q1 = joint_row(data, Q1)
+    jt, xt, inertia, grav = model[0], md.xtree(model, k), md.inertia(model, k), md.gravity(model, k)
+    M = md.mass(data, n)
+    poses = md.poses(data, n)
+    q1 = md.joint_row(data, n, md.Q1)
     for i in range(n):
         q1[0, i] = q[b, i]
-    mass_matrix(model, data, k, q1, M)
+    md.mass_matrix(model, data, k, q1, M)
     T = 0.0
     for i in range(n):
         for j in range(n):

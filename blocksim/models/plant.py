@@ -23,9 +23,8 @@ from numba import njit
 
 from . import planar2r as p2r
 from .joint_law import effective_torque, pushed_into_stop, static_level
-from .model_data import (BIAS, CHOL, CLOSED_FORM, F1, FREE, JOINT, JTYPE, MASS, OUT1, Q1, QD1,
-                         RHS, SOL, STUCK, TE, ZERO1, aba, inverse_dynamics, joint_row, mass_matrix,
-                         member)
+from . import model_data as md
+from .model_data import BIAS, FREE, OUT1, Q1, QD1, RHS, SOL, STUCK, TE, ZERO1, joint_row, joint_vector
 
 
 @njit(cache=True, error_model="numpy")
@@ -74,18 +73,18 @@ def accelerations_general(b, xc, tau, fext, model, law, data, crba, has_fext, ha
     """Joint accelerations qdd[b] of member b at the state xc = [q | qd] (or [q | qd | z], z the
     LuGre bristle deflections) under tau (B, n) and the tool wrench fext (B, 6) (used when
     has_fext): any n, CRBA (crba) or ABA, stiction and joints resting on a stop (module docstring).
-    Scratch: data's JOINT rows, F1, MASS, CHOL and WS."""
-    n = model[JTYPE].shape[0]
-    k = member(model, b)
-    q1, qd1, te, zero1, out1, bias = (joint_row(data, Q1), joint_row(data, QD1),
-                                      joint_row(data, TE), joint_row(data, ZERO1),
-                                      joint_row(data, OUT1), joint_row(data, BIAS))
-    rows = data[JOINT]
-    rhs, sol, free, stuck = rows[RHS], rows[SOL], rows[FREE], rows[STUCK]
-    f1 = data[F1]
-    no_fext = f1[:0]
-    M = data[MASS]
-    L = data[CHOL]
+    Scratch: data's joint rows, f1, mass, chol and ws."""
+    n = model[0].shape[0]
+    k = md.member(model, b)
+    q1, qd1, te, zero1, out1, bias = (joint_row(data, n, Q1), joint_row(data, n, QD1),
+                                      joint_row(data, n, TE), joint_row(data, n, ZERO1),
+                                      joint_row(data, n, OUT1), joint_row(data, n, BIAS))
+    rhs, sol, free, stuck = (joint_vector(data, n, RHS), joint_vector(data, n, SOL),
+                             joint_vector(data, n, FREE), joint_vector(data, n, STUCK))
+    f1 = md.f1(data, n)
+    no_fext = md.no_fext(data, n)
+    M = md.mass(data, n)
+    L = md.chol(data, n)
     for i in range(n):
         q1[0, i] = xc[b, i]
         qd1[0, i] = xc[b, n + i]
@@ -107,9 +106,9 @@ def accelerations_general(b, xc, tau, fext, model, law, data, crba, has_fext, ha
         fx = f1
     if not need_crba:
         if use_cf and not has_fext:
-            p2r.aba_into(model[CLOSED_FORM][k], q1, qd1, te, out1)
+            p2r.aba_into(md.closed_form(model, k), q1, qd1, te, out1)
         else:
-            aba(model, data, k, q1, qd1, te, fx, out1)
+            md.aba(model, data, k, q1, qd1, te, fx, out1)
         for i in range(n):
             sol[i] = out1[0, i]
     have_m = False
@@ -117,10 +116,10 @@ def accelerations_general(b, xc, tau, fext, model, law, data, crba, has_fext, ha
         if need_crba:
             if not have_m:
                 if use_cf and not has_fext:
-                    p2r.mass_matrix_into(model[CLOSED_FORM][k], q1, M)
+                    p2r.mass_matrix_into(md.closed_form(model, k), q1, M)
                 else:
-                    mass_matrix(model, data, k, q1, M)
-                inverse_dynamics(model, data, k, use_cf, q1, qd1, zero1, fx, bias)
+                    md.mass_matrix(model, data, k, q1, M)
+                md.inverse_dynamics(model, data, k, use_cf, q1, qd1, zero1, fx, bias)
                 for i in range(n):
                     rhs[i] = te[0, i] - bias[0, i]
                 have_m = True
@@ -154,7 +153,7 @@ def accelerations_general(b, xc, tau, fext, model, law, data, crba, has_fext, ha
 def accelerations_closed_form(b, xc, tau, model, law, has_friction, has_limits, qdd):
     """qdd[b] of a planar 2R member by the closed form, all in registers; False (nothing written)
     when a joint sticks or rests on a stop: accelerations_general decides those."""
-    k = member(model, b)
+    k = md.member(model, b)
     q1 = xc[b, 0]
     q2 = xc[b, 1]
     w1 = xc[b, 2]
@@ -166,7 +165,7 @@ def accelerations_closed_form(b, xc, tau, model, law, has_friction, has_limits, 
                               has_friction)
     if s1 or s2:
         return False
-    a1, a2 = p2r.aba_one(model[CLOSED_FORM][k], q1, q2, w1, w2, t1, t2)
+    a1, a2 = p2r.aba_one(md.closed_form(model, k), q1, q2, w1, w2, t1, t2)
     if has_limits:
         if pushed_into_stop(law, b, 0, q1, w1, a1) or pushed_into_stop(law, b, 1, q2, w2, a2):
             return False
