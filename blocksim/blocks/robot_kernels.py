@@ -16,7 +16,7 @@ import math
 from numba import njit
 
 from ..models import planar2r as p2r
-from ..models.joint_law import (GAIN_D, GAIN_P, _law_friction, _law_lugre, clipped, crossings,
+from ..models.joint_law import (GAIN_D, GAIN_P, _law_friction, clipped, crossings, friction_rate,
                                 less_passive)
 from ..models.kinematics import energy, jacobian, tool_pose
 from ..models import model_data as md
@@ -134,7 +134,7 @@ def manipulator_rates(xc, tau, fext, dxc, model, law, data, use_cf, crba, has_fe
             dxc[b, i] = xc[b, n + i]
         if lugre:
             for i in range(n):
-                dxc[b, 2 * n + i] = _law_lugre(law, b, i, xc[b, n + i], xc[b, 2 * n + i])[0]
+                dxc[b, 2 * n + i] = friction_rate(law, b, i, xc[b, n + i], xc[b, 2 * n + i])
 
 
 @njit(cache=True, error_model="numpy", inline="always")

@@ -28,7 +28,9 @@ Low-level kernel API (for blocks, no Python overhead beyond one numba call):
     jt, xt, inertia, armature, tool = model.arrays
     ws = model.workspace()            # scratch, one per caller/thread
     rbk.rnea_into(jt, xt, inertia, armature, tool, q, qd, qdd, model.gravity, rbk.NO_FEXT, out, ws)
-with `rbk = blocksim.models.rigid_body_kernels`; see that module for every kernel and shape.
+with `rbk = blocksim.models.rigid_body_kernels`; see that module for every kernel and shape. The
+blocks call the same kernels on the Model/Data form of `model_data` (`stack_model` builds a Model
+from RobotModels, one row of fields per batch member).
 """
 from __future__ import annotations
 
