@@ -40,9 +40,10 @@ called from Python / called from a compiled loop / that function's compile time:
     namedtuple Model + namedtuple Data          3.60 us / 0.75 us / 0.62 s
     one record array with named fields          1.70 us / 0.65 us / 1.72 s
     jitclass                                   12.32 us / 0.72 us / 0.48 s
-Whole diagrams in compiled mode, the robot blocks' kernels on a Model of 7 arrays and a Data of
-9 (a tuple each) against this form: W1 (planar 2R closed form) 4.4 ms against 2.8 ms per run,
-the Puma 560 under computed torque (W3) 33.2 ms against 30.1 ms. Every array that crosses a call
+Whole diagrams in compiled mode, run time per run (CPU time, the minimum of several), the robot
+blocks' kernels on a Model of 7 arrays and a Data of 9 (a tuple each) / on this form / on the
+hand-kept packed rows this form replaced: W1 (planar 2R closed form) 4.4 / 2.9 / 2.8 ms, the
+Puma 560 under computed torque (W3) 33.2 / 31.6 / 29.9 ms. Every array that crosses a call
 numba does not inline is passed as its whole struct (about ten machine words), and binding a tuple
 of arrays counts a reference per array: a kernel's cost grows with the arrays it handles, not with
 its arithmetic. namedtuples, jitclasses and structrefs are typed by Python code at each call from
