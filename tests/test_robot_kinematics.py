@@ -143,3 +143,103 @@ def test_ik_planar_closed_form():
     bad[2, 3] = 0.3   # out of the arm's plane
     with pytest.raises(IKError, match="not reachable"):
         TWO.ik(bad)
+
+
+# ---- the per-member entry points on the Model/Data (models.model_data, models.kinematics) ------
+
+from blocksim.models import kinematics as kin              # noqa: E402
+from blocksim.models import model_data as md               # noqa: E402
+from test_robot_dynamics import mixed_modified, mixed_robot  # noqa: E402
+
+
+def _model_data(robots, batch=1):
+    model, data = md.stack_model(robots, False), md.make_data(robots[0].n, batch)
+    md.check(model, data, batch)
+    return model, data
+
+
+def _pose(model, q, k=0):
+    out = np.empty(12)
+    kin.tool_pose(model, k, q[None, :], 0, out, 0)
+    return out[:3], out[3:].reshape(3, 3)
+
+
+@pytest.mark.parametrize("robot", [PUMA, KR6, mixed_robot(), mixed_modified()],
+                         ids=["puma560", "kr6_like", "mixed_RPRR", "rrp_modified"])
+def test_member_jacobian_is_the_derivative_of_the_member_tool_pose(robot):
+    """Column i of J = d(pose)/dq_i by central differences: dp/dq_i (m/rad) on top, and the
+    angular rate w with skew(w) = dR/dq_i R^T below (base frame)."""
+    model, data = _model_data([robot])
+    q = np.random.default_rng(4).uniform(-1.5, 1.5, robot.n)
+    J = np.empty(6 * robot.n)
+    kin.jacobian(model, data, 0, q[None, :], 0, J)
+    J = J.reshape(6, robot.n)
+    h = 1e-6
+    p0, R0 = _pose(model, q)
+    for i in range(robot.n):
+        dq = np.zeros(robot.n)
+        dq[i] = h
+        (pp, Rp), (pm, Rm) = _pose(model, q + dq), _pose(model, q - dq)
+        W = (Rp - Rm) / (2 * h) @ R0.T
+        np.testing.assert_allclose(J[:3, i], (pp - pm) / (2 * h), atol=1e-8)
+        np.testing.assert_allclose(J[3:, i], [W[2, 1], W[0, 2], W[1, 0]], atol=1e-8)
+    np.testing.assert_array_equal(np.c_[R0, p0], robot.fk(q)[:3])
+    np.testing.assert_array_equal(J, robot.jacobian(q))
+
+
+@pytest.mark.parametrize("robot", [PUMA, mixed_robot(), mixed_modified()],
+                         ids=["puma560", "mixed_RPRR", "rrp_modified"])
+def test_member_energy_changes_at_the_power_of_the_applied_torques(robot):
+    """A free arm (no friction, damping or springs) under tau: dE/dt = qd . tau, with the motion
+    (qd, qdd = aba(q, qd, tau)) and E = T + V by the member entry point."""
+    model, data = _model_data([robot])
+    rng = np.random.default_rng(5)
+    q, qd, tau = (rng.uniform(-1, 1, robot.n) for _ in range(3))
+    qdd = robot.aba(q, qd, tau)
+
+    def E(qv, qdv):
+        T, V = kin.energy(model, data, 0, qv[None, :], qdv[None, :], 0)
+        return T + V
+
+    h = 1e-6
+    dEdt = (E(q + h * qd, qd + h * qdd) - E(q - h * qd, qd - h * qdd)) / (2 * h)
+    np.testing.assert_allclose(dEdt, qd @ tau, rtol=1e-6, atol=1e-8)
+    T, V = kin.energy(model, data, 0, q[None, :], qd[None, :], 0)
+    np.testing.assert_allclose([T, V], [robot.kinetic_energy(q, qd), robot.potential_energy(q)],
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_check_rejects_a_data_that_does_not_fit_the_model():
+    model = md.stack_model([PUMA], False)
+    md.check(model, md.make_data(6, 3), 3)                       # one shared row, batch 3
+    with pytest.raises(ValueError, match="6 joints and batch 3 need"):
+        md.check(model, md.make_data(2, 3), 3)                   # a 2-joint workspace
+    with pytest.raises(ValueError, match="6 joints and batch 3 need"):
+        md.check(model, md.make_data(6, 2), 3)                   # made for batch 2
+    with pytest.raises(ValueError, match="1 or B = 2 member rows"):
+        md.check(md.stack_model([PUMA] * 3, False), md.make_data(6, 2), 2)
+    with pytest.raises(ValueError, match="a robot with 2 joints needs"):
+        md.check((model[0][:2], model[1]), md.make_data(2, 1), 1)   # rows of a 6-joint robot
+    data = md.make_data(6, 3)
+    data.setflags(write=False)
+    with pytest.raises(ValueError, match="Data must be writable"):
+        md.check(model, data, 3)
+    with pytest.raises(ValueError, match="jtype must be a C-contiguous int64"):
+        md.check((model[0].astype(float), model[1]), md.make_data(6, 3), 3)
+    with pytest.raises(ValueError, match="tuple"):
+        md.check(model[:1], md.make_data(6, 3), 3)
+
+
+def test_model_fields_hold_the_robot_model_arrays():
+    """Each accessor reads back what stack_model wrote: one field per datum, no overlap."""
+    robots = [PUMA, PUMA.with_payload(2.0), PUMA.with_options(gravity=[0.0, -9.81, 0.0])]
+    model = md.stack_model(robots, False)
+    for k, r in enumerate(robots):
+        jt, xt, inertia, arm, tool = r.arrays
+        np.testing.assert_array_equal(model[0], jt)
+        for got, want in ((md.xtree(model, k), xt), (md.inertia(model, k), inertia),
+                          (md.armature(model, k), arm), (md.tool(model, k), tool),
+                          (md.gravity(model, k), r.gravity),
+                          (md.closed_form(model, k), np.zeros(md.N_CLOSED_FORM))):
+            np.testing.assert_array_equal(got, want)
+    assert model[1].shape == (3, md.model_size(6)) and md.model_size(6) == 23 * 6 + 26

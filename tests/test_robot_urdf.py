@@ -201,3 +201,31 @@ def test_presets_and_yaml_errors(tmp_path):
     with pytest.raises(ParameterError, match="did you mean 'mass'") as info:
         RobotModel.from_yaml(bad)
     assert "bad.yaml" in str(info.value)
+
+
+def _import_graph(package: str):
+    """{module: modules it imports} among the modules of a blocksim subpackage, counting imports
+    inside functions (a `from . import x` names module x, not the package)."""
+    import ast
+    import blocksim
+    root = Path(blocksim.__file__).parent / package
+    names = {f"blocksim.{package}.{p.stem}": p for p in root.glob("*.py") if p.stem != "__init__"}
+    graph = {}
+    for name, path in names.items():
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                target = (f"blocksim.{package}" + (f".{node.module}" if node.module else "")
+                          if node.level == 1 else node.module or "")
+                edges |= {t for t in [target] + [f"{target}.{a.name}" for a in node.names]
+                          if t in names and t != name}
+        graph[name] = edges
+    return graph
+
+
+def test_no_import_cycle_among_the_model_modules():
+    """models.robot and models.urdf share models.frames and import not each other."""
+    import networkx as nx
+    graph = nx.DiGraph([(a, b) for a, bs in _import_graph("models").items() for b in bs])
+    assert list(nx.simple_cycles(graph)) == []
+    assert "blocksim.models.robot" not in _import_graph("models")["blocksim.models.urdf"]

@@ -9,7 +9,8 @@ import numpy as np
 import yaml
 
 from ..errors import ParameterError
-from ..models.robot import RobotModel, inertial_from_params
+from ..models.frames import inertial_from_params
+from ..models.robot import RobotModel
 from .regressor import IdentificationModel
 
 

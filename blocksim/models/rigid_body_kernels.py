@@ -1,6 +1,8 @@
 """Numba kernels of rigid-body dynamics for serial chains (Featherstone's RNEA, CRBA, ABA, kinematics).
 
-These are the functions blocks call at every solver stage; `RobotModel` (robot.py) wraps them.
+These are the functions blocks call at every solver stage; `RobotModel` (robot.py) wraps them, and
+`model_data` gives them the Model/Data form; the chain's kinematics (poses, Jacobian, energy) are
+in `kinematics`.
 
 Model arrays (built once by `RobotModel`, read-only, exposed as `model.arrays`, in this order):
 
@@ -31,9 +33,6 @@ written in place, nothing is allocated per call except the per-call scratch the 
     aba_into(jtype, xtree, inertia, armature, tool, q, qd, tau, gravity, fext, out, ws)
         out (B, n) joint accelerations: the qdd solving the rnea equation above
     coriolis_matrix_into(jtype, xtree, inertia, q, qd, out, ws)          out (B, n, n), C qd = c
-    body_poses_into(jtype, xtree, q, out)                               out (B, n, 12) body frames in base
-    fk_into(jtype, xtree, tool, q, out)                                 out (B, 4, 4) tool pose in base
-    jacobian_into(jtype, xtree, tool, q, out)                           out (B, 6, n), rows [v; w]
     body_regressor_into(jtype, xtree, q, qd, qdd, gravity, out, ws)     out (B, n, 10 n), body-frame params
     friction_into(viscous, coulomb_pos, coulomb_neg, smoothing, qd, out)
 
@@ -588,92 +587,6 @@ def aba_into(jtype, xtree, inertia, armature, tool, q, qd, tau, gravity, fext, o
             bx += S[3] * qddi
             by += S[4] * qddi
             bz += S[5] * qddi
-
-
-@njit(cache=True, error_model="numpy")
-def body_poses_into(jtype, xtree, q, out):
-    """out[k, i] = pose of body frame i in the base frame, R (9, row-major) then p (3, m)."""
-    nb = q.shape[0]
-    n = q.shape[1]
-    X = np.empty(12)
-    ident = np.empty(12)
-    _set_identity(ident)
-    for k in range(nb):
-        for i in range(n):
-            _joint_transform(jtype[i], xtree[i], q[k, i], X)
-            if i == 0:
-                _compose(ident, X, out[k, 0])
-            else:
-                _compose(out[k, i - 1], X, out[k, i])
-
-
-@njit(cache=True, error_model="numpy")
-def fk_into(jtype, xtree, tool, q, out):
-    """out[k] = 4x4 homogeneous pose of the tool frame in the base frame (m)."""
-    nb = q.shape[0]
-    n = q.shape[1]
-    X = np.empty(12)
-    Ta = np.empty(12)
-    Tb = np.empty(12)
-    for k in range(nb):
-        _set_identity(Ta)
-        for i in range(n):
-            _joint_transform(jtype[i], xtree[i], q[k, i], X)
-            _compose(Ta, X, Tb)
-            for j in range(12):
-                Ta[j] = Tb[j]
-        _compose(Ta, tool, Tb)
-        for r in range(3):
-            for c in range(3):
-                out[k, r, c] = Tb[3 * r + c]
-            out[k, r, 3] = Tb[9 + r]
-            out[k, 3, r] = 0.0
-        out[k, 3, 3] = 1.0
-
-
-@njit(cache=True, error_model="numpy")
-def jacobian_into(jtype, xtree, tool, q, out):
-    """out[k] = 6 x n geometric Jacobian of the tool origin in the base frame, rows [v; w].
-
-    Column i: revolute [z_i x (p_tool - o_i); z_i], prismatic [z_i; 0], z_i the joint axis.
-    """
-    nb = q.shape[0]
-    n = q.shape[1]
-    poses = np.empty((n, 12))
-    X = np.empty(12)
-    Tt = np.empty(12)
-    ident = np.empty(12)
-    _set_identity(ident)
-    for k in range(nb):
-        for i in range(n):
-            _joint_transform(jtype[i], xtree[i], q[k, i], X)
-            if i == 0:
-                _compose(ident, X, poses[0])
-            else:
-                _compose(poses[i - 1], X, poses[i])
-        _compose(poses[n - 1], tool, Tt)
-        for i in range(n):
-            T = poses[i]
-            zx = T[2]
-            zy = T[5]
-            zz = T[8]
-            if jtype[i] == 0:
-                dx = Tt[9] - T[9]
-                dy = Tt[10] - T[10]
-                dz = Tt[11] - T[11]
-                out[k, 0, i] = zy * dz - zz * dy
-                out[k, 1, i] = zz * dx - zx * dz
-                out[k, 2, i] = zx * dy - zy * dx
-                out[k, 3, i] = zx
-                out[k, 4, i] = zy
-                out[k, 5, i] = zz
-            else:
-                out[k, 0, i] = zx
-                out[k, 1, i] = zy
-                out[k, 2, i] = zz
-                out[k, 3, i] = 0.0
-                out[k, 4, i] = 0.0
-                out[k, 5, i] = 0.0
 
 
 @njit(cache=True, error_model="numpy")

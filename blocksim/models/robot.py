@@ -28,22 +28,28 @@ Low-level kernel API (for blocks, no Python overhead beyond one numba call):
     jt, xt, inertia, armature, tool = model.arrays
     ws = model.workspace()            # scratch, one per caller/thread
     rbk.rnea_into(jt, xt, inertia, armature, tool, q, qd, qdd, model.gravity, rbk.NO_FEXT, out, ws)
-with `rbk = blocksim.models.rigid_body_kernels`; see that module for every kernel and shape.
+with `rbk = blocksim.models.rigid_body_kernels`; see that module for every kernel and shape. The
+blocks call the same kernels on the Model/Data form of `model_data` (`stack_model` builds a Model
+from RobotModels, one row of fields per batch member).
 """
 from __future__ import annotations
 
 import difflib
 import functools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 
 from ..errors import BlocksimError, ParameterError
+from . import kinematics as kin
 from . import rigid_body_kernels as rbk
+from .frames import (JointSpec, homogeneous, inertial_from_params, pack_pose, params_from_inertial,
+                     params_transform_matrix, rotx, rotz, rpy_to_matrix, sym3, transform_params)
 from .planar2r import Distributed2R, ik_2r
+from .urdf import parse_urdf
 
 __all__ = ["RobotModel", "JointSpec", "IKError", "NO_FEXT", "PARAMETER_ORDER"]
 
@@ -61,48 +67,12 @@ class IKError(BlocksimError):
 
 # ----------------------------------------------------------------------------- small geometry
 
-def rotx(a):
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[1.0, 0, 0], [0, c, -s], [0, s, c]])
-
-
-def roty(a):
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[c, 0, s], [0, 1.0, 0], [-s, 0, c]])
-
-
-def rotz(a):
-    c, s = math.cos(a), math.sin(a)
-    return np.array([[c, -s, 0], [s, c, 0], [0, 0, 1.0]])
-
-
-def rpy_to_matrix(rpy):
-    """URDF roll-pitch-yaw (rad): R = Rz(yaw) Ry(pitch) Rx(roll), fixed axes x, y, z."""
-    r, p, y = (float(v) for v in rpy)
-    return rotz(y) @ roty(p) @ rotx(r)
-
-
-def homogeneous(R=None, p=None):
-    """4x4 pose from a rotation (3x3) and a position (3,) (m)."""
-    T = np.eye(4)
-    if R is not None:
-        T[:3, :3] = R
-    if p is not None:
-        T[:3, 3] = p
-    return T
-
-
 def _rot_h(R):
     return homogeneous(R=R)
 
 
 def _trans_h(x=0.0, y=0.0, z=0.0):
     return homogeneous(p=(x, y, z))
-
-
-def _pack(T):
-    """4x4 pose -> the 12-vector layout of the kernels (R row-major, then p)."""
-    return np.concatenate([T[:3, :3].reshape(9), T[:3, 3]])
 
 
 def _rotation_vector(R):
@@ -123,81 +93,7 @@ def _rotation_vector(R):
     return w * (angle / (2.0 * math.sin(angle)))
 
 
-def params_from_inertial(mass, com, inertia_com):
-    """Ten standard parameters about the frame origin from mass (kg), com (m), inertia about the com."""
-    m = float(mass)
-    c = np.asarray(com, dtype=float).reshape(3)
-    Ic = np.asarray(inertia_com, dtype=float).reshape(3, 3)
-    IO = Ic + m * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
-    return np.array([m, m * c[0], m * c[1], m * c[2],
-                     IO[0, 0], IO[0, 1], IO[0, 2], IO[1, 1], IO[1, 2], IO[2, 2]])
-
-
-def inertial_from_params(theta):
-    """Inverse of `params_from_inertial`: (mass, com, inertia about the com); com = 0 when m = 0."""
-    m = float(theta[0])
-    h = np.asarray(theta[1:4], dtype=float)
-    IO = _sym3(theta[4:10])
-    c = h / m if m > 0 else np.zeros(3)
-    Ic = IO - m * (np.dot(c, c) * np.eye(3) - np.outer(c, c))
-    return m, c, Ic
-
-
-def _sym3(v):
-    xx, xy, xz, yy, yz, zz = (float(x) for x in v)
-    return np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
-
-
-def transform_params(theta, T):
-    """Standard parameters given in a frame F expressed in a frame P, where T (4x4) is F's pose in P."""
-    out = np.zeros(10)
-    rbk._inertia_to_parent(_pack(T), np.asarray(theta, dtype=float), out)
-    return out
-
-
-def _params_transform_matrix(T):
-    """10x10 matrix A with transform_params(theta, T) = A @ theta (the map is linear)."""
-    return np.stack([transform_params(e, T) for e in np.eye(10)], axis=1)
-
-
-def _axis_frame(axis):
-    """A rotation whose z column is the unit vector `axis` (Rodrigues from e_z)."""
-    a = np.asarray(axis, dtype=float)
-    a = a / np.linalg.norm(a)
-    z = np.array([0.0, 0.0, 1.0])
-    v = np.cross(z, a)
-    s = np.linalg.norm(v)
-    c = float(np.dot(z, a))
-    if s < 1e-12:
-        return np.eye(3) if c > 0 else rotx(math.pi)
-    K = np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
-    return np.eye(3) + K + K @ K * ((1 - c) / (s * s))
-
-
 # ----------------------------------------------------------------------------- joint description
-
-@dataclass(frozen=True)
-class JointSpec:
-    """One joint and the link it moves, in the frames of the user's description.
-
-    `placement` is the 4x4 pose of the joint frame at q = 0 in the previous link frame (the base
-    frame for the first joint), with the joint axis along its z; `offset` is the link frame's pose
-    in that moved joint frame. `theta` holds the link's ten standard parameters in the link frame.
-    """
-
-    name: str
-    jtype: int                       # 0 revolute, 1 prismatic
-    placement: np.ndarray            # (4, 4)
-    offset: np.ndarray               # (4, 4)
-    theta: np.ndarray                # (10,)
-    lower: float = -math.inf
-    upper: float = math.inf
-    viscous: float = 0.0             # N m s/rad (N s/m)
-    coulomb_pos: float = 0.0         # N m, friction while qd > 0
-    coulomb_neg: float = 0.0         # N m, friction while qd < 0 (signed, usually <= 0)
-    Jm: float = 0.0                  # rotor inertia, kg m^2 (motor side)
-    gear: float = 1.0                # gear ratio N (reflected inertia N^2 Jm)
-
 
 _LINK_KEYS = {"name", "type", "a", "alpha", "d", "theta", "mass", "com", "inertia", "Jm", "G",
               "gear", "viscous", "coulomb", "B", "Tc", "qlim"}
@@ -218,7 +114,7 @@ def _inertia_tensor(value, where=None):
     if a.shape == (3,):
         return np.diag(a)
     if a.shape == (6,):
-        return _sym3(a)
+        return sym3(a)
     if a.shape == (3, 3):
         if not np.allclose(a, a.T):
             raise ParameterError("inertia tensor is not symmetric", where=where)
@@ -343,13 +239,13 @@ class RobotModel:
         self._to_body = np.empty((self.n, 10, 10))
         prev = np.eye(4)
         for i, j in enumerate(js):
-            xtree[i] = _pack(prev @ j.placement)
-            self._to_body[i] = _params_transform_matrix(j.offset)
+            xtree[i] = pack_pose(prev @ j.placement)
+            self._to_body[i] = params_transform_matrix(j.offset)
             inertia[i] = self._to_body[i] @ j.theta
             prev = j.offset
         tool_body = prev @ self.tool
         self.arrays = (_frozen(jtype), _frozen(xtree), _frozen(inertia), self.armature,
-                       _frozen(_pack(tool_body)))
+                       _frozen(pack_pose(tool_body)))
         self._ws = rbk.workspace(self.n)
         self.closed_form = self._detect_closed_form()
 
@@ -391,7 +287,6 @@ class RobotModel:
         movable link, followed through single fixed children, e.g. `tool0`); the tool frame is
         the tip link's frame.
         """
-        from .urdf import parse_urdf
         desc = parse_urdf(path, base_link=base_link, tip_link=tip_link)
         return cls(desc.joints, tool=desc.tool, gravity=gravity, name=desc.name,
                    rotor_inertia=rotor_inertia, friction_smoothing=friction_smoothing)
@@ -660,14 +555,14 @@ class RobotModel:
     # ------------------------------------------------------------------ kinematics
     def _body_poses(self, q_b):
         out = np.empty((q_b.shape[0], self.n, 12))
-        rbk.body_poses_into(self.arrays[0], self.arrays[1], q_b, out)
+        kin.body_poses_into(self.arrays[0], self.arrays[1], q_b, out)
         return out
 
     def fk(self, q):
         """Tool pose in the base frame, 4x4 (or (B, 4, 4)), position in m."""
         q, single = self._batch(q, "q")
         out = np.empty((q.shape[0], 4, 4))
-        rbk.fk_into(self.arrays[0], self.arrays[1], self.arrays[4], q, out)
+        kin.fk_into(self.arrays[0], self.arrays[1], self.arrays[4], q, out)
         return out[0] if single else out
 
     def link_poses(self, q):
@@ -685,7 +580,7 @@ class RobotModel:
         """Geometric Jacobian (6 x n) of the tool origin in the base frame, rows [v (m/s); w (rad/s)]."""
         q, single = self._batch(q, "q")
         out = np.empty((q.shape[0], 6, self.n))
-        rbk.jacobian_into(self.arrays[0], self.arrays[1], self.arrays[4], q, out)
+        kin.jacobian_into(self.arrays[0], self.arrays[1], self.arrays[4], q, out)
         return out[0] if single else out
 
     def ik(self, pose, q0=None, tol=1e-10, max_iter=200, position_only=False):

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ParameterError, SourceLoc
-from .robot import (JointSpec, _axis_frame, homogeneous, params_from_inertial, rpy_to_matrix,
-                    transform_params)
+from .frames import (JointSpec, axis_frame, homogeneous, params_from_inertial, rpy_to_matrix,
+                     transform_params)
 
 
 class URDFError(ParameterError):
@@ -213,7 +213,7 @@ def parse_urdf(source, base_link=None, tip_link=None) -> URDFDescription:
             if axis_el is not None else [1.0, 0.0, 0.0]
         if np.linalg.norm(axis) < 1e-12:
             raise URDFError(f"joint '{jname}' has a zero axis", where=where)
-        Ra = _axis_frame(axis)
+        Ra = axis_frame(axis)
         lower, upper = -math.inf, math.inf
         lim = joint.find("limit")
         if kind in ("revolute", "prismatic") and lim is not None:

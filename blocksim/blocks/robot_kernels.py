@@ -1,0 +1,349 @@
+"""Compiled kernels of the robot blocks (`robot`): they map the blocks' ports and parameter rows
+onto the robot's physics in `models` (forward dynamics under the joint law in `models.plant`,
+inverse dynamics and kinematics on the Model/Data of `models.model_data`).
+
+Every robot block's parameter tuple is (model, law, data, flags...): the members' Model, the
+per-joint law (B, n, N_LAW) of `models.joint_law`, the Data workspace, then the block's flags.
+The Python methods of the blocks call the same functions with the same tuple as the compiled
+adapters (`*_output`, ...), so both modes compute identical numbers. The adapters only unpack the
+tuples (a tuple costs as much as an array to pass from Python); the small inner helpers (the
+joint law, the closed-form 2R) are inlined, the n-joint RNEA/ABA/CRBA stay calls.
+"""
+from __future__ import annotations
+
+import math
+
+from numba import njit
+
+from ..models import planar2r as p2r
+from ..models.joint_law import (GAIN_D, GAIN_P, _law_friction, clipped, crossings, friction_rate,
+                                less_passive)
+from ..models.kinematics import energy, jacobian, tool_pose
+from ..models import model_data as md
+from ..models.model_data import OUT1, Q1, QD1, TE, joint_row, member
+from ..models.plant import accelerations_closed_form, accelerations_general
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _same(a, b):
+    """a and b are the same float (a signed zero differs from the other; NaN never matches)."""
+    return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _holds(memo, b, start, x, count):
+    """memo[b, start:start + count] remembers the floats of x[b, :count] (see _same): a hit."""
+    for i in range(count):
+        if not _same(memo[b, start + i], x[b, i]):
+            return False
+    return True
+
+
+# ============================================================================ Manipulator
+
+@njit(cache=True, error_model="numpy", inline="always")
+def manipulator_accelerations(xc, tau, fext, model, law, data, use_cf, crba, has_fext,
+                              has_friction, has_limits, qdd):
+    """Joint accelerations qdd (B, n) of the plant at the state xc = [q | qd] (or [q | qd | z] with
+    LuGre friction) under input torque tau: `models.plant` (the closed form 2R when it decides,
+    else the general path).
+
+    Each member's result is remembered in the acc_memo field of data with the state, torque and wrench it came
+    from; a call with the very same numbers (the derivative after the output at one solver stage)
+    copies it instead of recomputing (a deterministic function of those numbers: the same bits).
+    """
+    B = xc.shape[0]
+    n = model[0].shape[0]
+    memo = md.acc_memo(data, n, B)
+    nx = xc.shape[1]
+    nf = 6 if has_fext else 0
+    for b in range(B):
+        if (memo[b, 0] == 1.0 and _holds(memo, b, 1, xc, nx)
+                and _holds(memo, b, 1 + 3 * n, tau, n)
+                and _holds(memo, b, 1 + 4 * n, fext, nf)):
+            for i in range(n):
+                qdd[b, i] = memo[b, 7 + 4 * n + i]
+            continue
+        done = False
+        if use_cf and not crba and not has_fext:
+            done = accelerations_closed_form(b, xc, tau, model, law, has_friction, has_limits, qdd)
+        if not done:
+            accelerations_general(b, xc, tau, fext, model, law, data, crba, has_fext,
+                                  has_friction, has_limits, use_cf, qdd)
+        for i in range(nx):
+            memo[b, 1 + i] = xc[b, i]
+        for i in range(n):
+            memo[b, 1 + 3 * n + i] = tau[b, i]
+        for j in range(nf):
+            memo[b, 1 + 4 * n + j] = fext[b, j]
+        for i in range(n):
+            memo[b, 7 + 4 * n + i] = qdd[b, i]
+        memo[b, 0] = 1.0
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def manipulator_pose(xc, model, data, pose):
+    """pose (B, 12) = tool pose at q = xc[:, :n]; remembered per member with its q in
+    data's pose_memo, so the second output call of an evaluation (the late one, for qdd) copies it."""
+    B = xc.shape[0]
+    n = model[0].shape[0]
+    memo = md.pose_memo(data, n, B)
+    for b in range(B):
+        if not (memo[b, 0] == 1.0 and _holds(memo, b, 1, xc, n)):
+            tool_pose(model, member(model, b), xc, b, memo[b], 1 + n)
+            for i in range(n):
+                memo[b, 1 + i] = xc[b, i]
+            memo[b, 0] = 1.0
+        for j in range(12):
+            pose[b, j] = memo[b, 1 + n + j]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _state_outputs(xc, n, q, qd):
+    """q, qd (B, n) from the state xc = [q | qd ...]."""
+    for b in range(xc.shape[0]):
+        for i in range(n):
+            q[b, i] = xc[b, i]
+            qd[b, i] = xc[b, n + i]
+
+
+@njit(cache=True, error_model="numpy")
+def manipulator_outputs(xc, tau, fext, q, qd, qdd, pose, model, law, data, use_cf, crba,
+                        has_fext, has_friction, has_limits, want_state, want_qdd, want_pose):
+    """The Manipulator's outputs q, qd, qdd, pose (B, n / n / n / 12) at the state xc: q and qd
+    when want_state, qdd when want_qdd, pose when want_pose."""
+    if want_state:
+        _state_outputs(xc, model[0].shape[0], q, qd)
+    if want_qdd:
+        manipulator_accelerations(xc, tau, fext, model, law, data, use_cf, crba, has_fext,
+                                  has_friction, has_limits, qdd)
+    if want_pose:
+        manipulator_pose(xc, model, data, pose)
+
+
+@njit(cache=True, error_model="numpy")
+def manipulator_rates(xc, tau, fext, dxc, model, law, data, use_cf, crba, has_fext,
+                      has_friction, has_limits):
+    """dxc = [qd | qdd] at the state xc (then dz/dt of the LuGre bristles when xc holds z)."""
+    n = model[0].shape[0]
+    manipulator_accelerations(xc, tau, fext, model, law, data, use_cf, crba, has_fext,
+                              has_friction, has_limits, dxc[:, n:])
+    lugre = xc.shape[1] > 2 * n
+    for b in range(xc.shape[0]):
+        for i in range(n):
+            dxc[b, i] = xc[b, n + i]
+        if lugre:
+            for i in range(n):
+                dxc[b, 2 * n + i] = friction_rate(law, b, i, xc[b, n + i], xc[b, 2 * n + i])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def manipulator_output(t, xc, xd, u, y, p):
+    manipulator_outputs(xc, u[0], u[1], y[0], y[1], y[2], y[3], p[0], p[1], p[2], p[3], p[4], p[5],
+                        p[6], p[7], True, True, True)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def manipulator_partial_output(t, xc, xd, u, y, p, want):
+    """Only the outputs flagged in want (q, qd, qdd, pose); q and qd are one copy, so either
+    flag brings both."""
+    if want[2] or want[3]:
+        manipulator_outputs(xc, u[0], u[1], y[0], y[1], y[2], y[3], p[0], p[1], p[2], p[3], p[4],
+                            p[5], p[6], p[7], want[0] or want[1], want[2], want[3])
+    else:
+        _state_outputs(xc, y[0].shape[1], y[0], y[1])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def manipulator_derivative(t, xc, xd, u, dxc, p):
+    manipulator_rates(xc, u[0], u[1], dxc, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def manipulator_closed_form_derivative(t, xc, xd, u, dxc, p):
+    """dxc = [qd | qdd] of a planar 2R by the closed form alone: the Manipulator's derivative
+    kernel when no joint can stick or rest on a stop (no exact-sign static friction, Karnopp band,
+    LuGre state, stop or wrench; see Manipulator.kernels). The operations of manipulator_rates in
+    that case, inlined, with nothing of the general path compiled in. It spells out the smooth case
+    of joint_law.effective_torque rather than calling plant.accelerations_closed_form, whose
+    sticking, LuGre and Karnopp branches would be inlined too: 3 s more of W1's first compile
+    (8.5 -> 11.4 s)."""
+    tau, model, law, has_friction = u[0], p[0], p[1], p[6]
+    for b in range(xc.shape[0]):
+        q1 = xc[b, 0]
+        q2 = xc[b, 1]
+        w1 = xc[b, 2]
+        w2 = xc[b, 3]
+        t1 = clipped(law, b, 0, tau[b, 0])
+        t2 = clipped(law, b, 1, tau[b, 1])
+        if has_friction:
+            t1 -= _law_friction(law, b, 0, w1)
+            t2 -= _law_friction(law, b, 1, w2)
+        a1, a2 = p2r.aba_one(md.closed_form(model, member(model, b)), q1, q2, w1, w2,
+                             less_passive(law, b, 0, q1, w1, t1), less_passive(law, b, 1, q2, w2, t2))
+        dxc[b, 0] = w1
+        dxc[b, 1] = w2
+        dxc[b, 2] = a1
+        dxc[b, 3] = a2
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def manipulator_zero_crossings(t, xc, xd, u, g, p):
+    crossings(xc, p[1], p[7], p[8], g)
+
+
+# ============================================================================ inverse dynamics family
+
+@njit(cache=True, error_model="numpy")
+def _rnea_general(b, q, qd, qdd, model, data, tau):
+    """tau[b] = M(q) qdd + c(q, qd) + G(q) of member b by the RNEA (any n)."""
+    n = q.shape[1]
+    q1, qd1, qdd1, out1 = (joint_row(data, n, Q1), joint_row(data, n, QD1),
+                           joint_row(data, n, TE), joint_row(data, n, OUT1))
+    for i in range(n):
+        q1[0, i] = q[b, i]
+        qd1[0, i] = qd[b, i]
+        qdd1[0, i] = qdd[b, i]
+    md.inverse_dynamics(model, data, member(model, b), False, q1, qd1, qdd1, md.no_fext(data, n),
+                        out1)
+    for i in range(n):
+        tau[b, i] = out1[0, i]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _closed_form_rnea(b, q, qd, qdd, model, tau):
+    """tau[b] = M(q) qdd + c(q, qd) + G(q) of member b of a planar 2R by the closed form."""
+    t1, t2 = p2r.rnea_one(md.closed_form(model, member(model, b)), q[b, 0], q[b, 1], qd[b, 0],
+                          qd[b, 1], qdd[b, 0], qdd[b, 1])
+    tau[b, 0] = t1
+    tau[b, 1] = t2
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _add_friction(law, b, n, qd, tau):
+    """tau[b] += friction(qd[b]) by the law's coefficients (N m)."""
+    for i in range(n):
+        tau[b, i] = tau[b, i] + _law_friction(law, b, i, qd[b, i])
+
+
+@njit(cache=True, error_model="numpy")
+def inverse_dynamics_rows(q, qd, qdd, model, law, data, use_cf, has_friction, tau):
+    """tau (B, n) = M(q) qdd + c(q, qd) + G(q) (+ friction(qd) when the law has friction)."""
+    B, n = q.shape
+    for b in range(B):
+        if use_cf:
+            _closed_form_rnea(b, q, qd, qdd, model, tau)
+        else:
+            _rnea_general(b, q, qd, qdd, model, data, tau)
+        if has_friction:
+            _add_friction(law, b, n, qd, tau)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def inverse_dynamics_output(t, xc, xd, u, y, p):
+    inverse_dynamics_rows(u[0], u[1], u[2], p[0], p[1], p[2], p[3], p[4], y[0])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _same_as_previous_member(a, b):
+    """Row b of the (B, w) array a holds the same floats as row b - 1 (see _same)."""
+    for i in range(a.shape[1]):
+        if not _same(a[b, i], a[b - 1, i]):
+            return False
+    return True
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def inverse_dynamics_closed_form_output(t, xc, xd, u, y, p):
+    """InverseDynamics of a planar 2R (its kernel when the model has the closed form): the
+    operations of inverse_dynamics_rows, inlined, with nothing of the general RNEA compiled in.
+
+    A member whose inputs are those of the member before, under a model all members share and no
+    friction term, copies its torque: a sweep over the plant or the gains with one reference and
+    one nominal feedforward evaluates the feedforward once per stage (same bits: it is a
+    deterministic function of those numbers)."""
+    q, qd, qdd, model, law, has_friction, tau = u[0], u[1], u[2], p[0], p[1], p[4], y[0]
+    shared = model[1].shape[0] == 1 and not has_friction
+    for b in range(q.shape[0]):
+        if (shared and b > 0 and _same_as_previous_member(q, b)
+                and _same_as_previous_member(qd, b) and _same_as_previous_member(qdd, b)):
+            tau[b, 0] = tau[b - 1, 0]
+            tau[b, 1] = tau[b - 1, 1]
+            continue
+        _closed_form_rnea(b, q, qd, qdd, model, tau)
+        if has_friction:
+            _add_friction(law, b, 2, qd, tau)
+
+
+@njit(cache=True, error_model="numpy")
+def gravity_compensation_rows(q, model, law, data, use_cf, has_friction, tau):
+    """tau = G(q) = rnea(q, 0, 0); data's v field is zeros (never written in this block's Data)."""
+    zeros = md.v(data, q.shape[1], q.shape[0])
+    inverse_dynamics_rows(q, zeros, zeros, model, law, data, use_cf, has_friction, tau)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def gravity_compensation_output(t, xc, xd, u, y, p):
+    gravity_compensation_rows(u[0], p[0], p[1], p[2], p[3], p[4], y[0])
+
+
+@njit(cache=True, error_model="numpy")
+def computed_torque_rows(q_d, qd_d, qdd_d, q, qd, model, law, data, use_cf, has_friction, tau):
+    """tau = rnea(q, qd, v), v = qdd_d + Kd (qd_d - qd) + Kp (q_d - q) (v kept in data)."""
+    B, n = q.shape
+    v = md.v(data, n, B)
+    for b in range(B):
+        for i in range(n):
+            v[b, i] = (qdd_d[b, i] + law[b, i, GAIN_D] * (qd_d[b, i] - qd[b, i])
+                       + law[b, i, GAIN_P] * (q_d[b, i] - q[b, i]))
+    inverse_dynamics_rows(q, qd, v, model, law, data, use_cf, has_friction, tau)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def computed_torque_output(t, xc, xd, u, y, p):
+    computed_torque_rows(u[0], u[1], u[2], u[3], u[4], p[0], p[1], p[2], p[3], p[4], y[0])
+
+
+# ============================================================================ kinematics and energy
+
+@njit(cache=True, error_model="numpy")
+def forward_kinematics_rows(q, model, data, position, rotation, pose):
+    """pose (B, 12) = the tool pose (p, then R row-major), position (B, 3) and rotation (B, 9)."""
+    for b in range(q.shape[0]):
+        tool_pose(model, member(model, b), q, b, pose[b], 0)
+        for j in range(3):
+            position[b, j] = pose[b, j]
+        for j in range(9):
+            rotation[b, j] = pose[b, 3 + j]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def forward_kinematics_output(t, xc, xd, u, y, p):
+    forward_kinematics_rows(u[0], p[0], p[1], y[0], y[1], y[2])
+
+
+@njit(cache=True, error_model="numpy")
+def jacobian_rows(q, model, data, J):
+    """J (B, 6 n) = the tool's geometric Jacobian per member, rows [v; w] flattened row-major."""
+    for b in range(q.shape[0]):
+        jacobian(model, data, member(model, b), q, b, J[b])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def jacobian_output(t, xc, xd, u, y, p):
+    jacobian_rows(u[0], p[0], p[1], y[0])
+
+
+@njit(cache=True, error_model="numpy")
+def energy_rows(q, qd, model, data, kinetic, potential, total):
+    """kinetic, potential (J) per member (`models.kinematics.energy`) and their sum total."""
+    for b in range(q.shape[0]):
+        kin, pot = energy(model, data, member(model, b), q, qd, b)
+        kinetic[b, 0] = kin
+        potential[b, 0] = pot
+        total[b, 0] = kin + pot
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def energy_output(t, xc, xd, u, y, p):
+    energy_rows(u[0], u[1], p[0], p[1], y[0], y[1], y[2])

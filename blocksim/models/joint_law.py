@@ -1,0 +1,169 @@
+"""The per-joint law of the robot blocks: torque limit, damping, spring, end stops, friction, gains.
+
+One law array (B, n, N_LAW) per block holds joint i of batch member b's coefficients in row
+law[b, i], its columns named below; `neutral_law` is the law without any of them. The functions
+here are the law's physics, pure numba functions of (law, b, i) and the joint's state, inlined
+into the callers (the Manipulator's forward dynamics in `models.plant`, the model-based blocks).
+
+Units: torques N m (N for a prismatic joint), speeds rad/s (m/s), positions rad (m); damping
+N m s/rad, stiffness N m/rad. Signs: friction opposes the motion, tau_f(w) > 0 for w > 0.
+
+Columns:
+    TAU_MAX              actuator torque limit: the input saturates to +-tau_max (inf: none)
+    FV, FCP, FCN         viscous coefficient; Coulomb level (magnitude) while w > 0, while w < 0
+    FSP, FSN             static (breakaway) level while w > 0, while w < 0 (= FCP, FCN: none)
+    VS, DELTA            Stribeck speed (> 0) and shape exponent
+    EPS                  sign smoothing: sign(w) (0) or tanh(w / eps)
+    DAMPING, STIFFNESS, Q_REST   joint damping, spring stiffness, spring rest position
+    Q_MIN, Q_MAX         end stops (-inf, inf: none)
+    GAIN_P, GAIN_D       computed-torque gains Kp (1/s^2), Kd (1/s)
+    SIGMA0, SIGMA1, SIGMA2   LuGre bristle stiffness, bristle damping, viscous coefficient
+    DV                   Karnopp stick band half-width (rad/s)
+    FKIND                which friction law: KIND_STATIC, KIND_LUGRE or KIND_KARNOPP
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .friction import _stribeck_level, sign_or_tanh
+
+TAU_MAX, FV, FCP, FCN, FSP, FSN, VS, DELTA, EPS, DAMPING, STIFFNESS, Q_REST, Q_MIN, Q_MAX, \
+    GAIN_P, GAIN_D, SIGMA0, SIGMA1, SIGMA2, DV, FKIND = range(21)
+N_LAW = 21
+
+#: Values of the FKIND column: a static map (none, model, coulomb_viscous, stribeck), LuGre, Karnopp.
+KIND_STATIC, KIND_LUGRE, KIND_KARNOPP = 0.0, 1.0, 2.0
+
+
+def neutral_law(B: int, n: int) -> np.ndarray:
+    """A law array (B, n, N_LAW) without friction, torque limit, damping, spring, stops or gains."""
+    law = np.zeros((B, n, N_LAW))
+    law[:, :, TAU_MAX] = np.inf
+    law[:, :, VS] = 1.0
+    law[:, :, DELTA] = 2.0
+    law[:, :, Q_MIN] = -np.inf
+    law[:, :, Q_MAX] = np.inf
+    return law
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _joint_friction(w, Fv, Fcp, Fcn, Fsp, Fsn, vs, delta, eps):
+    """Friction torque of one joint at speed w (N m): Fv w + level(w) s, s = sign(w) (eps = 0) or
+    tanh(w / eps); level = Fc + (Fs - Fc) exp(-|w / vs|^delta), with (Fcp, Fsp) while s > 0 and
+    (Fcn, Fsn) while s < 0 (magnitudes), as models.friction's Stribeck law."""
+    s = sign_or_tanh(w, eps)
+    if s > 0.0:
+        fc = Fcp
+        fs = Fsp
+    else:
+        fc = Fcn
+        fs = Fsn
+    level = fc
+    if fs != fc:
+        level = fc + (fs - fc) * math.exp(-(abs(w / vs) ** delta))
+    return Fv * w + level * s
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _law_friction(law, b, i, w):
+    """_joint_friction with joint i of member b's coefficients in `law`."""
+    return _joint_friction(w, law[b, i, FV], law[b, i, FCP], law[b, i, FCN], law[b, i, FSP],
+                           law[b, i, FSN], law[b, i, VS], law[b, i, DELTA], law[b, i, EPS])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _law_lugre(law, b, i, w, z):
+    """(dz/dt, friction torque) of joint i's LuGre law at speed w and bristle deflection z:
+    dz/dt = w - sigma0 |w| z / g(w), tau_f = sigma0 z + sigma1 dz/dt + sigma2 w, g the Stribeck level
+    of models.friction (the LuGreFriction block's operations, in its order)."""
+    g = _stribeck_level(w, law[b, i, FCP], law[b, i, FSP], law[b, i, VS], law[b, i, DELTA])
+    s0 = law[b, i, SIGMA0]
+    zdot = w - s0 * abs(w) * z / g
+    return zdot, s0 * z + law[b, i, SIGMA1] * zdot + law[b, i, SIGMA2] * w
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def clipped(law, b, i, t):
+    """The input torque t of joint i saturated to +-tau_max (N m)."""
+    lim = law[b, i, TAU_MAX]
+    if t > lim:
+        return lim
+    if t < -lim:
+        return -lim
+    return t
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def less_passive(law, b, i, q, w, t):
+    """t - damping w - stiffness (q - q_rest) of joint i (N m)."""
+    return t - law[b, i, DAMPING] * w - law[b, i, STIFFNESS] * (q - law[b, i, Q_REST])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def effective_torque(law, b, i, q, w, z, t, has_friction):
+    """(effective torque, stuck) of joint i: clip(t, +-tau_max) - friction(w, z) - damping w
+    - stiffness (q - q_rest). Stuck (its friction left out here: it is the holding torque, up to
+    the static level, that the caller solves for): the joint rests (w = 0 exactly) under an
+    exact-sign static law with a static level, or its speed is inside a Karnopp band |w| < dv.
+    z is the LuGre bristle deflection (unused by the other laws)."""
+    t = clipped(law, b, i, t)
+    stuck = False
+    if has_friction:
+        kind = law[b, i, FKIND]
+        if kind == KIND_LUGRE:
+            t -= _law_lugre(law, b, i, w, z)[1]
+        elif kind == KIND_KARNOPP:
+            if abs(w) < law[b, i, DV]:
+                stuck = True
+            else:
+                t -= _law_friction(law, b, i, w)
+        else:
+            t -= _law_friction(law, b, i, w)
+            if w == 0.0 and law[b, i, EPS] == 0.0 and (law[b, i, FSP] > 0.0 or law[b, i, FSN] > 0.0):
+                stuck = True
+    return less_passive(law, b, i, q, w, t), stuck
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def static_level(law, b, i, hold):
+    """The static friction level (N m) a stuck joint i can hold against the holding torque hold:
+    FSN while hold > 0 (the joint would start moving backwards), else FSP."""
+    return law[b, i, FSN] if hold > 0.0 else law[b, i, FSP]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def pushed_into_stop(law, b, i, q, w, a):
+    """Joint i rests on a stop (w = 0 exactly, q at or beyond a limit) and the acceleration a
+    pushes it through: it is held there (qdd_i = 0)."""
+    return w == 0.0 and ((q >= law[b, i, Q_MAX] and a > 0.0) or (q <= law[b, i, Q_MIN] and a < 0.0))
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def friction_rate(law, b, i, w, z):
+    """dz/dt of joint i's LuGre bristle deflection z at speed w (rad/s)."""
+    return _law_lugre(law, b, i, w, z)[0]
+
+
+@njit(cache=True, error_model="numpy")
+def crossings(xc, law, has_limits, exact_friction, g):
+    """The law's event functions g (B, 2 n + n) at the plant state xc = [q | qd ...]: per joint
+    q - q_max, q_min - q (rising; -1 for an infinite limit) when limits are set, then per joint
+    (either direction) qd when the friction sign is exact, |qd| - dv for a Karnopp band."""
+    B = xc.shape[0]
+    n = law.shape[1]
+    for b in range(B):
+        j = 0
+        if has_limits:
+            for i in range(n):
+                g[b, i] = xc[b, i] - law[b, i, Q_MAX] if math.isfinite(law[b, i, Q_MAX]) else -1.0
+                g[b, n + i] = law[b, i, Q_MIN] - xc[b, i] if math.isfinite(law[b, i, Q_MIN]) else -1.0
+            j = 2 * n
+        if exact_friction:
+            for i in range(n):
+                if law[b, i, FKIND] == KIND_KARNOPP:
+                    g[b, j + i] = abs(xc[b, n + i]) - law[b, i, DV]
+                else:
+                    g[b, j + i] = xc[b, n + i]

@@ -1,0 +1,199 @@
+"""Kinematics and energy of a serial chain: body poses, the tool pose, the geometric Jacobian, the
+kinetic and potential energy. Numba kernels, in two forms: over flat model arrays (`*_into`, for
+`RobotModel`) and per member of a `model_data` Model (for the blocks).
+
+Conventions
+- Frames: every result is in the robot's base frame. Body frame i is joint i's frame after its
+  motion (`rigid_body_kernels`); the tool frame is fixed in the last body frame.
+- A pose is 12 numbers: R row-major (R[r, c] at 3 r + c, the columns are the frame's axes in base
+  coordinates), then the origin p (m). The blocks' `pose` output is the other order: p (3), then
+  R (9) (`tool_pose`).
+- The geometric Jacobian J (6 x n) of the tool origin maps qd to [v (m/s); w (rad/s)], the tool
+  origin's linear and the tool's angular velocity in base coordinates. Column i is, with z_i joint
+  i's axis and o_i its origin: revolute [z_i x (p_tool - o_i); z_i], prismatic [z_i; 0].
+- Energy (J): kinetic T = qd^T M(q) qd / 2 (reflected rotor inertia included when on), potential
+  V = -sum_i gravity . (m_i p_i + R_i h_i), with (R_i, p_i) body i's pose and h_i = m_i c_i its
+  first moment in body coordinates: zero with every centre of mass at the base origin.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from . import rigid_body_kernels as rbk
+from . import model_data as md
+
+
+@njit(cache=True, error_model="numpy")
+def body_poses_into(jtype, xtree, q, out):
+    """out[k, i] = pose of body frame i in the base frame, R (9, row-major) then p (3, m)."""
+    nb = q.shape[0]
+    n = q.shape[1]
+    X = np.empty(12)
+    ident = np.empty(12)
+    rbk._set_identity(ident)
+    for k in range(nb):
+        for i in range(n):
+            rbk._joint_transform(jtype[i], xtree[i], q[k, i], X)
+            if i == 0:
+                rbk._compose(ident, X, out[k, 0])
+            else:
+                rbk._compose(out[k, i - 1], X, out[k, i])
+
+
+@njit(cache=True, error_model="numpy")
+def chain_pose(jtype, xtree, tool, q, b, out, o):
+    """out[o:o+12] = tool position (3, m) then rotation (9, row-major) in the base frame at
+    q[b, :n]: the product of the joint transforms (rigid_body_kernels._joint_transform and
+    _compose, operation for operation) kept in registers, then the tool frame."""
+    n = jtype.shape[0]
+    a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11 = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0,
+                                                        1.0, 0.0, 0.0, 0.0)
+    for i in range(n + 1):
+        x = xtree[i] if i < n else tool   # joint i's placement, then (i = n) the tool frame
+        r00, r01, r02 = x[0], x[1], x[2]
+        r10, r11, r12 = x[3], x[4], x[5]
+        r20, r21, r22 = x[6], x[7], x[8]
+        p0, p1, p2 = x[9], x[10], x[11]
+        if i < n:
+            qi = q[b, i]
+            if jtype[i] == 0:
+                c = math.cos(qi)
+                s = math.sin(qi)
+                r00, r01 = r00 * c + r01 * s, r01 * c - r00 * s
+                r10, r11 = r10 * c + r11 * s, r11 * c - r10 * s
+                r20, r21 = r20 * c + r21 * s, r21 * c - r20 * s
+            else:
+                p0 = p0 + r02 * qi
+                p1 = p1 + r12 * qi
+                p2 = p2 + r22 * qi
+        a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11 = (
+            a0 * r00 + a1 * r10 + a2 * r20, a0 * r01 + a1 * r11 + a2 * r21,
+            a0 * r02 + a1 * r12 + a2 * r22,
+            a3 * r00 + a4 * r10 + a5 * r20, a3 * r01 + a4 * r11 + a5 * r21,
+            a3 * r02 + a4 * r12 + a5 * r22,
+            a6 * r00 + a7 * r10 + a8 * r20, a6 * r01 + a7 * r11 + a8 * r21,
+            a6 * r02 + a7 * r12 + a8 * r22,
+            a0 * p0 + a1 * p1 + a2 * p2 + a9, a3 * p0 + a4 * p1 + a5 * p2 + a10,
+            a6 * p0 + a7 * p1 + a8 * p2 + a11)
+    out[o] = a9
+    out[o + 1] = a10
+    out[o + 2] = a11
+    out[o + 3] = a0
+    out[o + 4] = a1
+    out[o + 5] = a2
+    out[o + 6] = a3
+    out[o + 7] = a4
+    out[o + 8] = a5
+    out[o + 9] = a6
+    out[o + 10] = a7
+    out[o + 11] = a8
+
+
+@njit(cache=True, error_model="numpy")
+def fk_into(jtype, xtree, tool, q, out):
+    """out[k] = 4x4 homogeneous pose of the tool frame in the base frame (m)."""
+    pose = np.empty(12)
+    for k in range(q.shape[0]):
+        chain_pose(jtype, xtree, tool, q, k, pose, 0)
+        for r in range(3):
+            for c in range(3):
+                out[k, r, c] = pose[3 + 3 * r + c]
+            out[k, r, 3] = pose[r]
+            out[k, 3, r] = 0.0
+        out[k, 3, 3] = 1.0
+
+
+@njit(cache=True, error_model="numpy")
+def chain_jacobian(jtype, xtree, tool, q, b, poses, out):
+    """out (6, n) = the geometric Jacobian of the tool origin at q[b] (module docstring), rows
+    [v; w]. poses (n + 2, 12) scratch: the body poses, the tool pose, the identity."""
+    n = jtype.shape[0]
+    rbk._set_identity(poses[n + 1])
+    for i in range(n):
+        rbk._joint_transform(jtype[i], xtree[i], q[b, i], poses[n])
+        rbk._compose(poses[i - 1] if i > 0 else poses[n + 1], poses[n], poses[i])
+    rbk._compose(poses[n - 1], tool, poses[n])
+    Tt = poses[n]
+    for i in range(n):
+        T = poses[i]
+        zx = T[2]
+        zy = T[5]
+        zz = T[8]
+        if jtype[i] == 0:
+            dx = Tt[9] - T[9]
+            dy = Tt[10] - T[10]
+            dz = Tt[11] - T[11]
+            out[0, i] = zy * dz - zz * dy
+            out[1, i] = zz * dx - zx * dz
+            out[2, i] = zx * dy - zy * dx
+            out[3, i] = zx
+            out[4, i] = zy
+            out[5, i] = zz
+        else:
+            out[0, i] = zx
+            out[1, i] = zy
+            out[2, i] = zz
+            out[3, i] = 0.0
+            out[4, i] = 0.0
+            out[5, i] = 0.0
+
+
+@njit(cache=True, error_model="numpy")
+def jacobian_into(jtype, xtree, tool, q, out):
+    """out[k] (6, n) = the geometric Jacobian of the tool origin at q[k], rows [v; w]."""
+    poses = np.empty((jtype.shape[0] + 2, 12))
+    for k in range(q.shape[0]):
+        chain_jacobian(jtype, xtree, tool, q, k, poses, out[k])
+
+
+# ----------------------------------------------------------------------------- per Model member
+
+@njit(cache=True, error_model="numpy", inline="always")
+def tool_pose(model, k, q, b, out, o):
+    """out[o:o+12] = the tool pose (p, then R row-major) of member k's model at q[b]."""
+    chain_pose(model[0], md.xtree(model, k), md.tool(model, k), q, b, out, o)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def jacobian(model, data, k, q, b, out):
+    """out (6 n,) = member k's geometric Jacobian at q[b], rows [v; w] flattened row-major
+    (J[r, c] at r n + c); scratch: the poses field of data."""
+    n = q.shape[1]
+    chain_jacobian(model[0], md.xtree(model, k), md.tool(model, k), q, b, md.poses(data, n),
+                   out.reshape((6, n)))
+
+
+@njit(cache=True, error_model="numpy")
+def energy(model, data, k, q, qd, b):
+    """(kinetic, potential) energy (J) of member k's model at q[b], qd[b] (module docstring).
+    Scratch: data's mass, poses (rows 0..n), Q1 row and ws."""
+    n = q.shape[1]
+    jt, xt, inertia, grav = model[0], md.xtree(model, k), md.inertia(model, k), md.gravity(model, k)
+    M = md.mass(data, n)
+    poses = md.poses(data, n)
+    q1 = md.joint_row(data, n, md.Q1)
+    for i in range(n):
+        q1[0, i] = q[b, i]
+    md.mass_matrix(model, data, k, q1, M)
+    T = 0.0
+    for i in range(n):
+        for j in range(n):
+            T += qd[b, i] * M[0, i, j] * qd[b, j]
+    T *= 0.5
+    V = 0.0
+    for i in range(n):
+        rbk._joint_transform(jt[i], xt[i], q[b, i], poses[n])
+        if i == 0:
+            for j in range(12):
+                poses[0, j] = poses[n, j]
+        else:
+            rbk._compose(poses[i - 1], poses[n], poses[i])
+        P = poses[i]
+        I = inertia[i]
+        for r in range(3):
+            mc = I[0] * P[9 + r] + P[3 * r] * I[1] + P[3 * r + 1] * I[2] + P[3 * r + 2] * I[3]
+            V -= grav[r] * mc
+    return T, V

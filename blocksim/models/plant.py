@@ -1,0 +1,174 @@
+"""Forward dynamics of the Manipulator plant under its joint law (`joint_law`): the joint
+accelerations with joints that stick (static friction, a Karnopp band) or rest on a stop locked.
+
+Equation (SI units, base frame, the robot's gravity):
+    M(q) qdd + c(q, qd) + G(q) = clip(tau, +-tau_max) - tau_f(qd, z) - damping qd
+                                 - stiffness (q - q_rest) + J(q)^T f_ext
+with the free joints' accelerations solved and the locked joints' set to 0. Locked joints:
+- a joint resting on a stop (q at a limit, qd = 0) whose acceleration would push it through;
+- a joint at rest (qd = 0 exactly) under an exact-sign friction law, while the torque needed to
+  hold it, tau_hold_i = sum_j M_ij qdd_j - rhs_i, stays within its static level (Fs, or Fc for
+  coulomb_viscous and model): stiction. Beyond it the joint breaks away, with the static level
+  opposing the motion that starts;
+- a joint inside its Karnopp band (|qd| < dv), by the same rule with the level Fs: the friction
+  balances the net non-friction torque (the joint's acceleration is zero) up to Fs.
+The sets are settled by repetition (each joint changes at most once per call). Forward dynamics
+by the closed-form 2R, the ABA, or CRBA + a Cholesky solve on the free joints.
+"""
+from __future__ import annotations
+
+import math
+
+from numba import njit
+
+from . import planar2r as p2r
+from .joint_law import effective_torque, pushed_into_stop, static_level
+from . import model_data as md
+from .model_data import BIAS, FREE, OUT1, Q1, QD1, RHS, SOL, STUCK, TE, ZERO1, joint_row, joint_vector
+
+
+@njit(cache=True, error_model="numpy")
+def solve_free(M, rhs, free, L, out):
+    """out = solution of M x = rhs restricted to the free joints (Cholesky), 0 for locked joints.
+
+    M (n, n) symmetric positive definite, rhs (n,), free (n,) (nonzero: free), L (n, n) scratch,
+    out (n,)."""
+    n = M.shape[0]
+    for i in range(n):
+        if not free[i]:
+            continue
+        for j in range(i + 1):
+            if not free[j]:
+                continue
+            s = M[i, j]
+            for c in range(j):
+                if free[c]:
+                    s -= L[i, c] * L[j, c]
+            if i == j:
+                L[i, i] = math.sqrt(s)
+            else:
+                L[i, j] = s / L[j, j]
+    for i in range(n):
+        if not free[i]:
+            out[i] = 0.0
+            continue
+        s = rhs[i]
+        for c in range(i):
+            if free[c]:
+                s -= L[i, c] * out[c]
+        out[i] = s / L[i, i]
+    for i in range(n - 1, -1, -1):
+        if not free[i]:
+            continue
+        s = out[i]
+        for c in range(i + 1, n):
+            if free[c]:
+                s -= L[c, i] * out[c]
+        out[i] = s / L[i, i]
+
+
+@njit(cache=True, error_model="numpy")
+def accelerations_general(b, xc, tau, fext, model, law, data, crba, has_fext, has_friction,
+                          has_limits, use_cf, qdd):
+    """Joint accelerations qdd[b] of member b at the state xc = [q | qd] (or [q | qd | z], z the
+    LuGre bristle deflections) under tau (B, n) and the tool wrench fext (B, 6) (used when
+    has_fext): any n, CRBA (crba) or ABA, stiction and joints resting on a stop (module docstring).
+    Scratch: data's joint rows, f1, mass, chol and ws."""
+    n = model[0].shape[0]
+    k = md.member(model, b)
+    q1, qd1, te, zero1, out1, bias = (joint_row(data, n, Q1), joint_row(data, n, QD1),
+                                      joint_row(data, n, TE), joint_row(data, n, ZERO1),
+                                      joint_row(data, n, OUT1), joint_row(data, n, BIAS))
+    rhs, sol, free, stuck = (joint_vector(data, n, RHS), joint_vector(data, n, SOL),
+                             joint_vector(data, n, FREE), joint_vector(data, n, STUCK))
+    f1 = md.f1(data, n)
+    no_fext = md.no_fext(data, n)
+    M = md.mass(data, n)
+    L = md.chol(data, n)
+    for i in range(n):
+        q1[0, i] = xc[b, i]
+        qd1[0, i] = xc[b, n + i]
+        zero1[0, i] = 0.0
+    need_crba = crba
+    lugre = xc.shape[1] > 2 * n
+    for i in range(n):
+        t, s = effective_torque(law, b, i, xc[b, i], xc[b, n + i],
+                                xc[b, 2 * n + i] if lugre else 0.0, tau[b, i], has_friction)
+        te[0, i] = t
+        stuck[i] = 1.0 if s else 0.0
+        free[i] = 0.0 if s else 1.0
+        if s:
+            need_crba = True
+    fx = no_fext
+    if has_fext:
+        for j in range(6):
+            f1[0, j] = fext[b, j]
+        fx = f1
+    if not need_crba:
+        if use_cf and not has_fext:
+            p2r.aba_into(md.closed_form(model, k), q1, qd1, te, out1)
+        else:
+            md.aba(model, data, k, q1, qd1, te, fx, out1)
+        for i in range(n):
+            sol[i] = out1[0, i]
+    have_m = False
+    for _ in range(2 * n + 1):
+        if need_crba:
+            if not have_m:
+                if use_cf and not has_fext:
+                    p2r.mass_matrix_into(md.closed_form(model, k), q1, M)
+                else:
+                    md.mass_matrix(model, data, k, q1, M)
+                md.inverse_dynamics(model, data, k, use_cf, q1, qd1, zero1, fx, bias)
+                for i in range(n):
+                    rhs[i] = te[0, i] - bias[0, i]
+                have_m = True
+            solve_free(M[0], rhs, free, L, sol)
+        need_crba = False
+        for i in range(n):
+            if stuck[i]:
+                hold = -rhs[i]
+                for j in range(n):
+                    if free[j]:
+                        hold += M[0, i, j] * sol[j]
+                level = static_level(law, b, i, hold)
+                if abs(hold) > level:
+                    # breakaway: the motion starts opposite to the holding torque
+                    stuck[i] = 0.0
+                    free[i] = 1.0
+                    rhs[i] += level if hold > 0.0 else -level
+                    need_crba = True
+        if has_limits:
+            for i in range(n):
+                if free[i] and pushed_into_stop(law, b, i, xc[b, i], xc[b, n + i], sol[i]):
+                    free[i] = 0.0
+                    need_crba = True
+        if not need_crba:
+            break
+    for i in range(n):
+        qdd[b, i] = sol[i]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def accelerations_closed_form(b, xc, tau, model, law, has_friction, has_limits, qdd):
+    """qdd[b] of a planar 2R member by the closed form, all in registers; False (nothing written)
+    when a joint sticks or rests on a stop: accelerations_general decides those."""
+    k = md.member(model, b)
+    q1 = xc[b, 0]
+    q2 = xc[b, 1]
+    w1 = xc[b, 2]
+    w2 = xc[b, 3]
+    lugre = xc.shape[1] > 4
+    t1, s1 = effective_torque(law, b, 0, q1, w1, xc[b, 4] if lugre else 0.0, tau[b, 0],
+                              has_friction)
+    t2, s2 = effective_torque(law, b, 1, q2, w2, xc[b, 5] if lugre else 0.0, tau[b, 1],
+                              has_friction)
+    if s1 or s2:
+        return False
+    a1, a2 = p2r.aba_one(md.closed_form(model, k), q1, q2, w1, w2, t1, t2)
+    if has_limits:
+        if pushed_into_stop(law, b, 0, q1, w1, a1) or pushed_into_stop(law, b, 1, q2, w2, a2):
+            return False
+    qdd[b, 0] = a1
+    qdd[b, 1] = a2
+    return True
