@@ -381,7 +381,7 @@ class Manipulator(RobotBlock):
         return {("tau", "qdd"), ("f_ext", "qdd")}
 
     def configure(self, in_widths, out_widths):
-        p, n, B = self.p, self.n, self.batch
+        p, n = self.p, self.n
         self._q0 = self.rows("q0")
         self._qd0 = self.rows("qd0")
         law, has_friction, exact = friction_law(self, self.model)

@@ -34,7 +34,6 @@ from RobotModels, one row of fields per batch member).
 """
 from __future__ import annotations
 
-import difflib
 import functools
 import math
 from dataclasses import replace
@@ -43,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import BlocksimError, ParameterError
+from ..errors import BlocksimError, ParameterError, did_you_mean
 from . import kinematics as kin
 from . import rigid_body_kernels as rbk
 from .frames import (JointSpec, homogeneous, inertial_from_params, pack_pose, params_from_inertial,
@@ -102,8 +101,7 @@ _MODEL_KEYS = {"name", "description", "convention", "gravity", "rotor_inertia", 
 
 
 def _unknown_key(key, allowed, what, where=None):
-    close = difflib.get_close_matches(key, sorted(allowed), n=1)
-    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    hint = did_you_mean(key, sorted(allowed))
     return ParameterError(f"unknown {what} key '{key}'{hint}; allowed: {', '.join(sorted(allowed))}",
                           where=where)
 
@@ -344,8 +342,7 @@ class RobotModel:
         """A shipped robot by name: two_link, two_link_point_mass, puma560, kr6_like."""
         names = cls.preset_names()
         if name not in names:
-            close = difflib.get_close_matches(name, names, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            hint = did_you_mean(name, names)
             raise ParameterError(f"unknown robot preset '{name}'{hint}; known: {', '.join(names)}")
         ref = resources.files("blocksim.models").joinpath("robots", name + ".yaml")
         with resources.as_file(ref) as p:
