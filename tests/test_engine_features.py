@@ -188,3 +188,19 @@ def test_stop_simulation_stops_at_its_crossing_and_at_the_start(tmp_path):
     np.testing.assert_array_equal(r.t[:-1], [0.0, 0.5, 1.0])
     r = blocksim.simulate(blocksim.load(path, set={"late.expr": "u + 1.0"}))
     assert r.stopped_by == "stop" and list(r.t) == [0.0]
+
+
+def test_an_unwired_optional_input_reads_zeros_of_its_declared_width():
+    """The Manipulator's unwired wrench input f_ext reads a (B, 6) zero wrench, not zeros as wide
+    as its widest output (the 12-element pose)."""
+    from pathlib import Path
+
+    from blocksim.engine.simulate import make_simulation
+    w1 = Path(__file__).resolve().parents[1] / "examples" / "two_link_pid_vs_ff.yaml"
+    d = blocksim.load(w1, set={"simulation.mode": "interpreted"})
+    sim = make_simulation(d.compile({"pid.Kp": [[100.0, 50.0]] * 3}), d.settings,
+                          d.log_settings)
+    plant = sim.cd.blocks["plant"]
+    _, _, u, _, _, _ = sim.views["plant"]
+    wrench = u[plant.input_names().index("f_ext")]
+    assert "f_ext" not in plant.connected and wrench.shape == (3, 6) and not wrench.any()

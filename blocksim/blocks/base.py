@@ -364,6 +364,12 @@ class Block:
                                  block=self.name, port=port)
         return {o: width for o in self.output_names()}
 
+    def unwired_width(self, port: str) -> int:
+        """The width of the zeros an unwired optional input reads: that of the block's widest
+        output by default (a per-joint signal); a block whose optional input has a width of its
+        own (the Manipulator's 6-element wrench) says so."""
+        return max(list(self.out_widths.values()) + [1])
+
     def configure(self, in_widths: dict[str, int], out_widths: dict[str, int]) -> None:
         """Final widths are known: set n_xc, n_xd, n_zc, zc_directions and preallocate scratch."""
 

@@ -331,6 +331,9 @@ class Manipulator(RobotBlock):
     def infinite_ok(self):
         return ("tau_max", "q_min", "q_max")
 
+    def unwired_width(self, port):
+        return 6 if port == "f_ext" else super().unwired_width(port)
+
     def check(self):
         p = self.p
         for key in ("Fv", "Fc", "damping", "stiffness", "vs", "delta", "tau_max"):

@@ -146,8 +146,7 @@ class Simulation:
         for port in blk.input_names():
             src = cd.wires.get((name, port))
             if src is None:
-                width = max(list(cd.out_widths[name].values()) + [1])
-                inputs.append(np.zeros((cd.batch, width)))
+                inputs.append(np.zeros((cd.batch, blk.unwired_width(port))))
             else:
                 inputs.append(self.out_bufs[src])
         outputs = tuple(self.out_bufs[(name, o)] for o in blk.output_names())
