@@ -1,4 +1,4 @@
-"""Hand-written reference loops for the workloads of ../shared/WORKLOADS.md (W1, W2, W3).
+"""Hand-written reference loops for blocksim's reference workloads W1, W2, W3 (benchmarks/README.md).
 
 The same equations a blocksim diagram states, written by hand as an engineer would: in plain
 Python floats, and with numba. benchmarks/run.py times blocksim against them in the same run and
@@ -14,7 +14,7 @@ from numba import njit
 
 from blocksim.models.rigid_body_kernels import aba_into, rnea_into
 
-# ---- plant P2 and the W1/W2 settings (WORKLOADS.md) ----------------------------------------------
+# ---- plant P2 and the W1/W2 settings ------------------------------------------------------
 M1, M2, L1, L2 = 3.0, 2.0, 1.0, 0.8
 C1, C2 = L1 / 2, L2 / 2
 I1, I2 = M1 * L1 ** 2 / 12, M2 * L2 ** 2 / 12
@@ -165,7 +165,8 @@ def _w2_rhs(x, v, out):
 @njit(cache=True)
 def w2_numba(stop=2.0, h=1e-4):
     """W2 in numba (1 kHz PID + feedforward, 10 kHz current PI, RK4 at 0.1 ms): max |e| per joint
-    over the 1 ms grid, in the order WORKLOADS.md states."""
+    over the 1 ms grid, in the W2 diagram's order: controller at its 1 kHz hit, current PI,
+    log sample, RK4 step."""
     x = np.zeros(6)
     z = np.zeros(2)
     zi = np.zeros(2)

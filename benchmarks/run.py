@@ -1,4 +1,4 @@
-"""The reference workloads (../shared/WORKLOADS.md) through blocksim and by hand, in one run.
+"""blocksim's reference workloads W1-W3 (benchmarks/README.md) through blocksim and by hand, in one run.
 
 Runs W1 (pid_ff: rk4 1 ms and dopri5 rtol 1e-6), W2 and W3 through blocksim in interpreted and
 compiled mode (B = 1, and B = 1000 per member), next to the hand-written loops of

@@ -1,4 +1,4 @@
-"""The command line: simulate, check, blocks, plot, animate, draw, compare (DESIGN.md "CLI"), identify.
+"""The command line: simulate, check, blocks, plot, animate, draw, compare, identify.
 
 Heavy modules (numba kernels, matplotlib) are imported only by the commands that use them, so
 `blocksim blocks` and `--help` answer at once.

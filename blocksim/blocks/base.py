@@ -490,7 +490,7 @@ class Block:
 
 
 def numbered_ports(prefix: str, count: int) -> list[str]:
-    """Port names by the DESIGN rule: `prefix` alone for one port, else prefix1..prefixN."""
+    """Port names by blocksim's naming rule: `prefix` alone for one port, else prefix1..prefixN."""
     if count == 1:
         return [prefix]
     return [f"{prefix}{k + 1}" for k in range(count)]

@@ -103,7 +103,7 @@ def pid_discrete_step(ref, meas, ref_d, meas_d, x, g, d_source, antiwindup, Ts, 
 
     Integral (rule by int_weight a: 0 forward, 1 backward, 1/2 trapezoidal):
         I[k] = Ki (z[k] + a Ts e[k]),  z[k+1] = z[k] + Ts integrand[k]
-    (forward with no anti-windup: u[k] uses z[k], z[k+1] = z[k] + Ts e[k], exactly WORKLOADS W2).
+    (forward with no anti-windup: u[k] uses z[k], z[k+1] = z[k] + Ts e[k], as in workload W2).
     Filtered derivative, g the filter's integrator, v = cw r - m, rule weight f:
         d[k] = N (v[k] - g[k]) / (1 + f N Ts),  D[k] = Kd d[k],  g[k+1] = g[k] + Ts d[k].
     """
@@ -164,14 +164,14 @@ class PID(Block):
 
     Derivative term D:
       - ref_d and/or meas_d wired (velocity inputs, as robot arms do with qd_d and the measured qd):
-            D = Kd (c ref_d - meas_d)      (unwired ones read 0; WORKLOADS W1's Kd ed)
+            D = Kd (c ref_d - meas_d)      (unwired ones read 0; with both wired, Kd (qd_d - qd) as in workload W1)
       - otherwise, when any Kd != 0, a filtered derivative of v = c ref - meas with bandwidth N:
             D = Kd N s / (s + N) v         (a filter state, starting at 0 as Simulink's)
       `derivative_on: measurement` is c = 0 (no derivative kick on setpoint steps).
 
     Timing: continuous (z' = e) without `period`; discrete with `period` (and `offset`): the output
     changes only at the hits (held in between), the integral by `method` forward (u[k] uses z[k],
-    z[k+1] = z[k] + Ts e[k], as WORKLOADS W2), backward or trapezoidal, the derivative filter by
+    z[k+1] = z[k] + Ts e[k], as in workload W2), backward or trapezoidal, the derivative filter by
     `filter_method` (backward by default: stable for any N Ts).
 
     Saturation lower <= out <= upper (default none). Anti-windup relative to it:

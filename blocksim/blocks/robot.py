@@ -5,7 +5,7 @@ Conventions shared by every block here
 - SI units: rad (m for prismatic joints), rad/s, rad/s^2, N m (N), kg, m, J.
 - Frames: the robot's base frame. Gravity is the robot file's vector (3-D presets: -9.81 m/s^2 along
   base z; the planar presets `two_link` and `two_link_point_mass` use -y with angle 0 = link
-  horizontal along +x, as WORKLOADS.md) unless the block's `gravity` overrides it.
+  horizontal along +x) unless the block's `gravity` overrides it.
 - Joint torque balance of the plant:  M(q) qdd + c(q, qd) + G(q) = tau_sat - tau_f - d qd
   - k (q - q_rest) + J(q)^T f_ext, with tau_sat the input torque saturated to +-tau_max and tau_f
   the joint friction: a static map of qd, LuGre (of qd and the bristle states z) or Karnopp (inside

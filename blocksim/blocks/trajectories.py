@@ -100,8 +100,8 @@ def cosine_ramp_output(t, xc, xd, u, y, p):
 class CosineRamp(Trajectory):
     """q = offset + amplitude (1 - cos(2 pi t / period)), with its exact qd and qdd.
 
-    Starts at rest at q = offset and reaches offset + 2 amplitude at t = period / 2 (the seeds'
-    reference q_d = A (1 - cos(pi t)) is period 2 s). Smooth for all t: no breakpoints.
+    Starts at rest at q = offset and reaches offset + 2 amplitude at t = period / 2 (the reference
+    q_d = A (1 - cos(pi t)) of workloads W1-W3 is period 2 s). Smooth for all t: no breakpoints.
     """
 
     type_name = "CosineRamp"
@@ -545,8 +545,8 @@ def fourier_output(t, xc, xd, u, y, p):
 
 @register
 class FourierSeries(Trajectory):
-    """The periodic excitation trajectory for dynamic identification (seed 000, section 4.3; Swevers,
-    Verdonck and De Schutter 2007): with wf = 2 pi frequency,
+    """The periodic excitation trajectory for dynamic identification (Swevers, Verdonck
+    and De Schutter 2007): with wf = 2 pi frequency,
 
         q_i(t) = q0_i + sum_{l=1..L} [a_il / (wf l) sin(wf l t) - b_il / (wf l) cos(wf l t)]
 

@@ -16,7 +16,7 @@ from .spec import DiagramSpec, load_spec
 
 
 class Diagram:
-    """A diagram file loaded with a variant and `set` overrides (DESIGN.md precedence:
+    """A diagram file loaded with a variant and `set` overrides (precedence:
     file < variant < set < batch). Stateless: compile it as often as you like."""
 
     def __init__(self, path, variant: str | None = None, overrides: dict[str, Any] | None = None):
@@ -135,5 +135,5 @@ def _plain(value):
 
 
 def load(path, variant: str | None = None, set: dict[str, Any] | None = None) -> Diagram:  # noqa: A002
-    """Load a YAML diagram (DESIGN.md "Python API")."""
+    """Load a YAML diagram (README, "From Python")."""
     return Diagram(path, variant, set)

@@ -1,7 +1,7 @@
 """Dynamic parameter identification of serial arms: regressor, base parameters, Fourier excitation,
 data processing, least-squares and physically consistent estimation, validation, robot-file output.
 
-The workflow of seed 000 section 4 and seed 004 (Gautier and Khalil; Swevers et al. 2007; Wensing,
+The classical identification workflow (Khalil & Dombre 2002; Gautier and Khalil; Swevers et al. 2007; Wensing,
 Kim and Slotine 2017), run end to end by `python cli.py identify CONFIG.yaml --out DIR`
 (`blocksim.identification.pipeline.run`).
 """

@@ -1,5 +1,5 @@
-"""Periodic excitation trajectories for identification: finite Fourier series per joint (seed 000
-section 4.3, Swevers et al. 2007), at rest at t = 0 and at every period's end, with coefficients
+"""Periodic excitation trajectories for identification: finite Fourier series per joint (Swevers,
+Verdonck and De Schutter 2007), at rest at t = 0 and at every period's end, with coefficients
 optimised to minimise cond(Y_base) under joint position, velocity and acceleration limits."""
 from __future__ import annotations
 

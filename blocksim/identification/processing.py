@@ -1,5 +1,5 @@
 """From a logged run to regressor data: measurement corruption for simulated runs (encoder
-quantisation, current noise, torque-constant error), then the seed's processing: averaging over
+quantisation, current noise, torque-constant error), then the usual off-line processing: averaging over
 periods, zero-phase low-pass filtering, central differences for qd and qdd, and decimation."""
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ def _central(x, dt, periodic):
 def process(m: Measurement, *, period: float | None = None, skip_periods: int = 1,
             cutoff: float | None = 10.0, order: int = 4, decimate: int = 1,
             trim: float = 0.0) -> ProcessedData:
-    """The seed's off-line processing of an excitation log.
+    """Off-line processing of an excitation log.
 
     period (s): when given, the first `skip_periods` periods (transients of the tracking loop) are
     dropped, the rest cut into whole periods and averaged sample by sample (noise falls as

@@ -8,8 +8,8 @@ import numpy as np
 
 
 def relative_rms_error(tau_measured, tau_predicted) -> np.ndarray:
-    """Per joint: rms(tau_measured - tau_predicted) / rms(tau_measured) (dimensionless; the seed
-    calls 5-10 % normal for a six-axis industrial arm)."""
+    """Per joint: rms(tau_measured - tau_predicted) / rms(tau_measured) (dimensionless; 5-10 % is
+    a usual result for a six-axis industrial arm)."""
     e = np.asarray(tau_measured) - np.asarray(tau_predicted)
     return np.sqrt(np.mean(e ** 2, axis=0)) / np.maximum(np.sqrt(np.mean(np.asarray(tau_measured) ** 2,
                                                                            axis=0)), 1e-300)
@@ -21,7 +21,7 @@ class ResidualCheck:
     averaged, filtered, decimated data are smooth, so a value near 1 only says the residual is slow);
     position_r2, the share of the residual's variance explained by a low-order Fourier series in the
     joint positions (sin and cos of q_k and 2 q_k for every joint k, and a constant) - a large share
-    is the seed's sign of a missing term (elasticity, backlash, an unmodelled offset) rather than
+    is the usual sign of a missing term (elasticity, backlash, an unmodelled offset) rather than
     noise; `suspect` flags joints whose position_r2 exceeds `threshold`."""
 
     rms: np.ndarray

@@ -1,13 +1,14 @@
-"""Closed-form dynamics of the planar 2R arm of the seeds: an independent check of the general algorithms.
+"""Closed-form dynamics of the planar 2R arm (Lagrange's equations, as Spong, Hutchinson & Vidyasagar
+2020): an independent check of the general algorithms.
 
-Conventions (as the seeds and WORKLOADS.md): the arm moves in the x-y plane of the base frame,
+Conventions (those of the two_link presets): the arm moves in the x-y plane of the base frame,
 joint axes along +z, angle 0 = link along +x (horizontal), gravity g (m/s^2, > 0) along -y.
 SI units, angles in rad. q, qd, qdd, tau have shape (2,) or (B, 2); results match the batch shape.
 
 Two forms, written independently from their sources:
-- `PointMass2R`: masses m1, m2 at the link ends (seeds 000 and 001);
+- `PointMass2R`: masses m1, m2 at the link ends (preset two_link_point_mass);
 - `Distributed2R`: centres of mass at c1, c2 from the joints, inertias I1, I2 about the centres
-  of mass about z (seeds 002 to 004 and WORKLOADS.md "Plant P2", exactly those formulas).
+  of mass about z (plant P2, preset two_link).
 Both give M(q), c(q, qd) (the velocity-product vector), C(q, qd) (Christoffel form, C qd = c),
 G(q), kinetic and potential energy (V = 0 at y = 0). The numba kernels `*_into` evaluate the
 distributed form over a (B, 2) batch from a parameter vector (m1, m2, l1, l2, c1, c2, I1, I2, g).
@@ -34,7 +35,7 @@ def _mat(a11, a12, a21, a22):
 
 @dataclass(frozen=True)
 class PointMass2R:
-    """Point masses m1, m2 (kg) at the ends of links of lengths l1, l2 (m); seeds 000/001 formulas."""
+    """Point masses m1, m2 (kg) at the ends of links of lengths l1, l2 (m); the point-mass Lagrange formulas."""
 
     m1: float
     m2: float
@@ -53,14 +54,14 @@ class PointMass2R:
         return _mat(m11, m12, m12, m22)
 
     def velocity_product(self, q, qd):
-        """H_cor = [c (2 qd1 qd2 + qd2^2), -c qd1^2] with c = -m2 l1 l2 sin q2 (seed 001)."""
+        """H_cor = [c (2 qd1 qd2 + qd2^2), -c qd1^2] with c = -m2 l1 l2 sin q2."""
         _, q2 = _split(q)
         qd1, qd2 = _split(qd)
         c = -self.m2 * self.l1 * self.l2 * np.sin(q2)
         return np.stack([c * (2 * qd1 * qd2 + qd2 ** 2), -c * qd1 ** 2], -1)
 
     def coriolis_matrix(self, q, qd):
-        """C = [[-h qd2, -h (qd1 + qd2)], [h qd1, 0]], h = m2 l1 l2 sin q2 (seed 000)."""
+        """C = [[-h qd2, -h (qd1 + qd2)], [h qd1, 0]], h = m2 l1 l2 sin q2."""
         _, q2 = _split(q)
         qd1, qd2 = _split(qd)
         h = self.m2 * self.l1 * self.l2 * np.sin(q2)
@@ -74,7 +75,7 @@ class PointMass2R:
         return np.stack([g1, g2], -1)
 
     def kinetic_energy(self, q, qd):
-        """T = m1 l1^2 qd1^2 / 2 + m2 |v2|^2 / 2 written from the hand's velocity (seed 001)."""
+        """T = m1 l1^2 qd1^2 / 2 + m2 |v2|^2 / 2 written from the hand's velocity."""
         _, q2 = _split(q)
         qd1, qd2 = _split(qd)
         m1, m2, l1, l2 = self.m1, self.m2, self.l1, self.l2
@@ -103,9 +104,9 @@ class PointMass2R:
 @dataclass(frozen=True)
 class Distributed2R:
     """Links of lengths l1, l2 (m), masses m1, m2 (kg), centres of mass c1, c2 (m) from the joints,
-    inertias I1, I2 (kg m^2) about the centres of mass about z; WORKLOADS.md "Plant P2" formulas.
-    Ja1, Ja2 (kg m^2): armature, the reflected rotor inertia N^2 Jm of geared drives (seed 004),
-    added to M11 and M22 (WORKLOADS.md W2's plant); 0 for the bare arm."""
+    inertias I1, I2 (kg m^2) about the centres of mass about z; plant P2's formulas.
+    Ja1, Ja2 (kg m^2): armature, the reflected rotor inertia N^2 Jm of geared drives,
+    added to M11 and M22 (the plant of workload W2); 0 for the bare arm."""
 
     m1: float
     m2: float
