@@ -22,7 +22,8 @@ from numba import njit
 
 from ..errors import ParameterError, WidthError
 from ..models.foc import tune_current_pi
-from ..models.friction import _stribeck_level, _stribeck_scalar
+from ..models.friction import (karnopp_switching, karnopp_torque, lugre_bristle_rate, lugre_friction,
+                               stribeck_torque)
 from .base import Block, Kernels, Param, register
 from .discrete import OFFSET, PERIOD, fill_rows, no_update
 
@@ -99,17 +100,13 @@ JF_FC, JF_FS, JF_VS, JF_DELTA, JF_FV, JF_EPS = range(6)
 
 @njit(cache=True)
 def static_friction_kernel(qd, P, tau, p_diss):
-    """tau = (Fc + (Fs - Fc) exp(-|qd/vs|^delta)) sgn(qd) + Fv qd (N m), p_diss = tau qd (W).
-
-    qd (B, n or 1) rad/s; P (B, n, 6) the columns JF_*; sgn is exact (sgn(0) = 0) where eps == 0,
-    else tanh(qd / eps).
-    """
+    """tau = stribeck_torque (N m), p_diss = tau qd (W); qd (B, n or 1) rad/s, P (B, n, 6) columns JF_*."""
     wq = qd.shape[1]
     for b in range(tau.shape[0]):
         for j in range(tau.shape[1]):
             v = qd[b, j if wq > 1 else 0]
-            f = _stribeck_scalar(v, P[b, j, JF_FC], P[b, j, JF_FS], P[b, j, JF_VS],
-                                 P[b, j, JF_DELTA], P[b, j, JF_FV], P[b, j, JF_EPS])
+            f = stribeck_torque(v, P[b, j, JF_FC], P[b, j, JF_FS], P[b, j, JF_VS], P[b, j, JF_DELTA],
+                                P[b, j, JF_FV], P[b, j, JF_EPS])
             tau[b, j] = f
             p_diss[b, j] = f * v
 
@@ -202,36 +199,29 @@ KF_FC, KF_FS, KF_VS, KF_DELTA, KF_FV, KF_DV = range(6)
 
 @njit(cache=True)
 def karnopp_kernel(qd, tau_applied, P, tau, p_diss):
-    """Karnopp friction (N m) and its power tau qd (W); signals (B, n or 1), P (B, n, 6) columns KF_*.
-
-    |qd| < dv: stick, tau = tau_applied clamped to +-Fs; else slip on the Stribeck curve.
-    """
+    """karnopp_torque (N m) and its power tau qd (W); signals (B, n or 1), P (B, n, 6) columns KF_*."""
     wq = qd.shape[1]
     wt = tau_applied.shape[1]
     for b in range(tau.shape[0]):
         for j in range(tau.shape[1]):
             v = qd[b, j if wq > 1 else 0]
-            if abs(v) < P[b, j, KF_DV]:
-                a = tau_applied[b, j if wt > 1 else 0]
-                lim = P[b, j, KF_FS]
-                f = lim if a > lim else (-lim if a < -lim else a)
-            else:
-                f = _stribeck_scalar(v, P[b, j, KF_FC], P[b, j, KF_FS], P[b, j, KF_VS],
-                                     P[b, j, KF_DELTA], P[b, j, KF_FV], 0.0)
+            f = karnopp_torque(v, tau_applied[b, j if wt > 1 else 0], P[b, j, KF_FC], P[b, j, KF_FS],
+                               P[b, j, KF_VS], P[b, j, KF_DELTA], P[b, j, KF_FV], P[b, j, KF_DV])
             tau[b, j] = f
             p_diss[b, j] = f * v
 
 
 @njit(cache=True)
 def karnopp_crossings_kernel(qd, tau_applied, P, g):
-    """g[:, j] = |qd_j| - dv_j (band edge), g[:, n + j] = |tau_applied_j| - Fs_j (static limit)."""
+    """karnopp_switching: g[:, j] the band edge, g[:, n + j] the static limit."""
     n = P.shape[1]
     wq = qd.shape[1]
     wt = tau_applied.shape[1]
     for b in range(g.shape[0]):
         for j in range(n):
-            g[b, j] = abs(qd[b, j if wq > 1 else 0]) - P[b, j, KF_DV]
-            g[b, n + j] = abs(tau_applied[b, j if wt > 1 else 0]) - P[b, j, KF_FS]
+            g[b, j], g[b, n + j] = karnopp_switching(qd[b, j if wq > 1 else 0],
+                                                     tau_applied[b, j if wt > 1 else 0],
+                                                     P[b, j, KF_FS], P[b, j, KF_DV])
 
 
 @njit(cache=True, inline="always")
@@ -301,27 +291,25 @@ LG_SIGMA0, LG_SIGMA1, LG_SIGMA2, LG_FC, LG_FS, LG_VS, LG_DELTA = range(7)
 
 @njit(cache=True)
 def lugre_derivative_kernel(qd, z, P, zdot):
-    """dz/dt = qd - sigma0 |qd| z / g(qd) (rad/s), g the Stribeck level; P (B, n, 7) columns LG_*."""
+    """dz/dt = lugre_bristle_rate (rad/s); qd (B, n or 1) rad/s, z (B, n) rad, P (B, n, 7) columns LG_*."""
     wq = qd.shape[1]
     for b in range(z.shape[0]):
         for j in range(z.shape[1]):
-            v = qd[b, j if wq > 1 else 0]
-            g = _stribeck_level(v, P[b, j, LG_FC], P[b, j, LG_FS], P[b, j, LG_VS], P[b, j, LG_DELTA])
-            zdot[b, j] = v - P[b, j, LG_SIGMA0] * abs(v) * z[b, j] / g
+            zdot[b, j] = lugre_bristle_rate(qd[b, j if wq > 1 else 0], z[b, j], P[b, j, LG_SIGMA0],
+                                            P[b, j, LG_FC], P[b, j, LG_FS], P[b, j, LG_VS],
+                                            P[b, j, LG_DELTA])
 
 
 @njit(cache=True)
 def lugre_output_kernel(qd, z, P, tau, p_diss, z_out):
-    """tau = sigma0 z + sigma1 dz/dt + sigma2 qd (N m), p_diss = tau qd (W), z_out = z (rad)."""
+    """tau = lugre_friction's torque (N m), p_diss = tau qd (W), z_out = z (rad)."""
     wq = qd.shape[1]
     for b in range(z.shape[0]):
         for j in range(z.shape[1]):
             v = qd[b, j if wq > 1 else 0]
-            g = _stribeck_level(v, P[b, j, LG_FC], P[b, j, LG_FS], P[b, j, LG_VS], P[b, j, LG_DELTA])
             zz = z[b, j]
-            s0 = P[b, j, LG_SIGMA0]
-            zdot = v - s0 * abs(v) * zz / g
-            f = s0 * zz + P[b, j, LG_SIGMA1] * zdot + P[b, j, LG_SIGMA2] * v
+            f = lugre_friction(v, zz, P[b, j, LG_SIGMA0], P[b, j, LG_SIGMA1], P[b, j, LG_SIGMA2],
+                               P[b, j, LG_FC], P[b, j, LG_FS], P[b, j, LG_VS], P[b, j, LG_DELTA])[1]
             tau[b, j] = f
             p_diss[b, j] = f * v
             z_out[b, j] = zz
