@@ -3,10 +3,11 @@ gear, and the current loop of field-oriented control (TorqueToCurrent, CurrentCo
 
 Every block is vector-valued, one channel per joint; a scalar parameter applies to every joint and a
 scalar input expands to the width. Friction torques enter the joint equation as
-`M qdd + c + G + tau_f = tau`: they oppose the motion. The physics lives in `blocksim.models`; the
-kernels here take per-member parameters, so a batch may sweep any of them, packed into one
-(B, n, K) array per block with named columns (XX_NAME constants below): compiled code pays a few ns
-for every array argument of a call.
+`M qdd + c + G + tau_f = tau`: they oppose the motion. Each law lives once, as an inlined scalar core
+of `blocksim.models` (friction: Stribeck, Karnopp, LuGre; motor: DC, PMSM; foc: the current PI); the
+kernels here map ports and per-member parameters onto the cores' arguments, so a batch may sweep any
+parameter, packed into one (B, n, K) array per block with named columns (XX_NAME constants below):
+compiled code pays a few ns for every array argument of a call.
 
 Compiled mode (base.Kernels): each block's runtime methods call module-level adapters
 `f(t, xc, xd, u, y | dxc | g, p)` with the parameter tuple p built in configure(), the same
@@ -15,15 +16,15 @@ inlined into the caller; the kernels they call are compiled once and cached by n
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 
 from ..errors import ParameterError, WidthError
-from ..models.foc import tune_current_pi
+from ..models.foc import current_pi_axis, current_pi_dq, q_current_setpoint, tune_current_pi
 from ..models.friction import (karnopp_switching, karnopp_torque, lugre_bristle_rate, lugre_friction,
                                stribeck_torque)
+from ..models.motor import dc_current_rate, dc_powers, dc_torque, electrical, pmsm_current_rates, \
+    pmsm_powers, pmsm_torque
 from .base import Block, Kernels, Param, register
 from .discrete import OFFSET, PERIOD, fill_rows, no_update
 
@@ -397,35 +398,36 @@ DC_R, DC_L, DC_KT, DC_KE, DC_N = range(5)
 
 @njit(cache=True, inline="always")
 def dc_motor_derivative_kernel(i, v, qd, P, di):
-    """L di/dt = v - R i - Ke N qd (A/s); signals (B, n or 1), P (B, n, 5) columns DC_*."""
+    """di/dt = dc_current_rate (A/s); signals (B, n or 1), P (B, n, 5) columns DC_*."""
     wv = v.shape[1]
     wq = qd.shape[1]
     for b in range(i.shape[0]):
         for j in range(i.shape[1]):
-            di[b, j] = (v[b, j if wv > 1 else 0] - P[b, j, DC_R] * i[b, j]
-                        - P[b, j, DC_KE] * P[b, j, DC_N] * qd[b, j if wq > 1 else 0]) / P[b, j, DC_L]
+            di[b, j] = dc_current_rate(i[b, j], v[b, j if wv > 1 else 0], qd[b, j if wq > 1 else 0],
+                                       P[b, j, DC_R], P[b, j, DC_L], P[b, j, DC_KE], P[b, j, DC_N])
 
 
 @njit(cache=True, inline="always")
 def dc_motor_output_kernel(i, v, qd, P, i_out, tau, p_elec, p_copper, e_mag, p_mech, want):
-    """Current (A), joint torque N Kt i (N m) and the power terms v i, R i^2, tau qd (W), 0.5 L i^2 (J):
-    those flagged in want (6 bools, in that order)."""
+    """Current (A), joint torque dc_torque (N m), the dc_powers terms (W, W, J) and tau qd (W): those
+    flagged in want (6 bools, in the output order)."""
     wv = v.shape[1]
     wq = qd.shape[1]
     for b in range(i.shape[0]):
         for j in range(i.shape[1]):
             ik = i[b, j]
-            t = P[b, j, DC_N] * P[b, j, DC_KT] * ik
+            t = dc_torque(ik, P[b, j, DC_KT], P[b, j, DC_N])
+            pe, pc, em = dc_powers(ik, v[b, j if wv > 1 else 0], P[b, j, DC_R], P[b, j, DC_L])
             if want[0]:
                 i_out[b, j] = ik
             if want[1]:
                 tau[b, j] = t
             if want[2]:
-                p_elec[b, j] = v[b, j if wv > 1 else 0] * ik
+                p_elec[b, j] = pe
             if want[3]:
-                p_copper[b, j] = P[b, j, DC_R] * ik * ik
+                p_copper[b, j] = pc
             if want[4]:
-                e_mag[b, j] = 0.5 * P[b, j, DC_L] * ik * ik
+                e_mag[b, j] = em
             if want[5]:
                 p_mech[b, j] = t * qd[b, j if wq > 1 else 0]
 
@@ -513,28 +515,24 @@ PM_R, PM_LD, PM_LQ, PM_PSI, PM_P, PM_N = range(6)
 
 @njit(cache=True)
 def pmsm_derivative_kernel(x, vd, vq, qd, P, dx):
-    """dq stator equations (A/s), we = p N qd, x = (id, iq) side by side (B, 2 n):
-    Ld did/dt = vd - R id + we Lq iq,  Lq diq/dt = vq - R iq - we (Ld id + psi)."""
+    """pmsm_current_rates (A/s) at we = p N qd; x = (id, iq) side by side (B, 2 n)."""
     n = P.shape[1]
     wd = vd.shape[1]
     wq = vq.shape[1]
     ws = qd.shape[1]
     for b in range(x.shape[0]):
         for j in range(n):
-            we = P[b, j, PM_P] * P[b, j, PM_N] * qd[b, j if ws > 1 else 0]
-            a = x[b, j]
-            c = x[b, n + j]
-            R, Ld, Lq = P[b, j, PM_R], P[b, j, PM_LD], P[b, j, PM_LQ]
-            dx[b, j] = (vd[b, j if wd > 1 else 0] - R * a + we * Lq * c) / Ld
-            dx[b, n + j] = (vq[b, j if wq > 1 else 0] - R * c - we * (Ld * a + P[b, j, PM_PSI])) / Lq
+            we = electrical(qd[b, j if ws > 1 else 0], P[b, j, PM_P], P[b, j, PM_N])
+            dx[b, j], dx[b, n + j] = pmsm_current_rates(
+                x[b, j], x[b, n + j], vd[b, j if wd > 1 else 0], vq[b, j if wq > 1 else 0], we,
+                P[b, j, PM_R], P[b, j, PM_LD], P[b, j, PM_LQ], P[b, j, PM_PSI])
 
 
 @njit(cache=True)
 def pmsm_output_kernel(x, vd, vq, qd, q, P, id_out, iq_out, tau, theta_e, p_elec, p_copper, e_mag,
                        p_mech):
-    """Currents (A), joint torque N 1.5 p (psi iq + (Ld - Lq) id iq) (N m), electrical angle p N q
-    (rad) and the amplitude-invariant power terms 1.5 (vd id + vq iq), 1.5 R (id^2 + iq^2),
-    tau qd (W) and the magnetic energy 0.75 (Ld id^2 + Lq iq^2) (J)."""
+    """Currents (A), joint torque pmsm_torque (N m), electrical angle p N q (rad), the pmsm_powers
+    terms (W, W, J) and tau qd (W)."""
     n = P.shape[1]
     wd = vd.shape[1]
     wq = vq.shape[1]
@@ -545,14 +543,13 @@ def pmsm_output_kernel(x, vd, vq, qd, q, P, id_out, iq_out, tau, theta_e, p_elec
             a = x[b, j]
             c = x[b, n + j]
             N, p, Ld, Lq = P[b, j, PM_N], P[b, j, PM_P], P[b, j, PM_LD], P[b, j, PM_LQ]
-            t = N * 1.5 * p * (P[b, j, PM_PSI] * c + (Ld - Lq) * a * c)
+            t = pmsm_torque(a, c, P[b, j, PM_PSI], p, Ld, Lq, N)
             id_out[b, j] = a
             iq_out[b, j] = c
             tau[b, j] = t
-            theta_e[b, j] = p * N * q[b, j if wa > 1 else 0]
-            p_elec[b, j] = 1.5 * (vd[b, j if wd > 1 else 0] * a + vq[b, j if wq > 1 else 0] * c)
-            p_copper[b, j] = 1.5 * P[b, j, PM_R] * (a * a + c * c)
-            e_mag[b, j] = 0.75 * (Ld * a * a + Lq * c * c)
+            theta_e[b, j] = electrical(q[b, j if wa > 1 else 0], p, N)
+            p_elec[b, j], p_copper[b, j], e_mag[b, j] = pmsm_powers(
+                a, c, vd[b, j if wd > 1 else 0], vq[b, j if wq > 1 else 0], P[b, j, PM_R], Ld, Lq)
             p_mech[b, j] = t * qd[b, j if ws > 1 else 0]
 
 
@@ -650,11 +647,11 @@ TC_N, TC_KT = range(2)
 
 @njit(cache=True, inline="always")
 def torque_to_current_kernel(tau, P, iq):
-    """iq* = tau* / (N Kt) (A); P (B, n, 2) columns TC_*."""
+    """iq* = q_current_setpoint (A); P (B, n, 2) columns TC_*."""
     wt = tau.shape[1]
     for b in range(iq.shape[0]):
         for j in range(iq.shape[1]):
-            iq[b, j] = tau[b, j if wt > 1 else 0] / (P[b, j, TC_N] * P[b, j, TC_KT])
+            iq[b, j] = q_current_setpoint(tau[b, j if wt > 1 else 0], P[b, j, TC_N], P[b, j, TC_KT])
 
 
 @njit(cache=True, inline="always")
@@ -667,10 +664,7 @@ def torque_to_current_output(t, xc, xd, u, y, p):
 def torque_to_current_dq_output(t, xc, xd, u, y, p):
     """iq* and id* = 0."""
     torque_to_current_kernel(u[0], p[0], y[0])
-    i_d = y[1]
-    for b in range(i_d.shape[0]):
-        for j in range(i_d.shape[1]):
-            i_d[b, j] = 0.0
+    y[1][:, :] = 0.0
 
 
 @register
@@ -717,10 +711,8 @@ CC_KPD, CC_KID, CC_KPQ, CC_KIQ, CC_LD, CC_LQ, CC_PSI, CC_P, CC_N, CC_VMAX = rang
 
 @njit(cache=True, inline="always")
 def current_pi_q_kernel(iq_ref, iq, qd, z, P, decouple, Ts, v, update):
-    """Single-axis current PI with clamp and conditional integration (WORKLOADS.md W2), per member:
-
-        e = iq* - iq;  u = Kp e + Ki z (+ p N qd psi with decoupling);  v = clamp(u, +-v_max)
-        z_next = z + Ts e while |u| <= v_max, else z.
+    """current_pi_axis on the q axis per member and joint, with the back-EMF feed-forward
+    we psi (we = p N qd) when decoupling, else -0.0 (which changes no float).
 
     Signals (B, n or 1), z (B, n) A s, P (B, n, 10) columns CC_*. update False: the held voltage
     into v (B, n) V; True: z <- z_next in place (v is not touched).
@@ -730,21 +722,10 @@ def current_pi_q_kernel(iq_ref, iq, qd, z, P, decouple, Ts, v, update):
     ws = qd.shape[1]
     for b in range(z.shape[0]):
         for j in range(P.shape[1]):
-            e = iq_ref[b, j if wr > 1 else 0] - iq[b, j if wm > 1 else 0]
-            zk = z[b, j]
-            u = P[b, j, CC_KPQ] * e + P[b, j, CC_KIQ] * zk
-            if decouple:
-                u += P[b, j, CC_P] * P[b, j, CC_N] * qd[b, j if ws > 1 else 0] * P[b, j, CC_PSI]
-            lim = P[b, j, CC_VMAX]
-            if u > lim:
-                vk = lim
-                zn = zk
-            elif u < -lim:
-                vk = -lim
-                zn = zk
-            else:
-                vk = u
-                zn = zk + Ts * e
+            ff = (electrical(qd[b, j if ws > 1 else 0], P[b, j, CC_P], P[b, j, CC_N]) * P[b, j, CC_PSI]
+                  if decouple else -0.0)
+            vk, zn = current_pi_axis(iq_ref[b, j if wr > 1 else 0], iq[b, j if wm > 1 else 0], z[b, j],
+                                     P[b, j, CC_KPQ], P[b, j, CC_KIQ], ff, P[b, j, CC_VMAX], Ts)
             if update:
                 z[b, j] = zn
             else:
@@ -753,11 +734,7 @@ def current_pi_q_kernel(iq_ref, iq, qd, z, P, decouple, Ts, v, update):
 
 @njit(cache=True)
 def current_pi_dq_kernel(id_ref, iq_ref, i_d, i_q, qd, z, P, decouple, Ts, vd, vq, update):
-    """dq current PI of field-oriented control, per member and joint:
-
-        u_d = Kp_d e_d + Ki_d z_d (- we Lq iq),  u_q = Kp_q e_q + Ki_q z_q (+ we (Ld id + psi))
-        |u| > v_max: v = u v_max / |u| (direction kept) and both integrators hold;
-        else v = u and z += Ts e on both axes.     we = p N qd, rad/s.
+    """current_pi_dq per member and joint, we = p N qd (rad/s) for the decoupling feed-forward.
 
     z = (z_d, z_q) side by side (B, 2 n); update False: voltages into vd, vq; True: z <- z_next.
     """
@@ -765,31 +742,12 @@ def current_pi_dq_kernel(id_ref, iq_ref, i_d, i_q, qd, z, P, decouple, Ts, vd, v
     w1, w2, w3, w4, w5 = id_ref.shape[1], iq_ref.shape[1], i_d.shape[1], i_q.shape[1], qd.shape[1]
     for b in range(z.shape[0]):
         for j in range(n):
-            a = i_d[b, j if w3 > 1 else 0]
-            c = i_q[b, j if w4 > 1 else 0]
-            ed = id_ref[b, j if w1 > 1 else 0] - a
-            eq = iq_ref[b, j if w2 > 1 else 0] - c
-            zdk = z[b, j]
-            zqk = z[b, n + j]
-            ud = P[b, j, CC_KPD] * ed + P[b, j, CC_KID] * zdk
-            uq = P[b, j, CC_KPQ] * eq + P[b, j, CC_KIQ] * zqk
-            if decouple:
-                we = P[b, j, CC_P] * P[b, j, CC_N] * qd[b, j if w5 > 1 else 0]
-                ud -= we * P[b, j, CC_LQ] * c
-                uq += we * (P[b, j, CC_LD] * a + P[b, j, CC_PSI])
-            mag = math.sqrt(ud * ud + uq * uq)
-            lim = P[b, j, CC_VMAX]
-            if mag > lim:
-                s = lim / mag
-                vdk = ud * s
-                vqk = uq * s
-                zdn = zdk
-                zqn = zqk
-            else:
-                vdk = ud
-                vqk = uq
-                zdn = zdk + Ts * ed
-                zqn = zqk + Ts * eq
+            we = electrical(qd[b, j if w5 > 1 else 0], P[b, j, CC_P], P[b, j, CC_N]) if decouple else 0.0
+            vdk, vqk, zdn, zqn = current_pi_dq(
+                id_ref[b, j if w1 > 1 else 0], iq_ref[b, j if w2 > 1 else 0], i_d[b, j if w3 > 1 else 0],
+                i_q[b, j if w4 > 1 else 0], z[b, j], z[b, n + j], we, P[b, j, CC_KPD], P[b, j, CC_KID],
+                P[b, j, CC_KPQ], P[b, j, CC_KIQ], P[b, j, CC_LD], P[b, j, CC_LQ], P[b, j, CC_PSI], decouple,
+                P[b, j, CC_VMAX], Ts)
             if update:
                 z[b, j] = zdn
                 z[b, n + j] = zqn
@@ -798,10 +756,9 @@ def current_pi_dq_kernel(id_ref, iq_ref, i_d, i_q, qd, z, P, decouple, Ts, vd, v
                 vq[b, j] = vqk
 
 
-# p = (P, decouple, Ts)
-
 @njit(cache=True, inline="always")
 def current_pi_q_output(t, xc, xd, u, y, p):
+    """p = (P, decouple, Ts), for the four current-PI adapters."""
     current_pi_q_kernel(u[0], u[1], u[2], xd, p[0], p[1], p[2], y[0], False)
 
 
