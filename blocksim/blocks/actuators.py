@@ -23,8 +23,8 @@ from ..errors import ParameterError, WidthError
 from ..models.foc import current_pi_axis, current_pi_dq, q_current_setpoint, tune_current_pi
 from ..models.friction import (karnopp_switching, karnopp_torque, lugre_bristle_rate, lugre_friction,
                                stribeck_torque)
-from ..models.motor import dc_current_rate, dc_powers, dc_torque, electrical, pmsm_current_rates, \
-    pmsm_powers, pmsm_torque
+from ..models.motor import (dc_current_rate, dc_powers, dc_torque, electrical, pmsm_current_rates,
+                            pmsm_powers, pmsm_torque)
 from .base import Block, Kernels, Param, register
 from .discrete import OFFSET, PERIOD, fill_rows, no_update
 
