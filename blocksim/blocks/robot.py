@@ -373,10 +373,12 @@ def _holds(work, start, x, b, count):
     return True
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _joint_friction(w, Fv, Fcp, Fcn, Fsp, Fsn, vs, delta, eps):
     """Friction torque of one joint at speed w (N m): models.friction.stribeck_torque with the
-    levels (Fcp, Fsp) while w > 0 and (Fcn, Fsn) otherwise (magnitudes; at w = 0 the sign is 0)."""
+    levels (Fcp, Fsp) while w > 0 and (Fcn, Fsn) otherwise (magnitudes; at w = 0 the sign is 0).
+    Compiled once and called, not inlined: inlining the core at each of the plant kernels' call
+    sites made a cold compile of W2 several seconds slower, and the call costs W2 no run time."""
     forward = w > 0.0
     return stribeck_torque(w, Fcp if forward else Fcn, Fsp if forward else Fsn, vs, delta, Fv, eps)
 
