@@ -3,10 +3,11 @@ gear, and the current loop of field-oriented control (TorqueToCurrent, CurrentCo
 
 Every block is vector-valued, one channel per joint; a scalar parameter applies to every joint and a
 scalar input expands to the width. Friction torques enter the joint equation as
-`M qdd + c + G + tau_f = tau`: they oppose the motion. The physics lives in `blocksim.models`; the
-kernels here take per-member parameters, so a batch may sweep any of them, packed into one
-(B, n, K) array per block with named columns (XX_NAME constants below): compiled code pays a few ns
-for every array argument of a call.
+`M qdd + c + G + tau_f = tau`: they oppose the motion. Each law lives once, as an inlined scalar core
+of `blocksim.models` (friction: Stribeck, Karnopp, LuGre; motor: DC, PMSM; foc: the current PI); the
+kernels here map ports and per-member parameters onto the cores' arguments, so a batch may sweep any
+parameter, packed into one (B, n, K) array per block with named columns (XX_NAME constants below):
+compiled code pays a few ns for every array argument of a call.
 
 Compiled mode (base.Kernels): each block's runtime methods call module-level adapters
 `f(t, xc, xd, u, y | dxc | g, p)` with the parameter tuple p built in configure(), the same
@@ -15,14 +16,15 @@ inlined into the caller; the kernels they call are compiled once and cached by n
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 
 from ..errors import ParameterError
-from ..models.foc import tune_current_pi
-from ..models.friction import _stribeck_level, _stribeck_scalar
+from ..models.foc import current_pi_axis, current_pi_dq, q_current_setpoint, tune_current_pi
+from ..models.friction import (karnopp_switching, karnopp_torque, lugre_bristle_rate, lugre_friction,
+                               stribeck_torque)
+from ..models.motor import (dc_current_rate, dc_powers, dc_torque, electrical, pmsm_current_rates,
+                            pmsm_powers, pmsm_torque)
 from ._bases import OFFSET, PERIOD, JointBlock
 from ._kernels import fill_rows, no_update, packed
 from .base import Kernels, Param, register
@@ -38,17 +40,13 @@ JF_FC, JF_FS, JF_VS, JF_DELTA, JF_FV, JF_EPS = range(6)
 
 @njit(cache=True)
 def static_friction_kernel(qd, P, tau, p_diss):
-    """tau = (Fc + (Fs - Fc) exp(-|qd/vs|^delta)) sgn(qd) + Fv qd (N m), p_diss = tau qd (W).
-
-    qd (B, n or 1) rad/s; P (B, n, 6) the columns JF_*; sgn is exact (sgn(0) = 0) where eps == 0,
-    else tanh(qd / eps).
-    """
+    """tau = stribeck_torque (N m), p_diss = tau qd (W); qd (B, n or 1) rad/s, P (B, n, 6) columns JF_*."""
     wq = qd.shape[1]
     for b in range(tau.shape[0]):
         for j in range(tau.shape[1]):
             v = qd[b, j if wq > 1 else 0]
-            f = _stribeck_scalar(v, P[b, j, JF_FC], P[b, j, JF_FS], P[b, j, JF_VS],
-                                 P[b, j, JF_DELTA], P[b, j, JF_FV], P[b, j, JF_EPS])
+            f = stribeck_torque(v, P[b, j, JF_FC], P[b, j, JF_FS], P[b, j, JF_VS], P[b, j, JF_DELTA],
+                                P[b, j, JF_FV], P[b, j, JF_EPS])
             tau[b, j] = f
             p_diss[b, j] = f * v
 
@@ -141,36 +139,29 @@ KF_FC, KF_FS, KF_VS, KF_DELTA, KF_FV, KF_DV = range(6)
 
 @njit(cache=True)
 def karnopp_kernel(qd, tau_applied, P, tau, p_diss):
-    """Karnopp friction (N m) and its power tau qd (W); signals (B, n or 1), P (B, n, 6) columns KF_*.
-
-    |qd| < dv: stick, tau = tau_applied clamped to +-Fs; else slip on the Stribeck curve.
-    """
+    """karnopp_torque (N m) and its power tau qd (W); signals (B, n or 1), P (B, n, 6) columns KF_*."""
     wq = qd.shape[1]
     wt = tau_applied.shape[1]
     for b in range(tau.shape[0]):
         for j in range(tau.shape[1]):
             v = qd[b, j if wq > 1 else 0]
-            if abs(v) < P[b, j, KF_DV]:
-                a = tau_applied[b, j if wt > 1 else 0]
-                lim = P[b, j, KF_FS]
-                f = lim if a > lim else (-lim if a < -lim else a)
-            else:
-                f = _stribeck_scalar(v, P[b, j, KF_FC], P[b, j, KF_FS], P[b, j, KF_VS],
-                                     P[b, j, KF_DELTA], P[b, j, KF_FV], 0.0)
+            f = karnopp_torque(v, tau_applied[b, j if wt > 1 else 0], P[b, j, KF_FC], P[b, j, KF_FS],
+                               P[b, j, KF_VS], P[b, j, KF_DELTA], P[b, j, KF_FV], P[b, j, KF_DV])
             tau[b, j] = f
             p_diss[b, j] = f * v
 
 
 @njit(cache=True)
 def karnopp_crossings_kernel(qd, tau_applied, P, g):
-    """g[:, j] = |qd_j| - dv_j (band edge), g[:, n + j] = |tau_applied_j| - Fs_j (static limit)."""
+    """karnopp_switching: g[:, j] the band edge, g[:, n + j] the static limit."""
     n = P.shape[1]
     wq = qd.shape[1]
     wt = tau_applied.shape[1]
     for b in range(g.shape[0]):
         for j in range(n):
-            g[b, j] = abs(qd[b, j if wq > 1 else 0]) - P[b, j, KF_DV]
-            g[b, n + j] = abs(tau_applied[b, j if wt > 1 else 0]) - P[b, j, KF_FS]
+            g[b, j], g[b, n + j] = karnopp_switching(qd[b, j if wq > 1 else 0],
+                                                     tau_applied[b, j if wt > 1 else 0],
+                                                     P[b, j, KF_FS], P[b, j, KF_DV])
 
 
 @njit(cache=True, inline="always")
@@ -240,27 +231,25 @@ LG_SIGMA0, LG_SIGMA1, LG_SIGMA2, LG_FC, LG_FS, LG_VS, LG_DELTA = range(7)
 
 @njit(cache=True)
 def lugre_derivative_kernel(qd, z, P, zdot):
-    """dz/dt = qd - sigma0 |qd| z / g(qd) (rad/s), g the Stribeck level; P (B, n, 7) columns LG_*."""
+    """dz/dt = lugre_bristle_rate (rad/s); qd (B, n or 1) rad/s, z (B, n) rad, P (B, n, 7) columns LG_*."""
     wq = qd.shape[1]
     for b in range(z.shape[0]):
         for j in range(z.shape[1]):
-            v = qd[b, j if wq > 1 else 0]
-            g = _stribeck_level(v, P[b, j, LG_FC], P[b, j, LG_FS], P[b, j, LG_VS], P[b, j, LG_DELTA])
-            zdot[b, j] = v - P[b, j, LG_SIGMA0] * abs(v) * z[b, j] / g
+            zdot[b, j] = lugre_bristle_rate(qd[b, j if wq > 1 else 0], z[b, j], P[b, j, LG_SIGMA0],
+                                            P[b, j, LG_FC], P[b, j, LG_FS], P[b, j, LG_VS],
+                                            P[b, j, LG_DELTA])
 
 
 @njit(cache=True)
 def lugre_output_kernel(qd, z, P, tau, p_diss, z_out):
-    """tau = sigma0 z + sigma1 dz/dt + sigma2 qd (N m), p_diss = tau qd (W), z_out = z (rad)."""
+    """tau = lugre_friction's torque (N m), p_diss = tau qd (W), z_out = z (rad)."""
     wq = qd.shape[1]
     for b in range(z.shape[0]):
         for j in range(z.shape[1]):
             v = qd[b, j if wq > 1 else 0]
-            g = _stribeck_level(v, P[b, j, LG_FC], P[b, j, LG_FS], P[b, j, LG_VS], P[b, j, LG_DELTA])
             zz = z[b, j]
-            s0 = P[b, j, LG_SIGMA0]
-            zdot = v - s0 * abs(v) * zz / g
-            f = s0 * zz + P[b, j, LG_SIGMA1] * zdot + P[b, j, LG_SIGMA2] * v
+            f = lugre_friction(v, zz, P[b, j, LG_SIGMA0], P[b, j, LG_SIGMA1], P[b, j, LG_SIGMA2],
+                               P[b, j, LG_FC], P[b, j, LG_FS], P[b, j, LG_VS], P[b, j, LG_DELTA])[1]
             tau[b, j] = f
             p_diss[b, j] = f * v
             z_out[b, j] = zz
@@ -348,35 +337,36 @@ DC_R, DC_L, DC_KT, DC_KE, DC_N = range(5)
 
 @njit(cache=True, inline="always")
 def dc_motor_derivative_kernel(i, v, qd, P, di):
-    """L di/dt = v - R i - Ke N qd (A/s); signals (B, n or 1), P (B, n, 5) columns DC_*."""
+    """di/dt = dc_current_rate (A/s); signals (B, n or 1), P (B, n, 5) columns DC_*."""
     wv = v.shape[1]
     wq = qd.shape[1]
     for b in range(i.shape[0]):
         for j in range(i.shape[1]):
-            di[b, j] = (v[b, j if wv > 1 else 0] - P[b, j, DC_R] * i[b, j]
-                        - P[b, j, DC_KE] * P[b, j, DC_N] * qd[b, j if wq > 1 else 0]) / P[b, j, DC_L]
+            di[b, j] = dc_current_rate(i[b, j], v[b, j if wv > 1 else 0], qd[b, j if wq > 1 else 0],
+                                       P[b, j, DC_R], P[b, j, DC_L], P[b, j, DC_KE], P[b, j, DC_N])
 
 
 @njit(cache=True, inline="always")
 def dc_motor_output_kernel(i, v, qd, P, i_out, tau, p_elec, p_copper, e_mag, p_mech, want):
-    """Current (A), joint torque N Kt i (N m) and the power terms v i, R i^2, tau qd (W), 0.5 L i^2 (J):
-    those flagged in want (6 bools, in that order)."""
+    """Current (A), joint torque dc_torque (N m), the dc_powers terms (W, W, J) and tau qd (W): those
+    flagged in want (6 bools, in the output order)."""
     wv = v.shape[1]
     wq = qd.shape[1]
     for b in range(i.shape[0]):
         for j in range(i.shape[1]):
             ik = i[b, j]
-            t = P[b, j, DC_N] * P[b, j, DC_KT] * ik
+            t = dc_torque(ik, P[b, j, DC_KT], P[b, j, DC_N])
+            pe, pc, em = dc_powers(ik, v[b, j if wv > 1 else 0], P[b, j, DC_R], P[b, j, DC_L])
             if want[0]:
                 i_out[b, j] = ik
             if want[1]:
                 tau[b, j] = t
             if want[2]:
-                p_elec[b, j] = v[b, j if wv > 1 else 0] * ik
+                p_elec[b, j] = pe
             if want[3]:
-                p_copper[b, j] = P[b, j, DC_R] * ik * ik
+                p_copper[b, j] = pc
             if want[4]:
-                e_mag[b, j] = 0.5 * P[b, j, DC_L] * ik * ik
+                e_mag[b, j] = em
             if want[5]:
                 p_mech[b, j] = t * qd[b, j if wq > 1 else 0]
 
@@ -464,28 +454,24 @@ PM_R, PM_LD, PM_LQ, PM_PSI, PM_P, PM_N = range(6)
 
 @njit(cache=True)
 def pmsm_derivative_kernel(x, vd, vq, qd, P, dx):
-    """dq stator equations (A/s), we = p N qd, x = (id, iq) side by side (B, 2 n):
-    Ld did/dt = vd - R id + we Lq iq,  Lq diq/dt = vq - R iq - we (Ld id + psi)."""
+    """pmsm_current_rates (A/s) at we = p N qd; x = (id, iq) side by side (B, 2 n)."""
     n = P.shape[1]
     wd = vd.shape[1]
     wq = vq.shape[1]
     ws = qd.shape[1]
     for b in range(x.shape[0]):
         for j in range(n):
-            we = P[b, j, PM_P] * P[b, j, PM_N] * qd[b, j if ws > 1 else 0]
-            a = x[b, j]
-            c = x[b, n + j]
-            R, Ld, Lq = P[b, j, PM_R], P[b, j, PM_LD], P[b, j, PM_LQ]
-            dx[b, j] = (vd[b, j if wd > 1 else 0] - R * a + we * Lq * c) / Ld
-            dx[b, n + j] = (vq[b, j if wq > 1 else 0] - R * c - we * (Ld * a + P[b, j, PM_PSI])) / Lq
+            we = electrical(qd[b, j if ws > 1 else 0], P[b, j, PM_P], P[b, j, PM_N])
+            dx[b, j], dx[b, n + j] = pmsm_current_rates(
+                x[b, j], x[b, n + j], vd[b, j if wd > 1 else 0], vq[b, j if wq > 1 else 0], we,
+                P[b, j, PM_R], P[b, j, PM_LD], P[b, j, PM_LQ], P[b, j, PM_PSI])
 
 
 @njit(cache=True)
 def pmsm_output_kernel(x, vd, vq, qd, q, P, id_out, iq_out, tau, theta_e, p_elec, p_copper, e_mag,
                        p_mech):
-    """Currents (A), joint torque N 1.5 p (psi iq + (Ld - Lq) id iq) (N m), electrical angle p N q
-    (rad) and the amplitude-invariant power terms 1.5 (vd id + vq iq), 1.5 R (id^2 + iq^2),
-    tau qd (W) and the magnetic energy 0.75 (Ld id^2 + Lq iq^2) (J)."""
+    """Currents (A), joint torque pmsm_torque (N m), electrical angle p N q (rad), the pmsm_powers
+    terms (W, W, J) and tau qd (W)."""
     n = P.shape[1]
     wd = vd.shape[1]
     wq = vq.shape[1]
@@ -496,14 +482,13 @@ def pmsm_output_kernel(x, vd, vq, qd, q, P, id_out, iq_out, tau, theta_e, p_elec
             a = x[b, j]
             c = x[b, n + j]
             N, p, Ld, Lq = P[b, j, PM_N], P[b, j, PM_P], P[b, j, PM_LD], P[b, j, PM_LQ]
-            t = N * 1.5 * p * (P[b, j, PM_PSI] * c + (Ld - Lq) * a * c)
+            t = pmsm_torque(a, c, P[b, j, PM_PSI], p, Ld, Lq, N)
             id_out[b, j] = a
             iq_out[b, j] = c
             tau[b, j] = t
-            theta_e[b, j] = p * N * q[b, j if wa > 1 else 0]
-            p_elec[b, j] = 1.5 * (vd[b, j if wd > 1 else 0] * a + vq[b, j if wq > 1 else 0] * c)
-            p_copper[b, j] = 1.5 * P[b, j, PM_R] * (a * a + c * c)
-            e_mag[b, j] = 0.75 * (Ld * a * a + Lq * c * c)
+            theta_e[b, j] = electrical(q[b, j if wa > 1 else 0], p, N)
+            p_elec[b, j], p_copper[b, j], e_mag[b, j] = pmsm_powers(
+                a, c, vd[b, j if wd > 1 else 0], vq[b, j if wq > 1 else 0], P[b, j, PM_R], Ld, Lq)
             p_mech[b, j] = t * qd[b, j if ws > 1 else 0]
 
 
@@ -601,11 +586,11 @@ TC_N, TC_KT = range(2)
 
 @njit(cache=True, inline="always")
 def torque_to_current_kernel(tau, P, iq):
-    """iq* = tau* / (N Kt) (A); P (B, n, 2) columns TC_*."""
+    """iq* = q_current_setpoint (A); P (B, n, 2) columns TC_*."""
     wt = tau.shape[1]
     for b in range(iq.shape[0]):
         for j in range(iq.shape[1]):
-            iq[b, j] = tau[b, j if wt > 1 else 0] / (P[b, j, TC_N] * P[b, j, TC_KT])
+            iq[b, j] = q_current_setpoint(tau[b, j if wt > 1 else 0], P[b, j, TC_N], P[b, j, TC_KT])
 
 
 @njit(cache=True, inline="always")
@@ -618,10 +603,7 @@ def torque_to_current_output(t, xc, xd, u, y, p):
 def torque_to_current_dq_output(t, xc, xd, u, y, p):
     """iq* and id* = 0."""
     torque_to_current_kernel(u[0], p[0], y[0])
-    i_d = y[1]
-    for b in range(i_d.shape[0]):
-        for j in range(i_d.shape[1]):
-            i_d[b, j] = 0.0
+    y[1][:, :] = 0.0
 
 
 @register
@@ -668,10 +650,8 @@ CC_KPD, CC_KID, CC_KPQ, CC_KIQ, CC_LD, CC_LQ, CC_PSI, CC_P, CC_N, CC_VMAX = rang
 
 @njit(cache=True, inline="always")
 def current_pi_q_kernel(iq_ref, iq, qd, z, P, decouple, Ts, v, update):
-    """Single-axis current PI with clamp and conditional integration (WORKLOADS.md W2), per member:
-
-        e = iq* - iq;  u = Kp e + Ki z (+ p N qd psi with decoupling);  v = clamp(u, +-v_max)
-        z_next = z + Ts e while |u| <= v_max, else z.
+    """current_pi_axis on the q axis per member and joint, with the back-EMF feed-forward
+    we psi (we = p N qd) when decoupling, else -0.0 (which changes no float).
 
     Signals (B, n or 1), z (B, n) A s, P (B, n, 10) columns CC_*. update False: the held voltage
     into v (B, n) V; True: z <- z_next in place (v is not touched).
@@ -681,21 +661,10 @@ def current_pi_q_kernel(iq_ref, iq, qd, z, P, decouple, Ts, v, update):
     ws = qd.shape[1]
     for b in range(z.shape[0]):
         for j in range(P.shape[1]):
-            e = iq_ref[b, j if wr > 1 else 0] - iq[b, j if wm > 1 else 0]
-            zk = z[b, j]
-            u = P[b, j, CC_KPQ] * e + P[b, j, CC_KIQ] * zk
-            if decouple:
-                u += P[b, j, CC_P] * P[b, j, CC_N] * qd[b, j if ws > 1 else 0] * P[b, j, CC_PSI]
-            lim = P[b, j, CC_VMAX]
-            if u > lim:
-                vk = lim
-                zn = zk
-            elif u < -lim:
-                vk = -lim
-                zn = zk
-            else:
-                vk = u
-                zn = zk + Ts * e
+            ff = (electrical(qd[b, j if ws > 1 else 0], P[b, j, CC_P], P[b, j, CC_N]) * P[b, j, CC_PSI]
+                  if decouple else -0.0)
+            vk, zn = current_pi_axis(iq_ref[b, j if wr > 1 else 0], iq[b, j if wm > 1 else 0], z[b, j],
+                                     P[b, j, CC_KPQ], P[b, j, CC_KIQ], ff, P[b, j, CC_VMAX], Ts)
             if update:
                 z[b, j] = zn
             else:
@@ -704,11 +673,7 @@ def current_pi_q_kernel(iq_ref, iq, qd, z, P, decouple, Ts, v, update):
 
 @njit(cache=True)
 def current_pi_dq_kernel(id_ref, iq_ref, i_d, i_q, qd, z, P, decouple, Ts, vd, vq, update):
-    """dq current PI of field-oriented control, per member and joint:
-
-        u_d = Kp_d e_d + Ki_d z_d (- we Lq iq),  u_q = Kp_q e_q + Ki_q z_q (+ we (Ld id + psi))
-        |u| > v_max: v = u v_max / |u| (direction kept) and both integrators hold;
-        else v = u and z += Ts e on both axes.     we = p N qd, rad/s.
+    """current_pi_dq per member and joint, we = p N qd (rad/s) for the decoupling feed-forward.
 
     z = (z_d, z_q) side by side (B, 2 n); update False: voltages into vd, vq; True: z <- z_next.
     """
@@ -716,31 +681,12 @@ def current_pi_dq_kernel(id_ref, iq_ref, i_d, i_q, qd, z, P, decouple, Ts, vd, v
     w1, w2, w3, w4, w5 = id_ref.shape[1], iq_ref.shape[1], i_d.shape[1], i_q.shape[1], qd.shape[1]
     for b in range(z.shape[0]):
         for j in range(n):
-            a = i_d[b, j if w3 > 1 else 0]
-            c = i_q[b, j if w4 > 1 else 0]
-            ed = id_ref[b, j if w1 > 1 else 0] - a
-            eq = iq_ref[b, j if w2 > 1 else 0] - c
-            zdk = z[b, j]
-            zqk = z[b, n + j]
-            ud = P[b, j, CC_KPD] * ed + P[b, j, CC_KID] * zdk
-            uq = P[b, j, CC_KPQ] * eq + P[b, j, CC_KIQ] * zqk
-            if decouple:
-                we = P[b, j, CC_P] * P[b, j, CC_N] * qd[b, j if w5 > 1 else 0]
-                ud -= we * P[b, j, CC_LQ] * c
-                uq += we * (P[b, j, CC_LD] * a + P[b, j, CC_PSI])
-            mag = math.sqrt(ud * ud + uq * uq)
-            lim = P[b, j, CC_VMAX]
-            if mag > lim:
-                s = lim / mag
-                vdk = ud * s
-                vqk = uq * s
-                zdn = zdk
-                zqn = zqk
-            else:
-                vdk = ud
-                vqk = uq
-                zdn = zdk + Ts * ed
-                zqn = zqk + Ts * eq
+            we = electrical(qd[b, j if w5 > 1 else 0], P[b, j, CC_P], P[b, j, CC_N]) if decouple else 0.0
+            vdk, vqk, zdn, zqn = current_pi_dq(
+                id_ref[b, j if w1 > 1 else 0], iq_ref[b, j if w2 > 1 else 0], i_d[b, j if w3 > 1 else 0],
+                i_q[b, j if w4 > 1 else 0], z[b, j], z[b, n + j], we, P[b, j, CC_KPD], P[b, j, CC_KID],
+                P[b, j, CC_KPQ], P[b, j, CC_KIQ], P[b, j, CC_LD], P[b, j, CC_LQ], P[b, j, CC_PSI], decouple,
+                P[b, j, CC_VMAX], Ts)
             if update:
                 z[b, j] = zdn
                 z[b, n + j] = zqn
@@ -749,10 +695,9 @@ def current_pi_dq_kernel(id_ref, iq_ref, i_d, i_q, qd, z, P, decouple, Ts, vd, v
                 vq[b, j] = vqk
 
 
-# p = (P, decouple, Ts)
-
 @njit(cache=True, inline="always")
 def current_pi_q_output(t, xc, xd, u, y, p):
+    """p = (P, decouple, Ts), for the four current-PI adapters."""
     current_pi_q_kernel(u[0], u[1], u[2], xd, p[0], p[1], p[2], y[0], False)
 
 

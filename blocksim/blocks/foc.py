@@ -1,67 +1,59 @@
 """Field-oriented-control blocks: Clarke and Park transforms and their inverses, an average-value
 inverter (the voltage circle of the DC bus) and space-vector PWM duty cycles.
 
-Transforms are amplitude-invariant (the 2/3 factor), as in `blocksim.models.foc`: a balanced
-three-phase set of amplitude A is a vector of length A, and power is 1.5 (vd id + vq iq).
+Transforms are amplitude-invariant (the 2/3 factor): a balanced three-phase set of amplitude A is a
+vector of length A, and power is 1.5 (vd id + vq iq). Park rotates by the electrical angle
+theta_e = p N q (rad), the PMSM block's output. Each piece lives once, as an inlined scalar core of
+`blocksim.models.foc`; the kernels here map ports and parameters onto the cores' arguments.
 Every block works per channel (one motor per joint); scalar inputs expand to the width.
 """
 from __future__ import annotations
-
-import math
 
 import numpy as np
 from numba import njit
 
 from ..errors import ParameterError
+from ..models.foc import (clarke_transform, inverse_clarke_transform, inverse_park_transform,
+                          park_transform, svpwm_duty_cycles, svpwm_voltage_limit, voltage_circle_limit,
+                          voltage_magnitude)
 from ._bases import JointBlock
 from ._kernels import no_update
 from .base import Kernels, Param, register
 
-SQRT3 = math.sqrt(3.0)
-
 
 @njit(cache=True)
 def clarke_kernel(a, b, c, alpha, beta, zero):
-    """alpha = (2a - b - c) / 3, beta = (b - c) / sqrt(3), zero = (a + b + c) / 3; (B, n or 1) in."""
+    """clarke_transform per channel; inputs (B, n or 1), outputs (B, n)."""
     wa, wb, wc = a.shape[1], b.shape[1], c.shape[1]
     for k in range(alpha.shape[0]):
         for j in range(alpha.shape[1]):
-            x = a[k, j if wa > 1 else 0]
-            y = b[k, j if wb > 1 else 0]
-            z = c[k, j if wc > 1 else 0]
-            alpha[k, j] = (2.0 * x - y - z) / 3.0
-            beta[k, j] = (y - z) / SQRT3
-            zero[k, j] = (x + y + z) / 3.0
+            alpha[k, j], beta[k, j], zero[k, j] = clarke_transform(
+                a[k, j if wa > 1 else 0], b[k, j if wb > 1 else 0], c[k, j if wc > 1 else 0])
 
 
 @njit(cache=True)
 def inverse_clarke_kernel(alpha, beta, zero, a, b, c):
-    """a = alpha + 0, b = -alpha/2 + sqrt(3)/2 beta + 0, c = -alpha/2 - sqrt(3)/2 beta + 0."""
+    """inverse_clarke_transform per channel; inputs (B, n or 1), outputs (B, n)."""
     w1, w2, w3 = alpha.shape[1], beta.shape[1], zero.shape[1]
     for k in range(a.shape[0]):
         for j in range(a.shape[1]):
-            al = alpha[k, j if w1 > 1 else 0]
-            be = beta[k, j if w2 > 1 else 0]
-            z = zero[k, j if w3 > 1 else 0]
-            a[k, j] = al + z
-            b[k, j] = -0.5 * al + 0.5 * SQRT3 * be + z
-            c[k, j] = -0.5 * al - 0.5 * SQRT3 * be + z
+            a[k, j], b[k, j], c[k, j] = inverse_clarke_transform(
+                alpha[k, j if w1 > 1 else 0], beta[k, j if w2 > 1 else 0], zero[k, j if w3 > 1 else 0])
 
 
 @njit(cache=True)
-def rotate_kernel(x, y, theta, sign, x_out, y_out):
-    """Rotation by sign * theta: Park (sign -1: d = x cos + y sin, q = -x sin + y cos) and inverse
-    Park (sign +1: alpha = d cos - q sin, beta = d sin + q cos); theta in rad."""
+def rotate_kernel(x, y, theta, inverse, x_out, y_out):
+    """park_transform (inverse False: alpha-beta -> dq) or inverse_park_transform (True) by theta (rad)."""
     w1, w2, w3 = x.shape[1], y.shape[1], theta.shape[1]
     for k in range(x_out.shape[0]):
         for j in range(x_out.shape[1]):
-            th = theta[k, j if w3 > 1 else 0]
-            c = math.cos(th)
-            s = sign * math.sin(th)
             u = x[k, j if w1 > 1 else 0]
             v = y[k, j if w2 > 1 else 0]
-            x_out[k, j] = u * c - v * s
-            y_out[k, j] = u * s + v * c
+            th = theta[k, j if w3 > 1 else 0]
+            if inverse:
+                x_out[k, j], y_out[k, j] = inverse_park_transform(u, v, th)
+            else:
+                x_out[k, j], y_out[k, j] = park_transform(u, v, th)
 
 
 @njit(cache=True, inline="always")
@@ -76,12 +68,12 @@ def inverse_clarke_output(t, xc, xd, u, y, p):
 
 @njit(cache=True, inline="always")
 def park_output(t, xc, xd, u, y, p):
-    rotate_kernel(u[0], u[1], u[2], -1.0, y[0], y[1])
+    rotate_kernel(u[0], u[1], u[2], False, y[0], y[1])
 
 
 @njit(cache=True, inline="always")
 def inverse_park_output(t, xc, xd, u, y, p):
-    rotate_kernel(u[0], u[1], u[2], 1.0, y[0], y[1])
+    rotate_kernel(u[0], u[1], u[2], True, y[0], y[1])
 
 
 class Transform(JointBlock):
@@ -154,34 +146,23 @@ class InversePark(Transform):
 
 @njit(cache=True)
 def circle_limit_kernel(v1, v2, vdc, v1_out, v2_out, saturated):
-    """(v1, v2) scaled onto |v| <= vdc / sqrt(3), direction kept; saturated = 1 where it was."""
+    """voltage_circle_limit at svpwm_voltage_limit(vdc) (V); saturated = 1 where the limit acted, else 0."""
     w1, w2 = v1.shape[1], v2.shape[1]
     for k in range(v1_out.shape[0]):
         for j in range(v1_out.shape[1]):
-            x = v1[k, j if w1 > 1 else 0]
-            y = v2[k, j if w2 > 1 else 0]
-            lim = vdc[k, j] / SQRT3
-            mag = math.sqrt(x * x + y * y)
-            if mag > lim:
-                s = lim / mag
-                x *= s
-                y *= s
-                saturated[k, j] = 1.0
-            else:
-                saturated[k, j] = 0.0
-            v1_out[k, j] = x
-            v2_out[k, j] = y
+            v1_out[k, j], v2_out[k, j], limited = voltage_circle_limit(
+                v1[k, j if w1 > 1 else 0], v2[k, j if w2 > 1 else 0], svpwm_voltage_limit(vdc[k, j]))
+            saturated[k, j] = 1.0 if limited else 0.0
 
 
 @njit(cache=True)
 def circle_crossings_kernel(v1, v2, vdc, g):
-    """g = |v| - vdc / sqrt(3): the kink of the limit."""
+    """g = |v| - vdc / sqrt(3) (V): the kink of the limit."""
     w1, w2 = v1.shape[1], v2.shape[1]
     for k in range(g.shape[0]):
         for j in range(g.shape[1]):
-            x = v1[k, j if w1 > 1 else 0]
-            y = v2[k, j if w2 > 1 else 0]
-            g[k, j] = math.sqrt(x * x + y * y) - vdc[k, j] / SQRT3
+            g[k, j] = (voltage_magnitude(v1[k, j if w1 > 1 else 0], v2[k, j if w2 > 1 else 0])
+                       - svpwm_voltage_limit(vdc[k, j]))
 
 
 @njit(cache=True, inline="always")
@@ -246,20 +227,12 @@ class Inverter(JointBlock):
 
 @njit(cache=True)
 def svpwm_kernel(v_alpha, v_beta, vdc, da, db, dc):
-    """Centred SVPWM duties by min-max injection: d_x = 1/2 + (v_x - (max + min)/2) / vdc, clipped."""
+    """svpwm_duty_cycles per channel: centred duties by min-max injection, clipped to [0, 1]."""
     w1, w2 = v_alpha.shape[1], v_beta.shape[1]
     for k in range(da.shape[0]):
         for j in range(da.shape[1]):
-            al = v_alpha[k, j if w1 > 1 else 0]
-            be = v_beta[k, j if w2 > 1 else 0]
-            va = al
-            vb = -0.5 * al + 0.5 * SQRT3 * be
-            vc = -0.5 * al - 0.5 * SQRT3 * be
-            off = -0.5 * (max(va, max(vb, vc)) + min(va, min(vb, vc)))
-            inv = 1.0 / vdc[k, j]
-            da[k, j] = min(1.0, max(0.0, 0.5 + (va + off) * inv))
-            db[k, j] = min(1.0, max(0.0, 0.5 + (vb + off) * inv))
-            dc[k, j] = min(1.0, max(0.0, 0.5 + (vc + off) * inv))
+            da[k, j], db[k, j], dc[k, j] = svpwm_duty_cycles(v_alpha[k, j if w1 > 1 else 0],
+                                                             v_beta[k, j if w2 > 1 else 0], vdc[k, j])
 
 
 @njit(cache=True, inline="always")

@@ -1,7 +1,15 @@
 """Field-oriented control pieces: Clarke/Park transforms, average-value inverter, SVPWM, current PI and its tuning.
 
 Transforms are amplitude-invariant (the 2/3 factor), so a balanced set of amplitude A maps to a vector of
-length A, and three-phase power is 1.5 (v_d i_d + v_q i_q) (+ 3 v_0 i_0 with a zero sequence).
+length A, and three-phase power is 1.5 (v_d i_d + v_q i_q) (+ 3 v_0 i_0 with a zero sequence). Park
+rotates by the rotor's electrical angle theta_e = p N q (rad; `blocksim.models.motor.electrical`).
+
+Each piece lives once, as a scalar core here (`clarke_transform`, `inverse_clarke_transform`,
+`park_transform`, `inverse_park_transform`, `svpwm_voltage_limit`, `voltage_magnitude`,
+`voltage_circle_limit`, `svpwm_duty_cycles`, `q_current_setpoint`, `current_pi_axis`,
+`current_pi_dq`): numba functions of floats, inlined wherever they are called. The `*_into` kernels
+and the numpy API below and the blocks of `blocksim.blocks.foc` and `blocksim.blocks.actuators` call
+them, so every mode computes the same floats. Units: A, V, rad, rad/s, s; gains in V/A and V/(A s).
 """
 from __future__ import annotations
 
@@ -18,6 +26,9 @@ __all__ = [
     "CurrentPIGains", "tune_current_pi", "torque_to_current", "inverter_voltage_limit",
     "clarke", "inverse_clarke", "park", "inverse_park", "limit_voltage", "svpwm_duties",
     "average_phase_voltages", "pi_current_step", "dq_current_pi_step",
+    "clarke_transform", "inverse_clarke_transform", "park_transform", "inverse_park_transform",
+    "svpwm_voltage_limit", "voltage_magnitude", "voltage_circle_limit", "svpwm_duty_cycles",
+    "q_current_setpoint", "current_pi_axis", "current_pi_dq",
     "clarke_into", "inverse_clarke_into", "park_into", "inverse_park_into", "voltage_circle_limit_into",
     "svpwm_into", "pi_current_step_into", "dq_current_pi_step_into",
 ]
@@ -25,194 +36,231 @@ __all__ = [
 _SQRT3 = math.sqrt(3.0)
 
 
-# ---------------------------------------------------------------- transforms
+# ---------------------------------------------------------------- scalar cores (inlined into every caller)
+
+@njit(cache=True, inline="always")
+def clarke_transform(a, b, c):
+    """Amplitude-invariant Clarke transform abc -> (alpha, beta, zero), any unit (A or V):
+    alpha = (2a - b - c) / 3, beta = (b - c) / sqrt(3), zero = (a + b + c) / 3."""
+    return (2.0 * a - b - c) / 3.0, (b - c) / _SQRT3, (a + b + c) / 3.0
+
+
+@njit(cache=True, inline="always")
+def inverse_clarke_transform(alpha, beta, zero):
+    """Inverse Clarke (alpha, beta, zero) -> (a, b, c): a = alpha + zero,
+    b = -alpha/2 + sqrt(3)/2 beta + zero, c = -alpha/2 - sqrt(3)/2 beta + zero."""
+    return (alpha + zero, -0.5 * alpha + 0.5 * _SQRT3 * beta + zero,
+            -0.5 * alpha - 0.5 * _SQRT3 * beta + zero)
+
+
+@njit(cache=True, inline="always")
+def park_transform(alpha, beta, theta_e):
+    """Park rotation alpha-beta -> (d, q) into the rotor frame at electrical angle theta_e (rad):
+    d = alpha cos(theta_e) + beta sin(theta_e), q = -alpha sin(theta_e) + beta cos(theta_e)."""
+    c = math.cos(theta_e)
+    s = math.sin(theta_e)
+    return alpha * c + beta * s, -alpha * s + beta * c
+
+
+@njit(cache=True, inline="always")
+def inverse_park_transform(d, q, theta_e):
+    """Inverse Park dq -> (alpha, beta) at electrical angle theta_e (rad):
+    alpha = d cos(theta_e) - q sin(theta_e), beta = d sin(theta_e) + q cos(theta_e)."""
+    c = math.cos(theta_e)
+    s = math.sin(theta_e)
+    return d * c - q * s, d * s + q * c
+
+
+@njit(cache=True, inline="always")
+def svpwm_voltage_limit(vdc):
+    """The largest stator-voltage amplitude an SVPWM inverter makes from a DC link vdc (V) without
+    distortion: vdc / sqrt(3), V (the circle inscribed in the hexagon)."""
+    return vdc / _SQRT3
+
+
+@njit(cache=True, inline="always")
+def voltage_magnitude(x, y):
+    """|v| = sqrt(x^2 + y^2), V, of a voltage vector (x, y) in dq or alpha-beta (the same length)."""
+    return math.sqrt(x * x + y * y)
+
+
+@njit(cache=True, inline="always")
+def voltage_circle_limit(x, y, v_max):
+    """Average-value inverter limit: (x, y) scaled onto |v| <= v_max (V) keeping its direction;
+    returns (x, y, True when the limit acted). The length is frame-independent (dq or alpha-beta)."""
+    mag = voltage_magnitude(x, y)
+    if mag > v_max:
+        scale = v_max / mag
+        return x * scale, y * scale, True
+    return x, y, False
+
+
+@njit(cache=True, inline="always")
+def svpwm_duty_cycles(v_alpha, v_beta, vdc):
+    """Space-vector PWM duty cycles (da, db, dc) in [0, 1], by min-max (zero-sequence) injection,
+    centred in the carrier, for a commanded voltage (v_alpha, v_beta) (V) and DC link vdc (V).
+
+    The phase references v_x (inverse Clarke) are shifted by v_off = -(max + min) / 2 and
+    d_x = 1/2 + (v_x + v_off) / vdc, so the average pole voltages minus their common mode give back
+    v_x exactly whenever the command is inside the hexagon (max - min <= vdc; always within
+    |v| <= vdc / sqrt(3)); outside it the duties are clipped.
+    """
+    va = v_alpha
+    vb = -0.5 * v_alpha + 0.5 * _SQRT3 * v_beta
+    vc = -0.5 * v_alpha - 0.5 * _SQRT3 * v_beta
+    off = -0.5 * (max(va, max(vb, vc)) + min(va, min(vb, vc)))
+    inv = 1.0 / vdc
+    return (min(1.0, max(0.0, 0.5 + (va + off) * inv)), min(1.0, max(0.0, 0.5 + (vb + off) * inv)),
+            min(1.0, max(0.0, 0.5 + (vc + off) * inv)))
+
+
+@njit(cache=True, inline="always")
+def q_current_setpoint(tau, N, Kt):
+    """The q-current set-point for a joint torque: iq* = tau / (N Kt), A (tau N m, Kt N m/A, gear N)."""
+    return tau / (N * Kt)
+
+
+@njit(cache=True, inline="always")
+def current_pi_axis(i_ref, i, z, Kp, Ki, v_ff, v_max, Ts):
+    """One sample of a single-axis discrete current PI with clamp and conditional integration:
+    (v, V, held until the next sample; z_next, A s), as WORKLOADS.md W2.
+
+        e = i_ref - i;  u = Kp e + Ki z + v_ff;  v = clamp(u, -v_max, v_max)
+        z_next = z + Ts e  only while |u| <= v_max (anti-windup by conditional integration), else z.
+    i_ref, i currents, A; z integrator, A s; Kp V/A; Ki V/(A s); v_ff feed-forward voltage, V
+    (-0.0 for none: adding it changes no float, not even a zero's sign); v_max V; Ts period, s.
+    """
+    e = i_ref - i
+    u = Kp * e + Ki * z + v_ff
+    if u > v_max:
+        return v_max, z
+    if u < -v_max:
+        return -v_max, z
+    return u, z + Ts * e
+
+
+@njit(cache=True, inline="always")
+def current_pi_dq(id_ref, iq_ref, i_d, i_q, z_d, z_q, we, Kp_d, Ki_d, Kp_q, Ki_q, Ld, Lq, psi,
+                  decouple, v_max, Ts):
+    """One sample of the dq current controller of field-oriented control: (vd, vq, V; zd_next,
+    zq_next, A s).
+
+        u = Kp e + Ki z per axis (e = i_ref - i), plus with decouple the feed-forward
+        vd_ff = -we Lq i_q, vq_ff = we (Ld i_d + psi) (we = p N qd, rad/s; Ld, Lq H; psi Wb);
+        |u| > v_max: v = u v_max / |u| (voltage_circle_limit) and both integrators hold;
+        otherwise v = u and z_next = z + Ts e on both axes.
+    Currents A; integrators A s; Kp_* V/A; Ki_* V/(A s); v_max V (Vdc / sqrt(3)); Ts s.
+    With i_d = id_ref = z_d = 0 and no decoupling this is current_pi_axis on the q axis.
+    """
+    ed = id_ref - i_d
+    eq = iq_ref - i_q
+    ud = Kp_d * ed + Ki_d * z_d
+    uq = Kp_q * eq + Ki_q * z_q
+    if decouple:
+        ud -= we * Lq * i_q
+        uq += we * (Ld * i_d + psi)
+    vd, vq, limited = voltage_circle_limit(ud, uq, v_max)
+    if limited:
+        return vd, vq, z_d, z_q
+    return vd, vq, z_d + Ts * ed, z_q + Ts * eq
+
+
+# ---------------------------------------------------------------- kernels: (B, n) signals, (n,) parameters
 
 @njit(cache=True)
 def clarke_into(a, b, c, alpha_out, beta_out, zero_out):
-    """Amplitude-invariant Clarke transform abc -> (alpha, beta, 0); all arrays (B, n), any unit (A or V).
-
-    alpha = (2a - b - c) / 3, beta = (b - c) / sqrt(3), zero = (a + b + c) / 3.
-    """
+    """Clarke transform (clarke_transform) of (B, n) arrays, any unit (A or V)."""
     B, n = a.shape
     for k in range(B):
         for j in range(n):
-            ak = a[k, j]
-            bk = b[k, j]
-            ck = c[k, j]
-            alpha_out[k, j] = (2.0 * ak - bk - ck) / 3.0
-            beta_out[k, j] = (bk - ck) / _SQRT3
-            zero_out[k, j] = (ak + bk + ck) / 3.0
+            alpha_out[k, j], beta_out[k, j], zero_out[k, j] = clarke_transform(a[k, j], b[k, j], c[k, j])
 
 
 @njit(cache=True)
 def inverse_clarke_into(alpha, beta, zero, a_out, b_out, c_out):
-    """Inverse Clarke (alpha, beta, 0) -> abc; all arrays (B, n).
-
-    a = alpha + zero, b = -alpha/2 + sqrt(3)/2 beta + zero, c = -alpha/2 - sqrt(3)/2 beta + zero.
-    """
+    """Inverse Clarke (inverse_clarke_transform) of (B, n) arrays."""
     B, n = alpha.shape
     for k in range(B):
         for j in range(n):
-            al = alpha[k, j]
-            be = beta[k, j]
-            z = zero[k, j]
-            a_out[k, j] = al + z
-            b_out[k, j] = -0.5 * al + 0.5 * _SQRT3 * be + z
-            c_out[k, j] = -0.5 * al - 0.5 * _SQRT3 * be + z
+            a_out[k, j], b_out[k, j], c_out[k, j] = inverse_clarke_transform(alpha[k, j], beta[k, j],
+                                                                             zero[k, j])
 
 
 @njit(cache=True)
 def park_into(alpha, beta, theta_e, d_out, q_out):
-    """Park rotation alpha-beta -> dq by the electrical angle theta_e (rad); all arrays (B, n).
-
-    d = alpha cos(theta_e) + beta sin(theta_e), q = -alpha sin(theta_e) + beta cos(theta_e).
-    """
+    """Park rotation (park_transform) by the electrical angle theta_e (rad); all arrays (B, n)."""
     B, n = alpha.shape
     for k in range(B):
         for j in range(n):
-            c = math.cos(theta_e[k, j])
-            s = math.sin(theta_e[k, j])
-            d_out[k, j] = alpha[k, j] * c + beta[k, j] * s
-            q_out[k, j] = -alpha[k, j] * s + beta[k, j] * c
+            d_out[k, j], q_out[k, j] = park_transform(alpha[k, j], beta[k, j], theta_e[k, j])
 
 
 @njit(cache=True)
 def inverse_park_into(d, q, theta_e, alpha_out, beta_out):
-    """Inverse Park dq -> alpha-beta: alpha = d cos - q sin, beta = d sin + q cos; all arrays (B, n)."""
+    """Inverse Park (inverse_park_transform) by theta_e (rad); all arrays (B, n)."""
     B, n = d.shape
     for k in range(B):
         for j in range(n):
-            c = math.cos(theta_e[k, j])
-            s = math.sin(theta_e[k, j])
-            alpha_out[k, j] = d[k, j] * c - q[k, j] * s
-            beta_out[k, j] = d[k, j] * s + q[k, j] * c
+            alpha_out[k, j], beta_out[k, j] = inverse_park_transform(d[k, j], q[k, j], theta_e[k, j])
 
-
-# ---------------------------------------------------------------- inverter
 
 @njit(cache=True)
 def voltage_circle_limit_into(v1, v2, v_max, v1_out, v2_out):
-    """Average-value inverter limit: scale (v1, v2) onto |v| <= v_max, keeping its direction.
+    """Average-value inverter limit (voltage_circle_limit) of (B, n) voltage vectors, V.
 
-    v1, v2 (B, n) a voltage vector in dq or alpha-beta (the length is frame-independent), V;
-    v_max (n,) the largest amplitude, V (Vdc / sqrt(3) for SVPWM, see inverter_voltage_limit);
-    v1_out, v2_out (B, n), V; they may be v1, v2 themselves.
+    v1, v2 (B, n) a voltage vector in dq or alpha-beta, V; v_max (n,) the largest amplitude, V
+    (Vdc / sqrt(3) for SVPWM, see inverter_voltage_limit); v1_out, v2_out (B, n), V; they may be v1, v2.
     """
     B, n = v1.shape
     for k in range(B):
         for j in range(n):
-            x = v1[k, j]
-            y = v2[k, j]
-            mag = math.sqrt(x * x + y * y)
-            if mag > v_max[j]:
-                scale = v_max[j] / mag
-                x *= scale
-                y *= scale
-            v1_out[k, j] = x
-            v2_out[k, j] = y
+            v1_out[k, j], v2_out[k, j], _ = voltage_circle_limit(v1[k, j], v2[k, j], v_max[j])
 
 
 @njit(cache=True)
 def svpwm_into(v_alpha, v_beta, vdc, da_out, db_out, dc_out):
-    """Space-vector PWM duty cycles by min-max (zero-sequence) injection, centred in the carrier.
-
-    v_alpha, v_beta (B, n) commanded stator voltage, V; vdc (n,) DC-link voltage, V;
-    da_out, db_out, dc_out (B, n) duty cycles in [0, 1]. The phase references v_x (inverse Clarke) are
-    shifted by v_off = -(max + min) / 2 and d_x = 1/2 + (v_x + v_off) / vdc, so the average pole
-    voltages minus their common mode give back v_x exactly whenever the command is inside the
-    hexagon (max - min <= vdc; always within |v| <= vdc / sqrt(3)); outside it the duties are clipped.
-    """
+    """SVPWM duty cycles (svpwm_duty_cycles): v_alpha, v_beta (B, n) V; vdc (n,) V; duties (B, n)."""
     B, n = v_alpha.shape
     for k in range(B):
         for j in range(n):
-            al = v_alpha[k, j]
-            be = v_beta[k, j]
-            va = al
-            vb = -0.5 * al + 0.5 * _SQRT3 * be
-            vc = -0.5 * al - 0.5 * _SQRT3 * be
-            vmax = max(va, max(vb, vc))
-            vmin = min(va, min(vb, vc))
-            off = -0.5 * (vmax + vmin)
-            inv = 1.0 / vdc[j]
-            da_out[k, j] = min(1.0, max(0.0, 0.5 + (va + off) * inv))
-            db_out[k, j] = min(1.0, max(0.0, 0.5 + (vb + off) * inv))
-            dc_out[k, j] = min(1.0, max(0.0, 0.5 + (vc + off) * inv))
+            da_out[k, j], db_out[k, j], dc_out[k, j] = svpwm_duty_cycles(v_alpha[k, j], v_beta[k, j], vdc[j])
 
-
-# ---------------------------------------------------------------- current control
 
 @njit(cache=True)
 def pi_current_step_into(i_ref, i, z, v_ff, Kp, Ki, v_max, Ts, v_out, z_next):
-    """One sample of a single-axis discrete current PI with saturation and conditional integration.
+    """One sample of the single-axis current PI (current_pi_axis) per member and joint.
 
     i_ref, i (B, n) reference and measured current, A; z (B, n) integrator state, A s;
     v_ff (B, n) feedforward voltage, V (zeros for none); Kp (n,) V/A; Ki (n,) V/(A s);
     v_max (n,) voltage limit, V; Ts the controller period, s (scalar);
     v_out (B, n) the voltage to hold until the next sample, V; z_next (B, n) the integrator after the
-    sample (may be z itself). Per member and joint, as in WORKLOADS.md W2:
-        e = i_ref - i;  u = Kp e + Ki z + v_ff;  v = clamp(u, -v_max, v_max)
-        z_next = z + Ts e  only while |u| <= v_max (anti-windup by conditional integration), else z.
+    sample (may be z itself).
     """
     B, n = i.shape
     for k in range(B):
         for j in range(n):
-            e = i_ref[k, j] - i[k, j]
-            zk = z[k, j]
-            u = Kp[j] * e + Ki[j] * zk + v_ff[k, j]
-            lim = v_max[j]
-            if u > lim:
-                v_out[k, j] = lim
-                z_next[k, j] = zk
-            elif u < -lim:
-                v_out[k, j] = -lim
-                z_next[k, j] = zk
-            else:
-                v_out[k, j] = u
-                z_next[k, j] = zk + Ts * e
+            v_out[k, j], z_next[k, j] = current_pi_axis(i_ref[k, j], i[k, j], z[k, j], Kp[j], Ki[j],
+                                                        v_ff[k, j], v_max[j], Ts)
 
 
 @njit(cache=True)
 def dq_current_pi_step_into(id_ref, iq_ref, i_d, i_q, omega_e, z_d, z_q,
                             Kp_d, Ki_d, Kp_q, Ki_q, Ld, Lq, psi, v_max, decouple, Ts,
                             vd_out, vq_out, zd_next, zq_next):
-    """One sample of the dq current controller of field-oriented control.
+    """One sample of the dq current controller (current_pi_dq) per member and joint.
 
     id_ref, iq_ref, i_d, i_q (B, n) currents, A; omega_e (B, n) electrical speed p N qd, rad/s;
     z_d, z_q (B, n) integrator states, A s; Kp_d, Kp_q (n,) V/A; Ki_d, Ki_q (n,) V/(A s);
     Ld, Lq (n,) H and psi (n,) Wb of the motor model used for decoupling; v_max (n,) radius of the
-    voltage circle, V (Vdc / sqrt(3)); decouple (bool) adds the feedforward
-    vd_ff = -omega_e Lq i_q, vq_ff = omega_e (Ld i_d + psi); Ts the controller period, s (scalar);
-    vd_out, vq_out (B, n) V; zd_next, zq_next (B, n) (may be z_d, z_q themselves).
-        u = Kp e + Ki z + v_ff per axis; |u| > v_max: v = u v_max / |u| (direction kept), integrators held;
-        otherwise v = u and z_next = z + Ts e on both axes.
-    With i_d = id_ref = z_d = 0 and no decoupling this is pi_current_step_into on the q axis.
+    voltage circle, V (Vdc / sqrt(3)); decouple (bool) adds the feedforward; Ts the controller
+    period, s (scalar); vd_out, vq_out (B, n) V; zd_next, zq_next (B, n) (may be z_d, z_q themselves).
     """
     B, n = i_q.shape
     for k in range(B):
         for j in range(n):
-            ed = id_ref[k, j] - i_d[k, j]
-            eq = iq_ref[k, j] - i_q[k, j]
-            zdk = z_d[k, j]
-            zqk = z_q[k, j]
-            ud = Kp_d[j] * ed + Ki_d[j] * zdk
-            uq = Kp_q[j] * eq + Ki_q[j] * zqk
-            if decouple:
-                w = omega_e[k, j]
-                ud -= w * Lq[j] * i_q[k, j]
-                uq += w * (Ld[j] * i_d[k, j] + psi[j])
-            mag = math.sqrt(ud * ud + uq * uq)
-            lim = v_max[j]
-            if mag > lim:
-                scale = lim / mag
-                vd_out[k, j] = ud * scale
-                vq_out[k, j] = uq * scale
-                zd_next[k, j] = zdk
-                zq_next[k, j] = zqk
-            else:
-                vd_out[k, j] = ud
-                vq_out[k, j] = uq
-                zd_next[k, j] = zdk + Ts * ed
-                zq_next[k, j] = zqk + Ts * eq
+            vd_out[k, j], vq_out[k, j], zd_next[k, j], zq_next[k, j] = current_pi_dq(
+                id_ref[k, j], iq_ref[k, j], i_d[k, j], i_q[k, j], z_d[k, j], z_q[k, j], omega_e[k, j],
+                Kp_d[j], Ki_d[j], Kp_q[j], Ki_q[j], Ld[j], Lq[j], psi[j], decouple, v_max[j], Ts)
 
 
 # ---------------------------------------------------------------- tuning and set-points
@@ -244,12 +292,12 @@ def tune_current_pi(R, Ld, bandwidth, Lq=None) -> CurrentPIGains:
 
 
 def torque_to_current(tau, N, Kt) -> np.ndarray:
-    """The q-current set-point for a joint torque: iq* = tau / (N Kt), A (tau N m, Kt N m/A, gear N)."""
+    """q_current_setpoint for arrays of any shape: iq* = tau / (N Kt), A (same operations, same order)."""
     return np.asarray(tau, dtype=np.float64) / (np.asarray(N, dtype=np.float64) * np.asarray(Kt))
 
 
 def inverter_voltage_limit(vdc) -> np.ndarray:
-    """Largest stator-voltage amplitude an SVPWM inverter makes without distortion: Vdc / sqrt(3), V."""
+    """svpwm_voltage_limit for arrays of any shape: Vdc / sqrt(3), V."""
     return np.asarray(vdc, dtype=np.float64) / _SQRT3
 
 

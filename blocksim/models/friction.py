@@ -1,7 +1,20 @@
 """Joint friction laws as pure models: static maps (viscous, Coulomb, Stribeck), Karnopp stick-slip, LuGre.
 
-Every law here returns the friction torque tau_f as it enters the joint equation
+Each law lives once, as a scalar core here (`stribeck_torque`, `karnopp_torque`, `karnopp_switching`,
+`lugre_bristle_rate`, `lugre_friction`, `lugre_steady_bristle`, built on `stribeck_level` and
+`sign_or_tanh`): numba functions of floats, inlined wherever they are called. The `*_into` kernels
+and the numpy API below, the friction blocks of `blocksim.blocks.actuators` and the Manipulator's
+joint friction in `blocksim.blocks.robot` all call these cores, so every mode and every caller
+computes the same floats.
+
+Sign convention: every law returns the friction torque tau_f as it enters the joint equation
 `M qdd + c + G + tau_f = tau`: it opposes the motion, so tau_f * qd >= 0 for a passive static map.
+Units: joint speed v in rad/s, torques in N m, bristle deflection z in rad.
+References: the Stribeck curve as in Olsson, Astrom, Canudas de Wit, Gafvert, Lischinsky, "Friction
+models and friction compensation", European Journal of Control 4 (1998); Karnopp, "Computer
+simulation of stick-slip friction in mechanical dynamic systems", ASME J. Dyn. Syst. Meas. Control
+107 (1985); LuGre: Canudas de Wit, Olsson, Astrom, Lischinsky, "A new model for control of systems
+with friction", IEEE Trans. Automatic Control 40 (1995).
 """
 from __future__ import annotations
 
@@ -18,18 +31,19 @@ __all__ = [
     "StribeckFriction", "KarnoppFriction", "LuGreFriction",
     "viscous", "coulomb", "stribeck", "karnopp", "lugre_state_derivative", "lugre_torque",
     "lugre_steady_state_bristle", "dissipated_power", "lugre_dissipated_power",
+    "sign_or_tanh", "stribeck_level", "stribeck_torque", "karnopp_torque", "karnopp_switching",
+    "lugre_bristle_rate", "lugre_friction", "lugre_steady_bristle",
     "stribeck_into", "karnopp_into", "karnopp_zero_crossings_into", "velocity_zero_crossings_into",
-    "lugre_state_derivative_into", "lugre_torque_into", "dissipated_power_into",
+    "lugre_state_derivative_into", "lugre_torque_into", "lugre_steady_state_bristle_into",
+    "dissipated_power_into",
 ]
 
 
-# ---------------------------------------------------------------- helpers shared by the numpy functions
-
-# ---------------------------------------------------------------- scalar laws (inlined into the kernels)
+# ---------------------------------------------------------------- scalar cores (inlined into every caller)
 
 @njit(cache=True, inline="always")
 def sign_or_tanh(v, smoothing):
-    """sign(v) with sign(0) = 0 when smoothing == 0, else tanh(v / smoothing)."""
+    """sign(v) with sign(0) = 0 when smoothing == 0, else tanh(v / smoothing); v and smoothing in rad/s."""
     if smoothing > 0.0:
         return math.tanh(v / smoothing)
     if v > 0.0:
@@ -39,35 +53,84 @@ def sign_or_tanh(v, smoothing):
     return 0.0
 
 
-@njit(cache=True)
-def _stribeck_level(v, Fc, Fs, vs, delta):
-    """g(v) = Fc + (Fs - Fc) exp(-|v / vs|^delta), N m: the Coulomb level with the Stribeck hump."""
+@njit(cache=True, inline="always")
+def stribeck_level(v, Fc, Fs, vs, delta):
+    """g(v) = Fc + (Fs - Fc) exp(-|v / vs|^delta), N m: the Coulomb level Fc (N m) with the Stribeck
+    hump up to the static level Fs (N m) at rest; v and the Stribeck speed vs in rad/s, delta > 0."""
     if Fs == Fc:
         return Fc
     return Fc + (Fs - Fc) * math.exp(-(abs(v / vs) ** delta))
 
 
-@njit(cache=True)
-def _stribeck_scalar(v, Fc, Fs, vs, delta, Fv, smoothing):
-    return _stribeck_level(v, Fc, Fs, vs, delta) * sign_or_tanh(v, smoothing) + Fv * v
+@njit(cache=True, inline="always")
+def stribeck_torque(v, Fc, Fs, vs, delta, Fv, smoothing):
+    """Static friction torque g(v) sgn(v) + Fv v, N m, at joint speed v (rad/s).
+
+    g is stribeck_level; sgn is sign_or_tanh (exact sign when smoothing == 0, else tanh(v / smoothing),
+    smoothing in rad/s); Fv the viscous coefficient, N m s/rad. Viscous-only and Coulomb + viscous
+    maps are the cases Fc = Fs = 0 and Fs = Fc.
+    """
+    return stribeck_level(v, Fc, Fs, vs, delta) * sign_or_tanh(v, smoothing) + Fv * v
+
+
+@njit(cache=True, inline="always")
+def karnopp_torque(v, tau_applied, Fc, Fs, vs, delta, Fv, dv):
+    """Karnopp stick-slip friction torque, N m (Karnopp 1985).
+
+    Inside the band |v| < dv (rad/s) the joint sticks: friction balances the applied torque tau_applied
+    (the net non-friction torque driving the joint, N m), clamped to +-Fs, so breakaway starts once
+    |tau_applied| exceeds Fs. Outside the band it slips on stribeck_torque with the exact sign.
+    """
+    if abs(v) < dv:
+        return Fs if tau_applied > Fs else (-Fs if tau_applied < -Fs else tau_applied)
+    return stribeck_torque(v, Fc, Fs, vs, delta, Fv, 0.0)
+
+
+@njit(cache=True, inline="always")
+def karnopp_switching(v, tau_applied, Fs, dv):
+    """The two switching functions of the Karnopp law: (|v| - dv, rad/s: the stick band's edge;
+    |tau_applied| - Fs, N m: the applied torque crossing the static limit)."""
+    return abs(v) - dv, abs(tau_applied) - Fs
+
+
+@njit(cache=True, inline="always")
+def lugre_bristle_rate(v, z, sigma0, Fc, Fs, vs, delta):
+    """LuGre bristle dynamics (Canudas de Wit et al. 1995): dz/dt = v - sigma0 |v| z / g(v), rad/s.
+
+    v joint speed, rad/s; z mean bristle deflection, rad; sigma0 bristle stiffness, N m/rad;
+    g = stribeck_level(v, Fc, Fs, vs, delta), N m. At constant speed z settles to g(v) sgn(v) / sigma0.
+    """
+    return v - sigma0 * abs(v) * z / stribeck_level(v, Fc, Fs, vs, delta)
+
+
+@njit(cache=True, inline="always")
+def lugre_friction(v, z, sigma0, sigma1, sigma2, Fc, Fs, vs, delta):
+    """LuGre friction: (dz/dt, rad/s, from lugre_bristle_rate; tau_f = sigma0 z + sigma1 dz/dt + sigma2 v,
+    N m), with sigma1 the bristle damping and sigma2 the viscous coefficient, N m s/rad."""
+    zdot = lugre_bristle_rate(v, z, sigma0, Fc, Fs, vs, delta)
+    return zdot, sigma0 * z + sigma1 * zdot + sigma2 * v
+
+
+@njit(cache=True, inline="always")
+def lugre_steady_bristle(v, sigma0, Fc, Fs, vs, delta):
+    """The bristle deflection where lugre_bristle_rate is zero at constant speed v (rad/s):
+    z_ss = g(v) sgn(v) / sigma0, rad (exact sign, sgn(0) = 0)."""
+    return stribeck_level(v, Fc, Fs, vs, delta) * sign_or_tanh(v, 0.0) / sigma0
 
 
 # ---------------------------------------------------------------- kernels: (B, n) signals, (n,) parameters
 
 @njit(cache=True)
 def stribeck_into(qd, Fc, Fs, vs, delta, Fv, smoothing, out):
-    """Static Stribeck + Coulomb + viscous friction torque, written into out.
+    """Static Stribeck + Coulomb + viscous friction torque (stribeck_torque), written into out.
 
     qd (B, n) joint speed, rad/s; Fc, Fs, vs, delta, Fv, smoothing (n,) as in StribeckFriction;
-    out (B, n) friction torque, N m:
-    tau_f = (Fc + (Fs - Fc) exp(-|qd / vs|^delta)) sgn(qd) + Fv qd, where sgn is the exact sign
-    (sgn(0) = 0) when smoothing == 0, and tanh(qd / smoothing) otherwise.
-    Viscous-only and Coulomb + viscous laws are the cases Fc = Fs = 0 and Fs = Fc.
+    out (B, n) friction torque, N m.
     """
     B, n = qd.shape
     for k in range(B):
         for j in range(n):
-            out[k, j] = _stribeck_scalar(qd[k, j], Fc[j], Fs[j], vs[j], delta[j], Fv[j], smoothing[j])
+            out[k, j] = stribeck_torque(qd[k, j], Fc[j], Fs[j], vs[j], delta[j], Fv[j], smoothing[j])
 
 
 @njit(cache=True)
@@ -85,30 +148,22 @@ def velocity_zero_crossings_into(qd, out):
 
 @njit(cache=True)
 def karnopp_into(qd, tau_applied, Fc, Fs, vs, delta, Fv, dv, out):
-    """Karnopp stick-slip friction torque, written into out.
+    """Karnopp stick-slip friction torque (karnopp_torque), written into out.
 
     qd (B, n) joint speed, rad/s; tau_applied (B, n) the net non-friction torque driving each joint
     (motor torque minus gravity, Coriolis and coupling terms), N m; Fc, Fs, vs, delta, Fv, dv (n,) as in
     KarnoppFriction; out (B, n) friction torque, N m.
-    Inside the band |qd| < dv the joint sticks: friction balances the applied torque, clamped to +-Fs
-    (so tau_f = tau_applied while |tau_applied| <= Fs, and breakaway starts once it exceeds Fs).
-    Outside the band it slips: tau_f = (Fc + (Fs - Fc) exp(-|qd / vs|^delta)) sgn(qd) + Fv qd.
     """
     B, n = qd.shape
     for k in range(B):
         for j in range(n):
-            v = qd[k, j]
-            if abs(v) < dv[j]:
-                t = tau_applied[k, j]
-                lim = Fs[j]
-                out[k, j] = lim if t > lim else (-lim if t < -lim else t)
-            else:
-                out[k, j] = _stribeck_scalar(v, Fc[j], Fs[j], vs[j], delta[j], Fv[j], 0.0)
+            out[k, j] = karnopp_torque(qd[k, j], tau_applied[k, j], Fc[j], Fs[j], vs[j], delta[j], Fv[j],
+                                       dv[j])
 
 
 @njit(cache=True)
 def karnopp_zero_crossings_into(qd, tau_applied, Fs, dv, out):
-    """Zero-crossing functions of the Karnopp law, for event location by adaptive solvers.
+    """Zero-crossing functions of the Karnopp law (karnopp_switching), for event location by adaptive solvers.
 
     qd, tau_applied (B, n); Fs, dv (n,); out (B, 2 n):
     out[:, j] = |qd_j| - dv_j (entering or leaving the stick band) and
@@ -117,13 +172,12 @@ def karnopp_zero_crossings_into(qd, tau_applied, Fs, dv, out):
     B, n = qd.shape
     for k in range(B):
         for j in range(n):
-            out[k, j] = abs(qd[k, j]) - dv[j]
-            out[k, n + j] = abs(tau_applied[k, j]) - Fs[j]
+            out[k, j], out[k, n + j] = karnopp_switching(qd[k, j], tau_applied[k, j], Fs[j], dv[j])
 
 
 @njit(cache=True)
 def lugre_state_derivative_into(qd, z, sigma0, Fc, Fs, vs, delta, zdot_out):
-    """LuGre bristle dynamics dz/dt = qd - sigma0 |qd| z / g(qd), written into zdot_out.
+    """LuGre bristle dynamics dz/dt = qd - sigma0 |qd| z / g(qd) (lugre_bristle_rate), written into zdot_out.
 
     qd (B, n) joint speed, rad/s; z (B, n) mean bristle deflection, rad; sigma0 (n,) bristle stiffness,
     N m/rad; Fc, Fs, vs, delta (n,) the Stribeck level g(v) = Fc + (Fs - Fc) exp(-|v / vs|^delta);
@@ -132,14 +186,12 @@ def lugre_state_derivative_into(qd, z, sigma0, Fc, Fs, vs, delta, zdot_out):
     B, n = qd.shape
     for k in range(B):
         for j in range(n):
-            v = qd[k, j]
-            g = _stribeck_level(v, Fc[j], Fs[j], vs[j], delta[j])
-            zdot_out[k, j] = v - sigma0[j] * abs(v) * z[k, j] / g
+            zdot_out[k, j] = lugre_bristle_rate(qd[k, j], z[k, j], sigma0[j], Fc[j], Fs[j], vs[j], delta[j])
 
 
 @njit(cache=True)
 def lugre_torque_into(qd, z, sigma0, sigma1, sigma2, Fc, Fs, vs, delta, out):
-    """LuGre friction torque F = sigma0 z + sigma1 dz/dt + sigma2 qd, written into out.
+    """LuGre friction torque F = sigma0 z + sigma1 dz/dt + sigma2 qd (lugre_friction), written into out.
 
     qd (B, n) rad/s; z (B, n) rad; sigma0 (n,) N m/rad; sigma1 (n,) bristle damping, N m s/rad;
     sigma2 (n,) viscous coefficient, N m s/rad; Fc, Fs, vs, delta (n,) as in lugre_state_derivative_into;
@@ -148,10 +200,18 @@ def lugre_torque_into(qd, z, sigma0, sigma1, sigma2, Fc, Fs, vs, delta, out):
     B, n = qd.shape
     for k in range(B):
         for j in range(n):
-            v = qd[k, j]
-            g = _stribeck_level(v, Fc[j], Fs[j], vs[j], delta[j])
-            zdot = v - sigma0[j] * abs(v) * z[k, j] / g
-            out[k, j] = sigma0[j] * z[k, j] + sigma1[j] * zdot + sigma2[j] * v
+            out[k, j] = lugre_friction(qd[k, j], z[k, j], sigma0[j], sigma1[j], sigma2[j], Fc[j], Fs[j],
+                                       vs[j], delta[j])[1]
+
+
+@njit(cache=True)
+def lugre_steady_state_bristle_into(qd, sigma0, Fc, Fs, vs, delta, out):
+    """LuGre steady-state bristle deflection (lugre_steady_bristle), rad, written into out (B, n);
+    qd (B, n) rad/s; sigma0, Fc, Fs, vs, delta (n,) as in lugre_state_derivative_into."""
+    B, n = qd.shape
+    for k in range(B):
+        for j in range(n):
+            out[k, j] = lugre_steady_bristle(qd[k, j], sigma0[j], Fc[j], Fs[j], vs[j], delta[j])
 
 
 @njit(cache=True)
@@ -319,9 +379,11 @@ class LuGreFriction:
 
     def steady_state_bristle(self, qd) -> np.ndarray:
         """The deflection where dz/dt = 0 at constant speed: z_ss = g(qd) sgn(qd) / sigma0, rad."""
-        v = np.asarray(qd, dtype=np.float64)
-        g = self.Fc + (self.Fs - self.Fc) * np.exp(-np.abs(v / self.vs) ** self.delta)
-        return g * np.sign(v) / self.sigma0
+        (v,), shape = as_batch(qd)
+        out = np.empty_like(v)
+        n = v.shape[1]
+        lugre_steady_state_bristle_into(v, per_joint(self.sigma0, n), *self.level_args(n), out)
+        return out.reshape(shape)
 
     def dissipated_power(self, qd, z) -> np.ndarray:
         """Power lost in the contact, F qd - d/dt(sigma0 z^2 / 2), W (the bristle spring stores the rest)."""

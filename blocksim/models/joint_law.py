@@ -28,7 +28,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .friction import _stribeck_level, sign_or_tanh
+from .friction import lugre_friction, stribeck_torque
 
 TAU_MAX, FV, FCP, FCN, FSP, FSN, VS, DELTA, EPS, DAMPING, STIFFNESS, Q_REST, Q_MIN, Q_MAX, \
     GAIN_P, GAIN_D, SIGMA0, SIGMA1, SIGMA2, DV, FKIND = range(21)
@@ -49,22 +49,14 @@ def neutral_law(B: int, n: int) -> np.ndarray:
     return law
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def _joint_friction(w, Fv, Fcp, Fcn, Fsp, Fsn, vs, delta, eps):
-    """Friction torque of one joint at speed w (N m): Fv w + level(w) s, s = sign(w) (eps = 0) or
-    tanh(w / eps); level = Fc + (Fs - Fc) exp(-|w / vs|^delta), with (Fcp, Fsp) while s > 0 and
-    (Fcn, Fsn) while s < 0 (magnitudes), as models.friction's Stribeck law."""
-    s = sign_or_tanh(w, eps)
-    if s > 0.0:
-        fc = Fcp
-        fs = Fsp
-    else:
-        fc = Fcn
-        fs = Fsn
-    level = fc
-    if fs != fc:
-        level = fc + (fs - fc) * math.exp(-(abs(w / vs) ** delta))
-    return Fv * w + level * s
+    """Friction torque of one joint at speed w (N m): models.friction.stribeck_torque with the
+    levels (Fcp, Fsp) while w > 0 and (Fcn, Fsn) otherwise (magnitudes; at w = 0 the sign is 0).
+    Compiled once and called, not inlined: inlining the core at each of the plant kernels' call
+    sites made a cold compile of W2 several seconds slower, and the call costs W2 no run time."""
+    forward = w > 0.0
+    return stribeck_torque(w, Fcp if forward else Fcn, Fsp if forward else Fsn, vs, delta, Fv, eps)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -77,12 +69,9 @@ def _law_friction(law, b, i, w):
 @njit(cache=True, error_model="numpy", inline="always")
 def _law_lugre(law, b, i, w, z):
     """(dz/dt, friction torque) of joint i's LuGre law at speed w and bristle deflection z:
-    dz/dt = w - sigma0 |w| z / g(w), tau_f = sigma0 z + sigma1 dz/dt + sigma2 w, g the Stribeck level
-    of models.friction (the LuGreFriction block's operations, in its order)."""
-    g = _stribeck_level(w, law[b, i, FCP], law[b, i, FSP], law[b, i, VS], law[b, i, DELTA])
-    s0 = law[b, i, SIGMA0]
-    zdot = w - s0 * abs(w) * z / g
-    return zdot, s0 * z + law[b, i, SIGMA1] * zdot + law[b, i, SIGMA2] * w
+    models.friction.lugre_friction with member b's coefficients in `law`."""
+    return lugre_friction(w, z, law[b, i, SIGMA0], law[b, i, SIGMA1], law[b, i, SIGMA2],
+                          law[b, i, FCP], law[b, i, FSP], law[b, i, VS], law[b, i, DELTA])
 
 
 @njit(cache=True, error_model="numpy", inline="always")

@@ -1,7 +1,14 @@
 """Joint actuators as pure models: a PMSM in the rotor dq frame and a brushed-DC (q-axis equivalent) motor.
 
 Each joint j is driven through a gear of ratio N (motor speed omega_m = N qd); the motor's joint torque is
-N times its air-gap torque and its rotor adds N^2 Jm to the joint's diagonal inertia.
+N times its air-gap torque and its rotor adds N^2 Jm to the joint's diagonal inertia. The rotor's
+electrical angle and speed are p N q and p N qd (p pole pairs; the d axis is on phase a at q = 0).
+
+Each equation lives once, as a scalar core here (`electrical`, `pmsm_current_rates`, `pmsm_torque`,
+`pmsm_powers`, `dc_current_rate`, `dc_torque`, `dc_powers`): numba functions of floats, inlined wherever
+they are called. The `*_into` kernels and the numpy API below and the motor blocks of
+`blocksim.blocks.actuators` call them, so every mode computes the same floats.
+Units: A, V, ohm, H, Wb (= V s/rad, electrical), rad, rad/s, N m, W, J.
 """
 from __future__ import annotations
 
@@ -15,51 +22,123 @@ from numpy.typing import ArrayLike
 
 __all__ = [
     "PMSM", "DCMotor",
-    "pmsm_current_derivative_into", "pmsm_joint_torque_into",
+    "electrical", "pmsm_current_rates", "pmsm_torque", "pmsm_powers",
+    "dc_current_rate", "dc_torque", "dc_powers",
+    "pmsm_current_derivative_into", "pmsm_joint_torque_into", "pmsm_powers_into",
     "dc_current_derivative_into", "dc_joint_torque_into",
     "electrical_angle", "electrical_speed",
 ]
+
+
+# ---------------------------------------------------------------- scalar cores (inlined into every caller)
+
+@njit(cache=True, inline="always")
+def electrical(x, p, N):
+    """p N x: the rotor's electrical angle (rad) of a joint angle x (rad), or its electrical speed
+    (rad/s) of a joint speed x (rad/s), through a gear of ratio N and p pole pairs."""
+    return p * N * x
+
+
+@njit(cache=True, inline="always")
+def pmsm_current_rates(i_d, i_q, v_d, v_q, we, R, Ld, Lq, psi):
+    """PMSM stator equations in the rotor dq frame (amplitude-invariant Park): (di_d/dt, di_q/dt), A/s.
+
+        Ld di_d/dt = v_d - R i_d + we Lq i_q
+        Lq di_q/dt = v_q - R i_q - we (Ld i_d + psi)
+    i_d, i_q currents, A; v_d, v_q voltages, V; we electrical speed p N qd, rad/s; R ohm; Ld, Lq H;
+    psi magnet flux linkage, Wb.
+    """
+    return ((v_d - R * i_d + we * Lq * i_q) / Ld,
+            (v_q - R * i_q - we * (Ld * i_d + psi)) / Lq)
+
+
+@njit(cache=True, inline="always")
+def pmsm_torque(i_d, i_q, psi, p, Ld, Lq, N):
+    """Joint torque of a geared PMSM, N Te with Te = 1.5 p (psi i_q + (Ld - Lq) i_d i_q), N m.
+
+    i_d, i_q A; psi Wb; p pole pairs; Ld, Lq H; N gear ratio. The 1.5 is the amplitude-invariant
+    Park's; evaluated as ((N 1.5) p) (psi i_q + ((Ld - Lq) i_d) i_q), left to right.
+    """
+    return N * 1.5 * p * (psi * i_q + (Ld - Lq) * i_d * i_q)
+
+
+@njit(cache=True, inline="always")
+def pmsm_powers(i_d, i_q, v_d, v_q, R, Ld, Lq):
+    """PMSM power terms in amplitude-invariant dq: (electrical power 1.5 (v_d i_d + v_q i_q), W;
+    copper loss 1.5 R (i_d^2 + i_q^2), W; magnetic energy 0.75 (Ld i_d^2 + Lq i_q^2), J)."""
+    return (1.5 * (v_d * i_d + v_q * i_q), 1.5 * R * (i_d * i_d + i_q * i_q),
+            0.75 * (Ld * i_d * i_d + Lq * i_q * i_q))
+
+
+@njit(cache=True, inline="always")
+def dc_current_rate(i, v, qd, R, L, Ke, N):
+    """Armature equation of a geared DC motor: di/dt = (v - R i - Ke N qd) / L, A/s.
+
+    i current, A; v terminal voltage, V; qd joint speed, rad/s; R ohm; L H; Ke back-EMF constant,
+    V s/rad of motor shaft; N gear ratio.
+    """
+    return (v - R * i - Ke * N * qd) / L
+
+
+@njit(cache=True, inline="always")
+def dc_torque(i, Kt, N):
+    """Joint torque of a geared DC motor, N Kt i, N m (i A, Kt N m/A)."""
+    return N * Kt * i
+
+
+@njit(cache=True, inline="always")
+def dc_powers(i, v, R, L):
+    """DC motor power terms: (electrical power v i, W; copper loss R i^2, W; magnetic energy
+    0.5 L i^2, J) for current i (A), voltage v (V), resistance R (ohm) and inductance L (H)."""
+    return v * i, R * i * i, 0.5 * L * i * i
 
 
 # ---------------------------------------------------------------- kernels: (B, n) signals, (n,) parameters
 
 @njit(cache=True)
 def pmsm_current_derivative_into(i_d, i_q, v_d, v_q, qd, R, Ld, Lq, psi, p, N, did_out, diq_out):
-    """PMSM stator equations in the rotor dq frame (amplitude-invariant Park), written into did_out, diq_out.
+    """PMSM stator equations (pmsm_current_rates at we = p N qd), written into did_out, diq_out.
 
     i_d, i_q (B, n) stator currents, A; v_d, v_q (B, n) stator voltages, V; qd (B, n) joint speed, rad/s;
     R (n,) phase resistance, ohm; Ld, Lq (n,) inductances, H; psi (n,) magnet flux linkage, Wb;
     p (n,) pole pairs; N (n,) gear ratio; did_out, diq_out (B, n), A/s.
-        Ld di_d/dt = v_d - R i_d + we Lq i_q
-        Lq di_q/dt = v_q - R i_q - we (Ld i_d + psi),   we = p N qd (electrical speed, rad/s)
     """
     B, n = qd.shape
     for k in range(B):
         for j in range(n):
-            we = p[j] * N[j] * qd[k, j]
-            idk = i_d[k, j]
-            iqk = i_q[k, j]
-            did_out[k, j] = (v_d[k, j] - R[j] * idk + we * Lq[j] * iqk) / Ld[j]
-            diq_out[k, j] = (v_q[k, j] - R[j] * iqk - we * (Ld[j] * idk + psi[j])) / Lq[j]
+            did_out[k, j], diq_out[k, j] = pmsm_current_rates(
+                i_d[k, j], i_q[k, j], v_d[k, j], v_q[k, j], electrical(qd[k, j], p[j], N[j]),
+                R[j], Ld[j], Lq[j], psi[j])
 
 
 @njit(cache=True)
 def pmsm_joint_torque_into(i_d, i_q, psi, p, Ld, Lq, N, tau_out):
-    """Joint torque of a geared PMSM, N Te with Te = 1.5 p (psi i_q + (Ld - Lq) i_d i_q), N m.
+    """Joint torque of a geared PMSM (pmsm_torque), N m, written into tau_out.
 
     i_d, i_q (B, n) A; psi (n,) Wb; p (n,) pole pairs; Ld, Lq (n,) H; N (n,) gear ratio; tau_out (B, n) N m.
     """
     B, n = i_q.shape
     for k in range(B):
         for j in range(n):
-            iqk = i_q[k, j]
-            te = 1.5 * p[j] * (psi[j] * iqk + (Ld[j] - Lq[j]) * i_d[k, j] * iqk)
-            tau_out[k, j] = N[j] * te
+            tau_out[k, j] = pmsm_torque(i_d[k, j], i_q[k, j], psi[j], p[j], Ld[j], Lq[j], N[j])
+
+
+@njit(cache=True)
+def pmsm_powers_into(i_d, i_q, v_d, v_q, R, Ld, Lq, p_elec, p_copper, e_mag):
+    """PMSM power terms (pmsm_powers) written into p_elec (W), p_copper (W) and e_mag (J).
+
+    i_d, i_q (B, n) A; v_d, v_q (B, n) V; R (n,) ohm; Ld, Lq (n,) H; outputs (B, n).
+    """
+    B, n = i_q.shape
+    for k in range(B):
+        for j in range(n):
+            p_elec[k, j], p_copper[k, j], e_mag[k, j] = pmsm_powers(i_d[k, j], i_q[k, j], v_d[k, j],
+                                                                    v_q[k, j], R[j], Ld[j], Lq[j])
 
 
 @njit(cache=True)
 def dc_current_derivative_into(i, v, qd, R, L, Ke, N, di_out):
-    """Armature equation L di/dt = v - R i - Ke N qd, written into di_out.
+    """Armature equation (dc_current_rate), written into di_out.
 
     i (B, n) current, A; v (B, n) terminal voltage, V; qd (B, n) joint speed, rad/s; R (n,) ohm;
     L (n,) H; Ke (n,) back-EMF constant, V s/rad of motor shaft; N (n,) gear ratio; di_out (B, n) A/s.
@@ -67,16 +146,16 @@ def dc_current_derivative_into(i, v, qd, R, L, Ke, N, di_out):
     B, n = qd.shape
     for k in range(B):
         for j in range(n):
-            di_out[k, j] = (v[k, j] - R[j] * i[k, j] - Ke[j] * N[j] * qd[k, j]) / L[j]
+            di_out[k, j] = dc_current_rate(i[k, j], v[k, j], qd[k, j], R[j], L[j], Ke[j], N[j])
 
 
 @njit(cache=True)
 def dc_joint_torque_into(i, Kt, N, tau_out):
-    """Joint torque N Kt i, N m; i (B, n) A; Kt (n,) N m/A; N (n,) gear ratio; tau_out (B, n)."""
+    """Joint torque N Kt i (dc_torque), N m; i (B, n) A; Kt (n,) N m/A; N (n,) gear ratio; tau_out (B, n)."""
     B, n = i.shape
     for k in range(B):
         for j in range(n):
-            tau_out[k, j] = N[j] * Kt[j] * i[k, j]
+            tau_out[k, j] = dc_torque(i[k, j], Kt[j], N[j])
 
 
 # ---------------------------------------------------------------- parameter sets
@@ -143,17 +222,27 @@ class PMSM:
                                per_joint(self.Lq, n), per_joint(self.N, n), out)
         return out.reshape(shape)
 
+    def powers(self, i_d, i_q, v_d=0.0, v_q=0.0):
+        """(electrical power, W; copper loss, W; magnetic energy, J) as pmsm_powers, for dq currents (A)
+        and voltages (V) of one shape."""
+        (a, b, c, d), shape = as_batch(i_d, i_q, v_d, v_q)
+        n = a.shape[1]
+        outs = [np.empty_like(a) for _ in range(3)]
+        pmsm_powers_into(a, b, c, d, per_joint(self.R, n), per_joint(self.Ld, n), per_joint(self.Lq, n),
+                         *outs)
+        return tuple(o.reshape(shape) for o in outs)
+
     def electrical_power(self, i_d, i_q, v_d, v_q) -> np.ndarray:
         """Power drawn from the supply, 1.5 (v_d i_d + v_q i_q), W."""
-        return 1.5 * (np.asarray(v_d) * i_d + np.asarray(v_q) * i_q)
+        return self.powers(i_d, i_q, v_d, v_q)[0]
 
     def copper_loss(self, i_d, i_q) -> np.ndarray:
         """Resistive loss in the three phases, 1.5 R (i_d^2 + i_q^2), W."""
-        return 1.5 * self.R * (np.square(i_d) + np.square(i_q))
+        return self.powers(i_d, i_q)[1]
 
     def magnetic_energy(self, i_d, i_q) -> np.ndarray:
         """Energy stored in the stator inductances, 0.75 (Ld i_d^2 + Lq i_q^2), J."""
-        return 0.75 * (self.Ld * np.square(i_d) + self.Lq * np.square(i_q))
+        return self.powers(i_d, i_q)[2]
 
     def mechanical_power(self, i_d, i_q, qd) -> np.ndarray:
         """Power delivered to the joint, N Te qd = Te omega_m, W."""
@@ -227,10 +316,11 @@ class DCMotor:
 
 
 def electrical_angle(q, p, N) -> np.ndarray:
-    """Rotor electrical angle theta_e = p N q, rad, for joint angles q (rad) (rotor aligned at q = 0)."""
+    """Rotor electrical angle theta_e = p N q, rad, for joint angles q (rad) of any shape (rotor aligned
+    at q = 0): the numpy form of `electrical`, same products in the same order."""
     return np.asarray(p, dtype=np.float64) * np.asarray(N) * np.asarray(q)
 
 
 def electrical_speed(qd, p, N) -> np.ndarray:
-    """Electrical speed we = p N qd, rad/s, for joint speeds qd (rad/s)."""
+    """Electrical speed we = p N qd, rad/s, for joint speeds qd (rad/s) of any shape (see electrical_angle)."""
     return np.asarray(p, dtype=np.float64) * np.asarray(N) * np.asarray(qd)
