@@ -723,7 +723,7 @@ class CurrentController(JointBlock):
     At each hit k: e = i* - i, u = Kp e + Ki z[k] (+ decoupling feed-forward), the voltage is u
     limited to v_max and held until the next hit; the integral z (A s) is updated after the output,
     by forward Euler z[k+1] = z[k] + Ts e[k], only while the limit is not active (anti-windup by
-    conditional integration, exactly as WORKLOADS.md W2).
+    conditional integration, as in the reference workload W2, examples/two_link_foc.yaml).
       axes q:  inputs iq_ref, iq (and qd); output vq; u clamped to +-v_max (a DC motor or the q axis).
       axes dq: inputs id_ref (optional, 0), iq_ref, id, iq (and qd); outputs vd, vq; the vector is
                scaled onto the circle |v| <= v_max keeping its direction (Vdc / sqrt(3) for SVPWM).

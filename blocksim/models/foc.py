@@ -123,7 +123,8 @@ def q_current_setpoint(tau, N, Kt):
 @njit(cache=True, inline="always")
 def current_pi_axis(i_ref, i, z, Kp, Ki, v_ff, v_max, Ts):
     """One sample of a single-axis discrete current PI with clamp and conditional integration:
-    (v, V, held until the next sample; z_next, A s), as WORKLOADS.md W2.
+    (v, V, held until the next sample; z_next, A s), as in the reference workload W2
+    (examples/two_link_foc.yaml).
 
         e = i_ref - i;  u = Kp e + Ki z + v_ff;  v = clamp(u, -v_max, v_max)
         z_next = z + Ts e  only while |u| <= v_max (anti-windup by conditional integration), else z.
