@@ -16,6 +16,8 @@ inlined into the caller; the kernels they call are compiled once and cached by n
 """
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
@@ -28,6 +30,14 @@ from ..models.motor import (dc_current_rate, dc_powers, dc_torque, electrical, p
 from ._bases import OFFSET, PERIOD, JointBlock
 from ._kernels import fill_rows, no_update, packed
 from .base import Kernels, Param, register
+
+PackedParams = namedtuple("PackedParams", "coeffs")
+"""The record of the friction, motor and TorqueToCurrent kernels: their per-joint coefficients
+packed into one (B, n, K) array, column k named by the block's constants (XX_NAME)."""
+
+CurrentPIParams = namedtuple("CurrentPIParams", "coeffs decouple Ts")
+"""The current controller's record: gains and motor constants packed (B, n, K) (columns CP_*),
+whether to decouple the axes, and the sample period Ts (s)."""
 
 
 # =====================================================================================================
@@ -53,8 +63,7 @@ def static_friction_kernel(qd, P, tau, p_diss):
 
 @njit(cache=True, inline="always")
 def joint_friction_output(t, xc, xd, u, y, p):
-    """p = (P,)."""
-    static_friction_kernel(u[0], p[0], y[0], y[1])
+    static_friction_kernel(u[0], p.coeffs, y[0], y[1])
 
 
 @njit(cache=True, inline="always")
@@ -117,16 +126,10 @@ class JointFriction(JointBlock):
         super().configure(in_widths, out_widths)
         w, B = self.width, self.batch
         rows = self.rows
-        self._params = (packed(rows["Fc"], rows.get("Fs", rows["Fc"]), rows.get("vs", np.ones((B, w))),
-                               rows["delta"], rows["Fv"], rows["eps"]),)
+        self._params = PackedParams(packed(rows["Fc"], rows.get("Fs", rows["Fc"]), rows.get("vs", np.ones((B, w))),
+                               rows["delta"], rows["Fv"], rows["eps"]))
         self.n_zc = w if (self.p.model != "viscous" and np.any(self.p.eps == 0)) else 0
         self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
-
-    def output(self, t, xc, xd, u, y):
-        joint_friction_output(t, xc, xd, u, y, self._params)
-
-    def zero_crossings(self, t, xc, xd, u, g):
-        expand_zc(t, xc, xd, u, g, self._params)
 
     def kernels(self):
         return Kernels(output=joint_friction_output, update=no_update,
@@ -166,13 +169,12 @@ def karnopp_crossings_kernel(qd, tau_applied, P, g):
 
 @njit(cache=True, inline="always")
 def karnopp_output(t, xc, xd, u, y, p):
-    """p = (P,)."""
-    karnopp_kernel(u[0], u[1], p[0], y[0], y[1])
+    karnopp_kernel(u[0], u[1], p.coeffs, y[0], y[1])
 
 
 @njit(cache=True, inline="always")
 def karnopp_zc(t, xc, xd, u, g, p):
-    karnopp_crossings_kernel(u[0], u[1], p[0], g)
+    karnopp_crossings_kernel(u[0], u[1], p.coeffs, g)
 
 
 @register
@@ -210,15 +212,9 @@ class KarnoppFriction(JointBlock):
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
         r = self.rows
-        self._params = (packed(r["Fc"], r.get("Fs", r["Fc"]), r["vs"], r["delta"], r["Fv"], r["dv"]),)
+        self._params = PackedParams(packed(r["Fc"], r.get("Fs", r["Fc"]), r["vs"], r["delta"], r["Fv"], r["dv"]))
         self.n_zc = 2 * self.width
         self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
-
-    def output(self, t, xc, xd, u, y):
-        karnopp_output(t, xc, xd, u, y, self._params)
-
-    def zero_crossings(self, t, xc, xd, u, g):
-        karnopp_zc(t, xc, xd, u, g, self._params)
 
     def kernels(self):
         return Kernels(output=karnopp_output, update=no_update, zero_crossings=karnopp_zc,
@@ -257,13 +253,12 @@ def lugre_output_kernel(qd, z, P, tau, p_diss, z_out):
 
 @njit(cache=True, inline="always")
 def lugre_output(t, xc, xd, u, y, p):
-    """p = (P,)."""
-    lugre_output_kernel(u[0], xc, p[0], y[0], y[1], y[2])
+    lugre_output_kernel(u[0], xc, p.coeffs, y[0], y[1], y[2])
 
 
 @njit(cache=True, inline="always")
 def lugre_derivative(t, xc, xd, u, dxc, p):
-    lugre_derivative_kernel(u[0], xc, p[0], dxc)
+    lugre_derivative_kernel(u[0], xc, p.coeffs, dxc)
 
 
 @register
@@ -294,6 +289,7 @@ class LuGreFriction(JointBlock):
     }
     inputs = ("qd",)
     outputs = ("tau", "p_diss", "z")
+    port_units = {"z": "rad"}
     sample = "continuous"
     width_params = ("sigma0", "sigma1", "sigma2", "Fc", "Fs", "vs", "delta", "z0")
 
@@ -307,8 +303,8 @@ class LuGreFriction(JointBlock):
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
         r = self.rows
-        self._params = (packed(r["sigma0"], r["sigma1"], r["sigma2"], r["Fc"], r.get("Fs", r["Fc"]),
-                               r["vs"], r["delta"]),)
+        self._params = PackedParams(packed(r["sigma0"], r["sigma1"], r["sigma2"], r["Fc"], r.get("Fs", r["Fc"]),
+                               r["vs"], r["delta"]))
         self.n_xc = self.width
 
     def state_names(self):
@@ -316,12 +312,6 @@ class LuGreFriction(JointBlock):
 
     def initial_state(self, xc, xd):
         xc[...] = self.rows["z0"]
-
-    def output(self, t, xc, xd, u, y):
-        lugre_output(t, xc, xd, u, y, self._params)
-
-    def derivative(self, t, xc, xd, u, dxc):
-        lugre_derivative(t, xc, xd, u, dxc, self._params)
 
     def kernels(self):
         return Kernels(output=lugre_output, derivative=lugre_derivative, params=self._params)
@@ -411,7 +401,7 @@ class DCMotor(JointBlock):
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
         r = self.rows
-        self._params = (packed(r["R"], r["L"], r["Kt"], r.get("Ke", r["Kt"]), r["N"]),)
+        self._params = PackedParams(packed(r["R"], r["L"], r["Kt"], r.get("Ke", r["Kt"]), r["N"]))
         self.n_xc = self.width
 
     def state_names(self):
@@ -420,12 +410,6 @@ class DCMotor(JointBlock):
     def initial_state(self, xc, xd):
         xc[...] = self.rows["i0"]
 
-    def output(self, t, xc, xd, u, y):
-        dc_motor_output(t, xc, xd, u, y, self._params)
-
-    def derivative(self, t, xc, xd, u, dxc):
-        dc_motor_derivative(t, xc, xd, u, dxc, self._params)
-
     def kernels(self):
         return Kernels(output=dc_motor_output, partial_output=dc_motor_partial_output,
                        derivative=dc_motor_derivative, params=self._params)
@@ -433,19 +417,18 @@ class DCMotor(JointBlock):
 
 @njit(cache=True, inline="always")
 def dc_motor_output(t, xc, xd, u, y, p):
-    """p = (P,)."""
-    dc_motor_output_kernel(xc, u[0], u[1], p[0], y[0], y[1], y[2], y[3], y[4], y[5],
+    dc_motor_output_kernel(xc, u[0], u[1], p.coeffs, y[0], y[1], y[2], y[3], y[4], y[5],
                            (True, True, True, True, True, True))
 
 
 @njit(cache=True, inline="always")
 def dc_motor_partial_output(t, xc, xd, u, y, p, want):
-    dc_motor_output_kernel(xc, u[0], u[1], p[0], y[0], y[1], y[2], y[3], y[4], y[5], want)
+    dc_motor_output_kernel(xc, u[0], u[1], p.coeffs, y[0], y[1], y[2], y[3], y[4], y[5], want)
 
 
 @njit(cache=True, inline="always")
 def dc_motor_derivative(t, xc, xd, u, dxc, p):
-    dc_motor_derivative_kernel(xc, u[0], u[1], p[0], dxc)
+    dc_motor_derivative_kernel(xc, u[0], u[1], p.coeffs, dxc)
 
 
 # PMSM's packed parameter columns
@@ -494,14 +477,13 @@ def pmsm_output_kernel(x, vd, vq, qd, q, P, id_out, iq_out, tau, theta_e, p_elec
 
 @njit(cache=True, inline="always")
 def pmsm_output(t, xc, xd, u, y, p):
-    """p = (P,)."""
-    pmsm_output_kernel(xc, u[0], u[1], u[2], u[3], p[0], y[0], y[1], y[2], y[3], y[4], y[5], y[6],
+    pmsm_output_kernel(xc, u[0], u[1], u[2], u[3], p.coeffs, y[0], y[1], y[2], y[3], y[4], y[5], y[6],
                        y[7])
 
 
 @njit(cache=True, inline="always")
 def pmsm_derivative(t, xc, xd, u, dxc, p):
-    pmsm_derivative_kernel(xc, u[0], u[1], u[2], p[0], dxc)
+    pmsm_derivative_kernel(xc, u[0], u[1], u[2], p.coeffs, dxc)
 
 
 @register
@@ -554,7 +536,7 @@ class PMSM(JointBlock):
         super().configure(in_widths, out_widths)
         r = self.rows
         psi = r["psi"] if "psi" in r else r["Kt"] / (1.5 * r["p"])
-        self._params = (packed(r["R"], r["Ld"], r.get("Lq", r["Ld"]), psi, r["p"], r["N"]),)
+        self._params = PackedParams(packed(r["R"], r["Ld"], r.get("Lq", r["Ld"]), psi, r["p"], r["N"]))
         self.n_xc = 2 * self.width
 
     def state_names(self):
@@ -565,12 +547,6 @@ class PMSM(JointBlock):
         w = self.width
         xc[:, :w] = self.rows["id0"]
         xc[:, w:] = self.rows["iq0"]
-
-    def output(self, t, xc, xd, u, y):
-        pmsm_output(t, xc, xd, u, y, self._params)
-
-    def derivative(self, t, xc, xd, u, dxc):
-        pmsm_derivative(t, xc, xd, u, dxc, self._params)
 
     def kernels(self):
         return Kernels(output=pmsm_output, derivative=pmsm_derivative, params=self._params)
@@ -595,14 +571,13 @@ def torque_to_current_kernel(tau, P, iq):
 
 @njit(cache=True, inline="always")
 def torque_to_current_output(t, xc, xd, u, y, p):
-    """p = (P,)."""
-    torque_to_current_kernel(u[0], p[0], y[0])
+    torque_to_current_kernel(u[0], p.coeffs, y[0])
 
 
 @njit(cache=True, inline="always")
 def torque_to_current_dq_output(t, xc, xd, u, y, p):
     """iq* and id* = 0."""
-    torque_to_current_kernel(u[0], p[0], y[0])
+    torque_to_current_kernel(u[0], p.coeffs, y[0])
     y[1][:, :] = 0.0
 
 
@@ -634,11 +609,8 @@ class TorqueToCurrent(JointBlock):
 
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
-        self._params = (packed(self.rows["N"], self.rows["Kt"]),)
+        self._params = PackedParams(packed(self.rows["N"], self.rows["Kt"]))
         self._output = torque_to_current_dq_output if self.p.with_id else torque_to_current_output
-
-    def output(self, t, xc, xd, u, y):
-        self._output(t, xc, xd, u, y, self._params)
 
     def kernels(self):
         return Kernels(output=self._output, update=no_update, params=self._params)
@@ -697,23 +669,23 @@ def current_pi_dq_kernel(id_ref, iq_ref, i_d, i_q, qd, z, P, decouple, Ts, vd, v
 
 @njit(cache=True, inline="always")
 def current_pi_q_output(t, xc, xd, u, y, p):
-    """p = (P, decouple, Ts), for the four current-PI adapters."""
-    current_pi_q_kernel(u[0], u[1], u[2], xd, p[0], p[1], p[2], y[0], False)
+    """The q-axis PI output; p a CurrentPIParams (as the other three current-PI adapters)."""
+    current_pi_q_kernel(u[0], u[1], u[2], xd, p.coeffs, p.decouple, p.Ts, y[0], False)
 
 
 @njit(cache=True, inline="always")
 def current_pi_q_update(t, xc, xd, u, p):
-    current_pi_q_kernel(u[0], u[1], u[2], xd, p[0], p[1], p[2], xd, True)
+    current_pi_q_kernel(u[0], u[1], u[2], xd, p.coeffs, p.decouple, p.Ts, xd, True)
 
 
 @njit(cache=True, inline="always")
 def current_pi_dq_output(t, xc, xd, u, y, p):
-    current_pi_dq_kernel(u[0], u[1], u[2], u[3], u[4], xd, p[0], p[1], p[2], y[0], y[1], False)
+    current_pi_dq_kernel(u[0], u[1], u[2], u[3], u[4], xd, p.coeffs, p.decouple, p.Ts, y[0], y[1], False)
 
 
 @njit(cache=True, inline="always")
 def current_pi_dq_update(t, xc, xd, u, p):
-    current_pi_dq_kernel(u[0], u[1], u[2], u[3], u[4], xd, p[0], p[1], p[2], xd, xd, True)
+    current_pi_dq_kernel(u[0], u[1], u[2], u[3], u[4], xd, p.coeffs, p.decouple, p.Ts, xd, xd, True)
 
 
 @register
@@ -810,8 +782,9 @@ class CurrentController(JointBlock):
             Kp_q, Ki_q = r["Kp"], r["Ki"]
             Kp_d, Ki_d = r.get("Kp_d", Kp_q), r.get("Ki_d", Ki_q)
         self._gains = tuple(np.ascontiguousarray(g) for g in (Kp_d, Ki_d, Kp_q, Ki_q))
-        self._params = (packed(*self._gains, Ld, Lq, r["psi"], r["p"], r["N"], r["v_max"]),
-                        bool(self.p.decouple), float(self.p.period))
+        self._params = CurrentPIParams(packed(*self._gains, Ld, Lq, r["psi"], r["p"], r["N"],
+                                              r["v_max"]), bool(self.p.decouple),
+                                       float(self.p.period))
         self.n_xd = w if self.p.axes == "q" else 2 * w
         if self.p.axes == "q":
             self._output, self._update = current_pi_q_output, current_pi_q_update
@@ -827,12 +800,6 @@ class CurrentController(JointBlock):
         w = self.width
         names = [f"zq[{j}]" for j in range(w)]
         return [], names if self.p.axes == "q" else [f"zd[{j}]" for j in range(w)] + names
-
-    def output(self, t, xc, xd, u, y):
-        self._output(t, xc, xd, u, y, self._params)
-
-    def update(self, t, xc, xd, u):
-        self._update(t, xc, xd, u, self._params)
 
     def kernels(self):
         return Kernels(output=self._output, update=self._update, params=self._params)

@@ -14,21 +14,6 @@ from ..errors import UnknownBlockTypeError, did_you_mean
 from . import REGISTRY
 from .base import PORT_UNITS, REQUIRED
 
-UNDECLARED_PORT_UNITS: dict[str, dict[str, str | None]] = {
-    # frame transforms carry whatever they are given (currents or voltages): no units of their own
-    "Park": {"d": None, "q": None, "alpha": None, "beta": None},
-    "InversePark": {"d": None, "q": None, "alpha": None, "beta": None},
-    "Clarke": {"a": None, "b": None, "c": None, "alpha": None, "beta": None, "zero": None},
-    "InverseClarke": {"a": None, "b": None, "c": None, "alpha": None, "beta": None, "zero": None},
-    "LuGreFriction": {"z": "rad"},
-    "Jacobian": {"J": "m/rad, -"},
-    "Manipulator": {"pose": "m, -"},
-    "ForwardKinematics": {"pose": "m, -"},
-}
-"""Port units of the FOC, actuator and robot blocks whose classes do not declare `port_units`
-yet (their modules are being rewritten); each entry belongs on its class as `port_units`."""
-
-
 FAMILIES = (
     ("sources", "Sources"), ("trajectories", "Trajectories"), ("math", "Math"),
     ("routing", "Routing"), ("continuous", "Continuous"), ("discrete", "Discrete"),
@@ -41,9 +26,6 @@ def port_units(type_name: str, port: str) -> str | None:
     """Units of a port of a block type (input or output), or None when the port has none of its own
     (an unknown type: the name convention)."""
     cls = REGISTRY.get(type_name)
-    undeclared = UNDECLARED_PORT_UNITS.get(type_name, {})
-    if port in undeclared:
-        return undeclared[port]
     return PORT_UNITS.get(port) if cls is None else cls.units_of(port)
 
 

@@ -9,6 +9,8 @@ Every block works per channel (one motor per joint); scalar inputs expand to the
 """
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 from numba import njit
 
@@ -17,8 +19,11 @@ from ..models.foc import (clarke_transform, inverse_clarke_transform, inverse_pa
                           park_transform, svpwm_duty_cycles, svpwm_voltage_limit, voltage_circle_limit,
                           voltage_magnitude)
 from ._bases import JointBlock
-from ._kernels import no_update
+from ._kernels import NO_PARAMS, no_update
 from .base import Kernels, Param, register
+
+VdcParams = namedtuple("VdcParams", "vdc")
+"""The inverter's and SVPWM's record: the DC-link voltage row (B, n) in V."""
 
 
 @njit(cache=True)
@@ -78,16 +83,14 @@ def inverse_park_output(t, xc, xd, u, y, p):
 
 class Transform(JointBlock):
     """The shared shape of the FOC transforms: memoryless, every output reads every input, no
-    parameters; `kernel` is the output adapter (Python and compiled mode alike)."""
+    parameters; `kernel` is the output adapter. A frame transform carries whatever it is given
+    (currents in A or voltages in V): its ports have no units of their own."""
 
     params = {}
     kernel = None
 
-    def output(self, t, xc, xd, u, y):
-        type(self).kernel(t, xc, xd, u, y, ())
-
     def kernels(self):
-        return Kernels(output=type(self).kernel, update=no_update, params=())
+        return Kernels(output=type(self).kernel, update=no_update, params=NO_PARAMS)
 
 
 @register
@@ -101,6 +104,7 @@ class Clarke(Transform):
     summary = "abc -> alpha, beta, zero (amplitude-invariant)"
     inputs = ("a", "b", "c")
     outputs = ("alpha", "beta", "zero")
+    port_units = dict.fromkeys(inputs + outputs)
 
     kernel = clarke_output
 
@@ -114,6 +118,7 @@ class InverseClarke(Transform):
     inputs = ("alpha", "beta", "zero")
     optional_inputs = ("zero",)
     outputs = ("a", "b", "c")
+    port_units = dict.fromkeys(inputs + outputs)
 
     kernel = inverse_clarke_output
 
@@ -127,6 +132,7 @@ class Park(Transform):
     summary = "alpha, beta -> d, q at the electrical angle theta_e"
     inputs = ("alpha", "beta", "theta_e")
     outputs = ("d", "q")
+    port_units = dict.fromkeys(("alpha", "beta", "d", "q"))
 
     kernel = park_output
 
@@ -140,6 +146,7 @@ class InversePark(Transform):
     summary = "d, q -> alpha, beta at the electrical angle theta_e"
     inputs = ("d", "q", "theta_e")
     outputs = ("alpha", "beta")
+    port_units = dict.fromkeys(("alpha", "beta", "d", "q"))
 
     kernel = inverse_park_output
 
@@ -167,13 +174,12 @@ def circle_crossings_kernel(v1, v2, vdc, g):
 
 @njit(cache=True, inline="always")
 def inverter_output(t, xc, xd, u, y, p):
-    """p = (vdc row (B, n),)."""
-    circle_limit_kernel(u[0], u[1], p[0], y[0], y[1], y[2])
+    circle_limit_kernel(u[0], u[1], p.vdc, y[0], y[1], y[2])
 
 
 @njit(cache=True, inline="always")
 def inverter_zc(t, xc, xd, u, g, p):
-    circle_crossings_kernel(u[0], u[1], p[0], g)
+    circle_crossings_kernel(u[0], u[1], p.vdc, g)
 
 
 @register
@@ -211,14 +217,7 @@ class Inverter(JointBlock):
         super().configure(in_widths, out_widths)
         self.n_zc = self.width
         self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
-
-        self._params = (self.rows["vdc"],)
-
-    def output(self, t, xc, xd, u, y):
-        inverter_output(t, xc, xd, u, y, self._params)
-
-    def zero_crossings(self, t, xc, xd, u, g):
-        inverter_zc(t, xc, xd, u, g, self._params)
+        self._params = VdcParams(self.rows["vdc"])
 
     def kernels(self):
         return Kernels(output=inverter_output, update=no_update, zero_crossings=inverter_zc,
@@ -237,8 +236,7 @@ def svpwm_kernel(v_alpha, v_beta, vdc, da, db, dc):
 
 @njit(cache=True, inline="always")
 def svpwm_output(t, xc, xd, u, y, p):
-    """p = (vdc row (B, n),)."""
-    svpwm_kernel(u[0], u[1], p[0], y[0], y[1], y[2])
+    svpwm_kernel(u[0], u[1], p.vdc, y[0], y[1], y[2])
 
 
 @register
@@ -264,10 +262,7 @@ class SVPWM(JointBlock):
 
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
-        self._params = (self.rows["vdc"],)
-
-    def output(self, t, xc, xd, u, y):
-        svpwm_output(t, xc, xd, u, y, self._params)
+        self._params = VdcParams(self.rows["vdc"])
 
     def kernels(self):
         return Kernels(output=svpwm_output, update=no_update, params=self._params)

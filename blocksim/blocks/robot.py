@@ -324,6 +324,7 @@ class Manipulator(RobotBlock):
     }
     inputs = ("tau", "f_ext")
     outputs = ("q", "qd", "qdd", "pose")
+    port_units = {"pose": "m, -"}
     optional_inputs = ("f_ext",)
     sample = "continuous"
     uses_closed_form = True
@@ -630,6 +631,7 @@ class ForwardKinematics(RobotBlock):
     summary = "q -> tool position (m), rotation (row-major), pose"
     inputs = ("q",)
     outputs = ("position", "rotation", "pose")
+    port_units = {"pose": "m, -"}
 
     def resolve_widths(self, in_widths):
         self.joint_width("q", in_widths.get("q"))
@@ -654,6 +656,7 @@ class Jacobian(RobotBlock):
     summary = "q -> geometric Jacobian of the tool (6 x n, row-major)"
     inputs = ("q",)
     outputs = ("J",)
+    port_units = {"J": "m/rad, -"}
 
     def resolve_widths(self, in_widths):
         self.joint_width("q", in_widths.get("q"))
