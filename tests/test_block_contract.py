@@ -19,7 +19,7 @@ from blocksim.errors import ParameterError
 
 CONTRACT_MODULES = {f"blocksim.blocks.{m}" for m in
                     ("sources", "math", "routing", "continuous", "discrete", "sinks", "control",
-                     "trajectories", "sensors")}
+                     "trajectories", "sensors", "actuators", "foc")}
 
 MORE_CONFIGS = {
     "PID": [{}, {"Kd": 0.1}, {"period": 0.01, "Ki": 2.0, "Kd": 0.1, "antiwindup": "clamping",
@@ -33,6 +33,18 @@ MORE_CONFIGS = {
     "Encoder": [{"counts": 1000, "rounding": "nearest"}],
     "MeasurementNoise": [{"period": 0.01, "variance": 0.5}],
     "SampleDelay": [{"period": 0.01, "delay": 2}],
+    "JointFriction": [{"Fc": 2.0, "Fv": 0.1}, {"Fc": 2.0, "Fv": 0.1, "eps": 1e-3}],
+    "KarnoppFriction": [{"Fc": 1.0, "Fs": 2.0, "vs": 0.1, "dv": 1e-3}],
+    "LuGreFriction": [{"sigma0": 1e4, "sigma1": 100.0, "sigma2": 0.4, "Fc": 1.0, "Fs": 1.5,
+                       "vs": 0.1}],
+    "DCMotor": [{"R": 0.5, "L": 5e-4, "Kt": 0.1, "Ke": 0.12, "N": 100}],
+    "PMSM": [{"R": 0.3, "Ld": 4e-4, "Lq": 6e-4, "Kt": 0.12, "p": 4, "N": 50}],
+    "TorqueToCurrent": [{"N": 100, "Kt": 0.1}, {"N": 100, "Kt": 0.1, "with_id": True}],
+    "CurrentController": [{"axes": "q", "period": 1e-4, "Kp": 3.14, "Ki": 3142.0, "v_max": 48.0},
+                          {"axes": "dq", "period": 1e-4, "Kp": 3.14, "Ki": 3142.0,
+                           "v_max": 48.0}],
+    "Inverter": [{"vdc": 48.0}, {"vdc": 48.0, "frame": "alphabeta"}],
+    "SVPWM": [{"vdc": 48.0}],
 }
 
 
