@@ -107,3 +107,12 @@ def test_compiled_mode_with_a_python_only_block_is_an_error_naming_it():
     with pytest.raises(SolverError, match="compiled mode needs kernels for every block; b \\(T\\)"):
         choose_mode(dataclasses.replace(SETTINGS, mode="compiled"), ["b (T): no compiled output"],
                     never, never)
+
+
+def test_keyword_settings_keep_the_other_times_exact(tmp_path):
+    """A keyword setting leaves the file's exact times as they were: a step of 1/3 ms stays 1/3."""
+    d = blocksim.load(write(tmp_path, MSD), set={"simulation.step": "1/3000",
+                                                 "simulation.solver": "rk4"})
+    changed = d.settings.changed({"stop_time": 1})
+    assert changed.step == Fraction(1, 3000) and changed.stop == 1
+    assert changed == dataclasses.replace(d.settings, stop=Fraction(1))

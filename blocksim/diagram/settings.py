@@ -88,13 +88,13 @@ class SimulationSettings:
         return read_simulation(table, where, self.file)
 
     def table(self) -> dict[str, Any]:
-        """The settings as a simulation table with plain values (saved with each run)."""
-        return {"start_time": float(self.start), "stop_time": float(self.stop),
-                "solver": self.solver, "step": None if self.step is None else float(self.step),
-                "rtol": self.rtol, "atol": self.atol, "max_step": self.max_step,
-                "zero_crossing_tol": self.zero_crossing_tol, "mode": self.mode,
-                "threads": "auto" if self.threads is None else self.threads, "seed": self.seed,
-                "progress": self.progress}
+        """The settings as a simulation table that read_simulation reads back to equal settings
+        (times stay exact Fractions: a float would turn 1/3 s into another rational)."""
+        return {"start_time": self.start, "stop_time": self.stop, "solver": self.solver,
+                "step": self.step, "rtol": self.rtol, "atol": self.atol,
+                "max_step": self.max_step, "zero_crossing_tol": self.zero_crossing_tol,
+                "mode": self.mode, "threads": "auto" if self.threads is None else self.threads,
+                "seed": self.seed, "progress": self.progress}
 
 
 @dataclass(frozen=True)
