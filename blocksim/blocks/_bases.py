@@ -38,9 +38,13 @@ class Elementwise(Block):
         return {"out": max(w, pw)}
 
     def configure(self, in_widths, out_widths):
-        width = out_widths["out"]
-        self.rows = {key: np.require(self.param_as_row(key, width), requirements=("C", "W"))
-                     for key in self.width_params}
+        self.rows = self.rows_of(self.p)
+
+    def rows_of(self, v) -> dict[str, np.ndarray]:
+        """Each of `width_params` of the values v as a writable C-contiguous (B, width) row."""
+        width = self.out_widths["out"]
+        return {key: np.require(self.param_as_row(key, width, v), requirements=("C", "W"))
+                for key in self.width_params}
 
 
 class JointBlock(Block):
@@ -87,13 +91,19 @@ class JointBlock(Block):
 
     def configure(self, in_widths, out_widths):
         self.width = max(out_widths.values())
-        # writable C-contiguous rows: a read-only broadcast view is another numba type
-        self.rows = {k: np.require(self.param_as_row(k, self.width), requirements=("C", "W"))
-                     for k in self.width_params if getattr(self.p, k) is not None}
+        self.rows = self.rows_of(self.p)
 
-    def positive(self, *keys, allow_zero=False):
+    def rows_of(self, v) -> dict[str, np.ndarray]:
+        """Each of `width_params` of the values v (None values skipped) as a (B, width) row."""
+        # writable C-contiguous rows: a read-only broadcast view is another numba type
+        return {k: np.require(self.param_as_row(k, self.width, v), requirements=("C", "W"))
+                for k in self.width_params if getattr(v, k) is not None}
+
+    def positive(self, *keys, allow_zero=False, v=None):
+        """Raise a ParameterError unless each of `keys` of the values v (the block's own by
+        default) is > 0 (>= 0 with allow_zero)."""
         for key in keys:
-            value = getattr(self.p, key)
+            value = getattr(self.p if v is None else v, key)
             if value is not None and (np.any(value < 0) if allow_zero else np.any(value <= 0)):
                 raise ParameterError(f"{key} must be {'>= 0' if allow_zero else '> 0'}, got "
                                      f"{value[0].tolist()}", block=self.name)

@@ -24,7 +24,7 @@ Unconnected optional inputs are zero arrays; `self.connected` tells which inputs
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any, ClassVar
 
@@ -138,13 +138,25 @@ def exact_time(value) -> Fraction:
 
 
 class Params:
-    """Resolved parameter values, as attributes (`self.p.gain`)."""
+    """One block's resolved parameter values for a batch of members, as attributes (`v.gain`):
+    arrays (B, *shape), other kinds as they are; `batch` is B and `first_member` the whole
+    batch's index of member 0 (non-zero for a part of a split batch).
 
-    def __init__(self, values: dict[str, Any]):
+    These are data of a run, not of the block: a block's structure (ports, widths, states) is
+    fixed when it is configured, and `Block.record(values)` turns any values of the same shapes
+    into its kernels' parameter record (Drake's numeric parameters in a Context)."""
+
+    def __init__(self, values: dict[str, Any], batch: int = 1, first_member: int = 0):
         self.__dict__.update(values)
+        self.batch = int(batch)
+        self.first_member = int(first_member)
+
+    def items(self) -> dict[str, Any]:
+        """The parameters alone (without batch and first_member)."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("batch", "first_member")}
 
     def __repr__(self) -> str:
-        return f"Params({self.__dict__!r})"
+        return f"Params({self.items()!r}, batch={self.batch}, first_member={self.first_member})"
 
 
 REGISTRY: dict[str, type["Block"]] = {}
@@ -219,7 +231,7 @@ class Block:
         # into parts, one per thread); member-keyed streams such as the noise use the global index
         self.first_member = int(first_member)
         self.diagram_dir = diagram_dir  # folder of the diagram file: relative data paths start here
-        self.p = Params(self.resolve_params(params))
+        self.p = self.resolve_values(params, self.batch, self.first_member)
         self.enabled = self.p.enabled
         self.connected: frozenset[str] = frozenset()
         self.in_widths: dict[str, int] = {}
@@ -229,6 +241,7 @@ class Block:
         self.n_zc = 0
         self.zc_directions = np.zeros(0, dtype=np.int64)
         self._kernels: Kernels | None = None
+        self.check_values(self.p)
         self.setup()
 
     # ---- parameters -------------------------------------------------------------------------
@@ -238,8 +251,15 @@ class Block:
         merged.update(COMMON_PARAMS)
         return merged
 
-    def resolve_params(self, given: dict[str, Any]) -> dict[str, Any]:
-        """Check names, fill defaults, convert each value to its kind (arrays get the batch axis)."""
+    def resolve_values(self, given: dict[str, Any], batch: int, first_member: int = 0) -> Params:
+        """The values `given` (the file's, with per-member BatchValues) resolved for `batch`
+        members: names checked, defaults filled, each value in its kind (arrays (B, *shape))."""
+        return Params(self.resolve_params(given, batch), batch, first_member)
+
+    def resolve_params(self, given: dict[str, Any], batch: int | None = None) -> dict[str, Any]:
+        """Check names, fill defaults, convert each value to its kind (arrays get the batch axis
+        of `batch` members, the block's own batch by default)."""
+        batch = self.batch if batch is None else int(batch)
         declared = self.all_params()
         for key in given:
             if key not in declared:
@@ -256,29 +276,31 @@ class Block:
             else:
                 raw = decl.default
             try:
-                values[key] = self.convert_param(key, decl, raw)
+                values[key] = self.convert_param(key, decl, raw, batch)
             except ParameterError as err:
                 raise err.located(block=self.name)
         return values
 
-    def convert_param(self, key: str, decl: Param, raw: Any) -> Any:
-        """One parameter value in its declared kind; arrays as (B, *shape) float64."""
+    def convert_param(self, key: str, decl: Param, raw: Any, batch: int | None = None) -> Any:
+        """One parameter value in its declared kind; arrays as (B, *shape) float64 for `batch`
+        members (the block's own batch by default)."""
+        batch = self.batch if batch is None else int(batch)
         kind = decl.kind
         if raw is None and not decl.required and decl.default is None:
             return None
         if kind == "array":
             if isinstance(raw, BatchValue):
                 arr = self.numeric(key, raw.values)
-                if arr.shape[0] != self.batch:
+                if arr.shape[0] != batch:
                     raise ParameterError(
-                        f"parameter '{key}' has {arr.shape[0]} batch values for a batch of {self.batch}")
+                        f"parameter '{key}' has {arr.shape[0]} batch values for a batch of {batch}")
                 return np.array(arr, dtype=float)
             arr = self.numeric(key, raw)
             if not np.isfinite(arr).all() and key not in self.infinite_ok():
                 raise ParameterError(f"parameter '{key}' must be finite, got {raw!r}")
             # a writable C-contiguous copy for every batch size: numba types read-only and
             # writable arrays differently, and one type keeps compiled code shared across runs
-            out = np.empty((self.batch,) + arr.shape)
+            out = np.empty((batch,) + arr.shape)
             out[...] = arr
             return out
         if kind == "int":
@@ -321,7 +343,76 @@ class Block:
         return next((key for key, decl in cls.all_params().items() if decl.role == role), None)
 
     def setup(self) -> None:
-        """Check parameters against each other once they are resolved (override; raise ParameterError)."""
+        """Check parameters against each other once they are resolved, and derive what of the
+        structure they decide (override; raise ParameterError). A block whose values are data of
+        the run (`values_are_data`) puts its checks of values in check_values(), which runs
+        first."""
+
+    # ---- values of a run --------------------------------------------------------------------
+    values_are_data: ClassVar[bool] = False
+    """True when the block's kernels read its values only through `record(values)`: one block
+    then serves every part of a split batch and every new value of a parameter, with no new
+    block objects. Its runtime methods take the record as their last argument `p` (None: the
+    block's own, from the values it was built with)."""
+
+    def record(self, v: Params) -> tuple:
+        """The kernels' parameter record for the values v (of v.batch members, arrays (B, ...)):
+        the numbers from v, the structure (widths, state sizes, which crossings exist) from the
+        configured block, scratch for v.batch members. Writes nothing on the block."""
+        return NO_PARAMS
+
+    def check_values(self, v: Params) -> None:
+        """Checks of values against each other (lower <= upper, positive masses; raise
+        ParameterError): for the file's values when the block is built, and for new values of a
+        run (`changed_values`)."""
+
+    def structure(self, v: Params) -> Any:
+        """What of the values decides the block's structure (whether limits, and so crossings,
+        exist; whether an output reads its input directly): a hashable, () by default. New values
+        of a run must keep it: a change of structure needs the diagram compiled again."""
+        return ()
+
+    def member_values(self, v: Params, start: int, stop: int) -> Params:
+        """The values of members start..stop-1 of v (array parameters sliced on their batch axis,
+        as views), numbered as in the whole batch."""
+        arrays = {k for k, d in self.all_params().items() if d.kind == "array"}
+        return Params({k: (val[start:stop] if k in arrays and val is not None else val)
+                       for k, val in v.items().items()}, stop - start, v.first_member + start)
+
+    def changed_values(self, v: Params, changes: dict[str, Any]) -> Params:
+        """v with new values for some array parameters ({name: value, or BatchValue of one per
+        member}), each in its kind and of its old shape, checked (check_values), and keeping the
+        block's structure. Other kinds (a method, a period, a robot file) decide the structure
+        and raise a ParameterError naming the parameter."""
+        declared = self.all_params()
+        values = v.items()
+        for key, raw in changes.items():
+            if key not in declared:
+                raise ParameterError(
+                    f"{self.type_name} has no parameter '{key}'{did_you_mean(key, declared)}",
+                    block=self.name)
+            decl = declared[key]
+            if decl.kind != "array" or values[key] is None:
+                raise ParameterError(
+                    f"parameter '{key}' decides the structure of the block and cannot change "
+                    "between runs; load the diagram again with the new value", block=self.name)
+            try:
+                new = self.convert_param(key, decl, raw, v.batch)
+            except ParameterError as err:
+                raise err.located(block=self.name)
+            if new.shape != values[key].shape:
+                raise ParameterError(
+                    f"parameter '{key}' must keep its shape {values[key].shape[1:]} between runs, "
+                    f"got {new.shape[1:]}", block=self.name)
+            values[key] = new
+        out = Params(values, v.batch, v.first_member)
+        self.check_values(out)
+        if self.structure(out) != self.structure(self.p):
+            raise ParameterError(
+                f"the new values of {', '.join(sorted(changes))} change the structure of the block "
+                "(its states, crossings or direct feedthrough); load the diagram again with them",
+                block=self.name)
+        return out
 
     # ---- ports ------------------------------------------------------------------------------
     @classmethod
@@ -386,51 +477,55 @@ class Block:
         return SampleTime.discrete(getattr(self.p, period),
                                    0 if offset is None else getattr(self.p, offset))
 
-    def breakpoints(self, t0: float, t1: float) -> list[float]:
-        """Times in (t0, t1] where an output has a kink or jump the solver must not step over (s)."""
+    def breakpoints(self, t0: float, t1: float, p=None) -> list[float]:
+        """Times in (t0, t1] where an output has a kink or jump the solver must not step over (s);
+        p: the run's parameter record (None: the block's own)."""
         return []
 
     # ---- states -----------------------------------------------------------------------------
-    def initial_state(self, xc: np.ndarray, xd: np.ndarray) -> None:
-        """Fill the initial continuous (B, n_xc) and discrete (B, n_xd) states in place."""
+    def initial_state(self, xc: np.ndarray, xd: np.ndarray, p=None) -> None:
+        """Fill the initial continuous (B, n_xc) and discrete (B, n_xd) states in place; p: the
+        run's parameter record (None: the block's own)."""
 
     def state_names(self) -> tuple[list[str], list[str]]:
         """Names of the continuous and discrete state elements, for `blocksim check`."""
         return ([f"xc[{i}]" for i in range(self.n_xc)], [f"xd[{i}]" for i in range(self.n_xd)])
 
     # ---- runtime: the kernels by default (override only a Python-only part) ------------------
-    def output(self, t: float, xc, xd, u, y) -> None:
+    # p: the kernels' parameter record of the run (Block.record); None: the block's own.
+    def output(self, t: float, xc, xd, u, y, p=None) -> None:
         """Fill the outputs y: the output kernel with the parameter record."""
         k = self.runtime_kernels()
         if k is None or k.output is None:
             raise NotImplementedError(f"{self.type_name}.output")
-        k.output(t, xc, xd, u, y, k.params)
+        k.output(t, xc, xd, u, y, k.params if p is None else p)
 
-    def derivative(self, t: float, xc, xd, u, dxc) -> None:
+    def derivative(self, t: float, xc, xd, u, dxc, p=None) -> None:
         """dxc = dx/dt: the derivative kernel, or 0 without one."""
         k = self.runtime_kernels()
         if k is None or k.derivative is None:
             dxc[...] = 0.0
         else:
-            k.derivative(t, xc, xd, u, dxc, k.params)
+            k.derivative(t, xc, xd, u, dxc, k.params if p is None else p)
 
-    def update(self, t: float, xc, xd, u) -> None:
+    def update(self, t: float, xc, xd, u, p=None) -> None:
         """Update xd in place: discrete blocks at their sample hits; continuous blocks that have
         n_xd > 0 (memory such as a rate limiter's last output) at every major step. The update
         kernel; nothing without one."""
         k = self.runtime_kernels()
         if k is not None and k.update is not None:
-            k.update(t, xc, xd, u, k.params)
+            k.update(t, xc, xd, u, k.params if p is None else p)
 
-    def zero_crossings(self, t: float, xc, xd, u, g) -> None:
+    def zero_crossings(self, t: float, xc, xd, u, g, p=None) -> None:
         """Event functions (B, n_zc); only called when n_zc > 0. The zero-crossing kernel."""
         k = self.runtime_kernels()
         if k is not None and k.zero_crossings is not None:
-            k.zero_crossings(t, xc, xd, u, g, k.params)
+            k.zero_crossings(t, xc, xd, u, g, k.params if p is None else p)
 
-    def bind(self, method: str, args: tuple) -> tuple[Any, tuple]:
-        """(fn, full args) such that fn(t, *full) does what getattr(self, method)(t, *args) does,
-        for one call site whose arrays stay the same (the engine's views of one run).
+    def bind(self, method: str, args: tuple, p=None) -> tuple[Any, tuple]:
+        """(fn, full args) such that fn(t, *full) does what getattr(self, method)(t, *args, p)
+        does, for one call site whose arrays stay the same (the engine's views of one run); p is
+        the run's parameter record (None: the block's own).
 
         When the block runs `method` through its kernel (it does not override it), fn is the
         kernel's compiled entry point for these arguments' types, resolved once: a call then
@@ -439,15 +534,15 @@ class Block:
         k = self.runtime_kernels()
         kernel = None if k is None else getattr(k, method)
         if kernel is None or getattr(type(self), method) is not getattr(Block, method):
-            return getattr(self, method), args
-        full = args + (k.params,)
+            return getattr(self, method), (args if p is None else args + (p,))
+        full = args + (k.params if p is None else p,)
         return entry_point(kernel, full), full
 
-    def on_event(self, t: float, xc, xd, u, mask) -> bool:
-        """React to located crossings; True stops the simulation."""
+    def on_event(self, t: float, xc, xd, u, mask, p=None) -> bool:
+        """React to located crossings; True stops the simulation. p: the run's record."""
         return False
 
-    def stop_requested(self, t: float, xc, xd, u) -> bool:
+    def stop_requested(self, t: float, xc, xd, u, p=None) -> bool:
         """Checked once, at the start time, for blocks with zero crossings: True stops the run
         there (a crossing needs a change, so a condition already true at the start is seen here)."""
         return False
@@ -460,9 +555,13 @@ class Block:
         return None
 
     def runtime_kernels(self) -> "Kernels | None":
-        """kernels(), computed on the first call (after configure) and kept."""
+        """kernels(), computed on the first call (after configure) and kept; for a block whose
+        values are data, with the record of its own values (`record(self.p)`)."""
         if self._kernels is None:
-            self._kernels = self.kernels()
+            k = self.kernels()
+            if k is not None and self.values_are_data:
+                k = replace(k, params=self.record(self.p))
+            self._kernels = k
         return self._kernels
 
     # ---- helpers for subclasses -------------------------------------------------------------
@@ -476,9 +575,10 @@ class Block:
         raise ParameterError(f"parameter '{key}' must be a scalar or a vector, got shape {shape}",
                              block=self.name)
 
-    def param_as_row(self, key: str, width: int) -> np.ndarray:
-        """An array parameter expanded to (B, width) (a scalar repeated), for kernels."""
-        value = getattr(self.p, key)
+    def param_as_row(self, key: str, width: int, v: Params | None = None) -> np.ndarray:
+        """An array parameter of the values v (the block's own by default) expanded to
+        (B, width) (a scalar repeated), for kernels."""
+        value = getattr(self.p if v is None else v, key)
         if value.ndim == 1:
             return np.ascontiguousarray(np.repeat(value[:, None], width, axis=1))
         if value.ndim == 2 and value.shape[1] == width:

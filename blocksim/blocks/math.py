@@ -54,14 +54,17 @@ class Gain(Block):
             return {"out": gain.shape[1]}
         return {"out": w}
 
+    values_are_data = True
+
     def configure(self, in_widths, out_widths):
         self._matrix = self.p.gain.ndim == 3
-        gain = self.p.gain if self._matrix else self.param_as_row("gain", out_widths["out"])
-        self._params = kernel_params(GainParams, gain=gain)
+
+    def record(self, v):
+        gain = v.gain if self._matrix else self.param_as_row("gain", self.out_widths["out"], v)
+        return kernel_params(GainParams, gain=gain)
 
     def kernels(self):
-        return Kernels(output=gain_matrix_output if self._matrix else gain_rows_output,
-                       params=self._params)
+        return Kernels(output=gain_matrix_output if self._matrix else gain_rows_output)
 
 
 GainParams = namedtuple("GainParams", "gain")

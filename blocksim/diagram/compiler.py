@@ -5,22 +5,25 @@ prints; no checking is left for the run's hot loop.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..blocks import REGISTRY
-from ..blocks.base import Block, SampleTime
-from ..errors import (BlocksimError, SourceLoc, UnknownBlockTypeError, WidthError, WiringError,
-                      did_you_mean)
+from ..blocks.base import Block, Params, SampleTime
+from ..errors import (BlocksimError, ParameterError, SourceLoc, UnknownBlockTypeError, WidthError,
+                      WiringError, did_you_mean)
 from .graph import OutputCall, sorted_calls
 from .rates import resolve_sample_times
 
 
 @dataclass
 class CompiledDiagram:
-    """A diagram ready to run for a batch of B members.
+    """A diagram ready to run for a batch of B members: its structure (blocks, wires, widths,
+    order, rates, state layout) and the values of one run's parameters.
 
-    blocks        name -> Block, in file order
+    blocks        name -> Block, in file order (structure only: they serve any values)
+    values        name -> the block's parameter values for these B members (data of the run:
+                  `for_members` and `with_values` give other values on the same blocks)
     wires         (consumer, input port) -> (driver, output port)
     in_widths     name -> {input port: width};  out_widths likewise for outputs
     calls         output calls in sorted (data-flow) order
@@ -43,6 +46,50 @@ class CompiledDiagram:
     xc_slices: dict[str, tuple[int, int]] = field(default_factory=dict)
     xd_slices: dict[str, tuple[int, int]] = field(default_factory=dict)
     zc_slices: dict[str, tuple[int, int]] = field(default_factory=dict)
+    values: dict[str, Params] = field(default_factory=dict)
+
+    @property
+    def values_are_data(self) -> bool:
+        """True when every block reads its values through `Block.record` (no part of a batch or
+        new value needs new blocks)."""
+        return all(blk.values_are_data for blk in self.blocks.values())
+
+    def records(self) -> dict[str, tuple]:
+        """The kernels' parameter records of this run's values, for the blocks whose values are
+        data (the others keep their own, built with them)."""
+        out = {}
+        for name, blk in self.blocks.items():
+            if blk.values_are_data:
+                v = self.values[name]
+                k = blk.runtime_kernels() if v is blk.p else None
+                out[name] = k.params if k is not None else blk.record(v)
+        return out
+
+    def for_members(self, start: int, stop: int) -> "CompiledDiagram":
+        """Members start..stop-1 of this batch as a diagram of their own: the same blocks, wires
+        and layout, the values sliced (a part of a split batch, run on its own thread)."""
+        if not 0 <= start < stop <= self.batch:
+            raise ValueError(f"members {start}..{stop - 1} of a batch of {self.batch}")
+        return replace(self, batch=stop - start, first_member=self.first_member + start,
+                       values={n: self.blocks[n].member_values(v, start, stop)
+                               for n, v in self.values.items()})
+
+    def with_values(self, changes: dict[tuple[str, str], Any]) -> "CompiledDiagram":
+        """The same diagram with new values for some array parameters: {(block, param): value
+        for every member, or BatchValue of one per member}. Checked as the file's values are
+        (`Block.changed_values`: kind, shape, checks, the structure kept); no block is made."""
+        by_block: dict[str, dict[str, Any]] = {}
+        for (name, param), value in changes.items():
+            if name not in self.blocks:
+                raise ParameterError(f"no block '{name}'{did_you_mean(name, self.blocks)}")
+            by_block.setdefault(name, {})[param] = value
+        values = dict(self.values)
+        for name, given in by_block.items():
+            try:
+                values[name] = self.blocks[name].changed_values(values[name], given)
+            except BlocksimError as err:
+                raise err.located(where=self.spec.blocks[name].where, block=name)
+        return replace(self, values=values)
 
     @property
     def n_xc(self) -> int:
@@ -249,7 +296,8 @@ def compile_diagram(spec, batch: int = 1, batch_params: dict[tuple[str, str], An
     except BlocksimError as err:
         raise err.located(where=spec.blocks[err.block].where if err.block else None)
     cd = CompiledDiagram(spec, batch, blocks, wires, in_widths, out_widths, calls, sample_times,
-                         varying_blocks(blocks, wires, sample_times, calls), first_member)
+                         varying_blocks(blocks, wires, sample_times, calls), first_member,
+                         values={name: blk.p for name, blk in blocks.items()})
     x = d = z = 0
     for name, blk in blocks.items():
         cd.xc_slices[name] = (x, x + blk.n_xc)

@@ -109,7 +109,7 @@ class Generator:
                 if k is not None:
                     self.kernels[name] = k
                     self.param_index[name] = len(self.params)
-                    self.params.append(k.params)
+                    self.params.append(sim.records.get(name, k.params))
         self.logged = [self._signal(buf) for _, buf in sim.recorder.sources]
         self.rate_index = {r.sample_time: i for i, r in enumerate(sim.timebase.rates)}
         logged = {id(buf) for _, buf in sim.recorder.sources}
@@ -497,7 +497,7 @@ class CompiledSimulation(Simulation):
         log_stride = int(s.log_every / s.step)
         for name in self.order:
             xc, xd, *_ = self.views[name]
-            cd.blocks[name].initial_state(xc, xd)
+            cd.blocks[name].initial_state(xc, xd, *self._extra(name))
         for method, args in self.constant_calls:
             method(float(s.start), *args)
         per = np.array([r.period for r in tb.rates], dtype=np.int64)

@@ -125,6 +125,7 @@ class Simulation:
         self.out_bufs = {(n, o): np.zeros((B, w)) for n, ws in cd.out_widths.items()
                          for o, w in ws.items()}
         self.events: list[Event] = []
+        self.records = cd.records()   # the kernels' parameter records of this run's values
         fixed_step = settings.step if not SOLVERS[settings.solver].adaptive else None
         self.timebase = make_timebase(cd.sample_times, settings.start, fixed_step)
         self._build_plan()
@@ -154,9 +155,19 @@ class Simulation:
                 self.dxc[:, a:b], self.g[:, e:f])
 
     def _call(self, name: str, method: str, args: tuple) -> tuple:
-        """(fn, args) calling block `name`'s runtime `method` as fn(t, *args)."""
+        """(fn, args) calling block `name`'s runtime `method` as fn(t, *args), with the run's
+        parameter record of the block (for a block whose values are data)."""
         blk = self.cd.blocks[name]
-        return blk.bind(method, args) if self.binds_kernels else (getattr(blk, method), args)
+        record = self.records.get(name)
+        if self.binds_kernels:
+            return blk.bind(method, args, record)
+        return getattr(blk, method), (args if record is None else args + (record,))
+
+    def _extra(self, name: str) -> tuple:
+        """The trailing arguments of block `name`'s Python-side calls (initial_state, on_event,
+        breakpoints, stop_requested): its run's record, for a block whose values are data."""
+        record = self.records.get(name)
+        return () if record is None else (record,)
 
     def _build_plan(self):
         cd = self.cd
@@ -205,7 +216,8 @@ class Simulation:
             or [np.zeros(0, dtype=np.int64)])
         self.breaks = sorted({float(t) for n in enabled
                               for t in cd.blocks[n].breakpoints(float(self.settings.start),
-                                                               float(self.settings.stop))})
+                                                               float(self.settings.stop),
+                                                               *self._extra(n))})
 
     # ---- evaluation ---------------------------------------------------------------------------
     def outputs_major(self, t: float, hits: np.ndarray) -> None:
@@ -262,7 +274,7 @@ class Simulation:
             for member, index in zip(*np.nonzero(sub)):
                 self.events.append(Event(t, name, int(index), int(member)))
             xc, xd, u, _, _, _ = self.views[name]
-            if blk.on_event(t, xc, xd, u, sub):
+            if blk.on_event(t, xc, xd, u, sub, *self._extra(name)):
                 stop = True
                 self.stopped_by = name
         return stop
@@ -322,7 +334,7 @@ class Simulation:
         for name in self.order:
             blk = self.cd.blocks[name]
             xc, xd, _, _, _, _ = self.views[name]
-            blk.initial_state(xc, xd)
+            blk.initial_state(xc, xd, *self._extra(name))
         for method, args in self.constant_calls:
             method(float(s.start), *args)
         solver = None
@@ -412,7 +424,7 @@ class Simulation:
     def stop_requested_at_start(self, t: float) -> bool:
         for name, blk in self.zc_blocks:
             xc, xd, u, _, _, _ = self.views[name]
-            if blk.stop_requested(t, xc, xd, u):
+            if blk.stop_requested(t, xc, xd, u, *self._extra(name)):
                 self.stopped_by = name
                 return True
         return False

@@ -13,8 +13,10 @@ from typing import Any
 
 import numpy as np
 
+from ..blocks.base import BatchValue
 from ..diagram.diagram import Diagram
 from ..diagram.settings import LogSettings, SimulationSettings, log_settings, simulation_settings
+from ..errors import ParameterError, did_you_mean
 from .mode import choose_mode, estimated_interpreted_time
 from .result import Result, run_metadata
 from .scheduler import RunOutput, Simulation, run_settings
@@ -112,30 +114,78 @@ class Simulator:
         self.log = diagram.log_settings
         self.batched = bool(batch)
         self.batch = len(next(iter(batch.values()))) if batch else 1
-        self.parts = self._split(batch, thread_count(self.settings, threads)) \
-            or [make_simulation(diagram.compile(batch), self.settings, self.log)]
+        self._batch_given = batch
+        self._threads = thread_count(self.settings, threads)
+        self.values_set: dict[str, Any] = {}     # set_parameters' values, for the run's record
+        self.whole = diagram.compile(batch)
+        self.parts = self._parts(self.whole)
         self._runs = 0
         self.busy = threading.Lock()    # held by simulate() while it runs a remembered Simulator
 
-    def _split(self, batch, threads: int) -> list[Simulation] | None:
-        """One Simulation per part of the batch, when the run splits; None otherwise. A split is
-        ruled out from the settings alone (interpreted mode, an adaptive solver) before any part
-        is compiled."""
-        parts = min(threads, self.batch // MIN_MEMBERS_PER_THREAD)
+    def _parts(self, whole) -> list[Simulation]:
+        """The Simulations of the run: one per part of the batch when it splits (the parts are
+        member ranges of `whole`, the same blocks with their members' values), else one. A split
+        is ruled out from the settings alone (interpreted mode, an adaptive solver) first."""
+        parts = min(self._threads, self.batch // MIN_MEMBERS_PER_THREAD)
         if parts < 2 or self.settings.mode == "interpreted" or self.settings.adaptive:
-            return None
+            return [make_simulation(whole, self.settings, self.log)]
         bounds = [self.batch * i // parts for i in range(parts + 1)]
 
         def part(a, b):
-            return make_simulation(self.diagram.compile(batch, range(a, b)), self.settings,
-                                   self.log, whole_batch=self.batch)
+            cd = whole.for_members(a, b) if whole.values_are_data \
+                else self.diagram.compile(self._batch_given, range(a, b))
+            return make_simulation(cd, self.settings, self.log, whole_batch=self.batch)
         first = part(bounds[0], bounds[1])
         if not first.members_independent():
-            return None
+            return [make_simulation(whole, self.settings, self.log)]
         sims = [first] + [part(a, b) for a, b in zip(bounds[1:-1], bounds[2:])]
         for sim in sims[1:]:
             sim.settings = replace(sim.settings, progress=False)   # one progress bar: the first's
         return sims
+
+    def set_parameters(self, values: dict[str, Any] | None = None,
+                       batch: dict[str, list] | None = None) -> None:
+        """New values of block parameters for the next runs, without compiling anything again:
+        values = {"block.param": value for every member}, batch = {"block.param": [value per
+        member]} (as many as the Simulator's batch). Array parameters only, of their old shape,
+        checked as the file's values are; a value that would change a block's structure (a
+        method, a period, a limit appearing where there was none) raises a ParameterError saying
+        to load the diagram again. The blocks, wiring and compiled code stay; each run() after
+        this one uses the new values (Drake: new numeric parameters in the same Context)."""
+        changes: dict[tuple[str, str], Any] = {}
+        for key, value in (values or {}).items():
+            changes[self._block_param(key)] = value
+        for key, members in (batch or {}).items():
+            members = list(members)
+            if len(members) != self.batch:
+                raise ParameterError(f"batch values of '{key}': {len(members)} given for a batch "
+                                     f"of {self.batch}")
+            changes[self._block_param(key)] = BatchValue(members)
+        if not changes:
+            return
+        whole = self.whole.with_values(changes)
+        self.parts = self._parts(whole) if whole.values_are_data else self._recompiled(changes)
+        self.whole = whole
+        self.values_set.update({f"{b}.{p}": (v.values if isinstance(v, BatchValue) else v)
+                                for (b, p), v in changes.items()})
+
+    def _recompiled(self, changes) -> list[Simulation]:
+        """The run compiled again with the changes as batch values: for diagrams with a block
+        whose values are not yet data of the run."""
+        batch = dict(self._batch_given or {})
+        for (b, p), value in changes.items():
+            batch[f"{b}.{p}"] = value.values if isinstance(value, BatchValue) \
+                else [value] * self.batch
+        self._batch_given = batch
+        return self._parts(self.diagram.compile(batch))
+
+    def _block_param(self, key: str) -> tuple[str, str]:
+        block, _, param = key.partition(".")
+        blocks = self.whole.blocks
+        if block not in blocks or not param:
+            raise ParameterError(f"'{key}' must name a block parameter as 'block.param'"
+                                 f"{did_you_mean(block, blocks) if block not in blocks else ''}")
+        return block, param
 
     @property
     def cd(self):
@@ -157,6 +207,7 @@ class Simulator:
         meta = run_metadata(seed=self.settings.seed)
         overrides = dict(diagram.overrides)
         overrides.update({f"simulation.{k}": v for k, v in self.keywords.items()})
+        overrides.update(self.values_set)
         meta.update(diagram=str(diagram.path), variant=diagram.variant,
                     solver=self.settings.solver, overrides={k: str(v) for k, v in overrides.items()})
         text = functools.partial(diagram.resolved_yaml, self.keywords) if self.keywords \
