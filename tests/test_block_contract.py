@@ -14,7 +14,7 @@ from numba import njit
 from blockcheck import BlockCheck
 from test_compiled_blocks import CONFIGS, TABLE
 from blocksim.blocks import REGISTRY
-from blocksim.blocks.base import Block, Kernels, Param, SampleTime
+from blocksim.blocks.base import BatchValue, Block, Kernels, Param, SampleTime
 from blocksim.errors import ParameterError
 
 CONTRACT_MODULES = {f"blocksim.blocks.{m}" for m in
@@ -263,3 +263,90 @@ def test_port_units_are_declared_on_the_classes():
     assert REGISTRY["Gain"].units_of("out") is None
     assert REGISTRY["PID"].units_of("tau") == "N m"          # the name convention
     assert REGISTRY["Sum"].preserves_units and not REGISTRY["Sign"].preserves_units
+
+
+# ---- parameter values as data of a run ------------------------------------------------------------
+
+def _scaled_members(blk):
+    """The block's values with member 1 of every array parameter scaled by 1.25 (those whose
+    scaled value the block's checks or structure refuse keep member 0's value)."""
+    v = blk.p
+    for key, decl in blk.all_params().items():
+        value = getattr(v, key)
+        if decl.kind != "array" or value is None or not np.isfinite(value).all():
+            continue
+        members = [value[0], value[1] * 1.25]
+        try:
+            v = blk.changed_values(v, {key: BatchValue(members)})
+        except ParameterError:
+            continue
+    return v
+
+
+def _run_kernels(blk, record, u, xc, xd, t=0.37):
+    """Every kernel of the block on these arrays with this record: the arrays each writes."""
+    k = blk.runtime_kernels()
+    B = xc.shape[0]
+    out = {"output": tuple(np.zeros((B, blk.out_widths[o])) for o in blk.output_names())}
+    k.output(t, xc.copy(), xd.copy(), u, out["output"], record)
+    if blk.n_xc:
+        out["derivative"] = np.zeros((B, blk.n_xc))
+        k.derivative(t, xc.copy(), xd.copy(), u, out["derivative"], record)
+    if k.update is not None:
+        out["update"] = xd.copy()
+        k.update(t, xc.copy(), out["update"], u, record)
+    if blk.n_zc:
+        out["zero_crossings"] = np.zeros((B, blk.n_zc))
+        k.zero_crossings(t, xc.copy(), xd.copy(), u, out["zero_crossings"], record)
+    return out
+
+
+def test_a_record_of_a_blocks_values_is_a_pure_function_of_them(tmp_path):
+    """For every block of the families: its record of its own values is the one its kernels run
+    with; building a record writes nothing on the block; and the record of one member's values
+    (a part of a split batch) computes, for that member, what the whole batch's record computes
+    for it, with the members' values made to differ."""
+    for n, check in enumerate(contract_checks(tmp_path)):
+        blk = check.block
+        if not blk.values_are_data:
+            continue      # the families convert one by one; the last drops this line
+        own = blk.runtime_kernels().params
+        assert type(blk.record(blk.p)) is type(own), blk.type_name
+        before = {key: id(value) for key, value in vars(blk).items()}
+        whole = _scaled_members(blk)
+        record = blk.record(whole)
+        part = blk.record(blk.member_values(whole, 1, 2))
+        assert {key: id(value) for key, value in vars(blk).items()} == before, \
+            f"{blk.type_name}: record() changed the block"
+        # the reference: a block built anew, for one member, from member 1's values
+        arrays = {k for k, d in blk.all_params().items() if d.kind == "array"}
+        given = {k: (value[1] if k in arrays and value is not None else value)
+                 for k, value in whole.items().items()}
+        fresh = BlockCheck(blk.type_name, given, in_widths=dict(check.in_widths), batch=1,
+                           diagram_dir=str(tmp_path), connected=blk.connected).block
+        u, xc, xd = runtime_arrays(check, n)
+        member = (tuple(a[1:2] for a in u), xc[1:2], xd[1:2])
+        of_whole = _run_kernels(blk, record, u, xc, xd)
+        of_part = _run_kernels(blk, part, *member)
+        of_fresh = _run_kernels(fresh, fresh.runtime_kernels().params, *member)
+        for method, got in of_part.items():
+            for x, y, z in zip(*(v if isinstance(v, tuple) else (v,)
+                                 for v in (of_whole[method], got, of_fresh[method]))):
+                assert np.array_equal(y, z, equal_nan=True), (blk.type_name, method, "fresh")
+                assert np.array_equal(x[1:2], y, equal_nan=True), (blk.type_name, method)
+
+
+def test_changed_values_keep_kind_shape_and_structure():
+    blk = BlockCheck("Gain", {"gain": [1.0, 2.0]}, in_widths=2, batch=2).block
+    v = blk.changed_values(blk.p, {"gain": [3.0, 4.0]})
+    assert v.gain.tolist() == [[3.0, 4.0], [3.0, 4.0]] and blk.p.gain.tolist()[0] == [1.0, 2.0]
+    v = blk.changed_values(blk.p, {"gain": BatchValue([[1.0, 1.0], [5.0, 6.0]])})
+    assert v.gain.tolist() == [[1.0, 1.0], [5.0, 6.0]]
+    with pytest.raises(ParameterError, match=r"keep its shape \(2,\)"):
+        blk.changed_values(blk.p, {"gain": [1.0, 2.0, 3.0]})
+    with pytest.raises(ParameterError, match="no parameter 'gian'.*did you mean 'gain'"):
+        blk.changed_values(blk.p, {"gian": 1.0})
+    with pytest.raises(ParameterError, match="'enabled' decides the structure"):
+        blk.changed_values(blk.p, {"enabled": False})
+    with pytest.raises(ParameterError, match="2 batch values for a batch of 3|batch of 2"):
+        blk.changed_values(blk.p, {"gain": BatchValue([[1.0, 1.0]] * 3)})
