@@ -77,6 +77,14 @@ class Diagram:
     def _batched_workspace(self, workspace, size, already):
         """Per-member specs for workspace-parameter batches; block parameters that differ become
         batched values (expressions that use the parameter follow it)."""
+        out = self.workspace_values(workspace, size)
+        return {key: value for key, value in out.items() if key not in already}
+
+    def workspace_values(self, workspace: dict[str, list], size: int) -> dict[tuple[str, str], Any]:
+        """The block parameters that follow workspace parameters given one value per member
+        ({"parameters.X": [value per member]}): {(block, param): BatchValue} for each parameter
+        whose expression gives, in some member, another value than in the file (the file's
+        expressions evaluated once per member)."""
         members = []
         for k in range(size):
             member_overrides = dict(self.overrides)
@@ -84,11 +92,9 @@ class Diagram:
             members.append(load_spec(self.path, variant=self.variant, overrides=member_overrides))
         out = {}
         for name, bspec in self.spec.blocks.items():
-            for param in bspec.params:
-                if (name, param) in already:
-                    continue
+            for param, value in bspec.params.items():
                 values = [m.blocks[name].params[param] for m in members]
-                if all(_same(values[0], v) for v in values[1:]):
+                if all(_same(value, v) for v in values):
                     continue
                 out[(name, param)] = BatchValue(values)
         return out

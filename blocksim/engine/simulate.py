@@ -115,6 +115,7 @@ class Simulator:
         self.batched = bool(batch)
         self.batch = len(next(iter(batch.values()))) if batch else 1
         self._batch_given = batch
+        self._workspace = {k: list(v) for k, v in (batch or {}).items() if k.startswith("parameters.")}
         self._threads = thread_count(self.settings, threads)
         self.values_set: dict[str, Any] = {}     # set_parameters' values, for the run's record
         self.whole = diagram.compile(batch)
@@ -147,27 +148,47 @@ class Simulator:
                        batch: dict[str, list] | None = None) -> None:
         """New values of block parameters for the next runs, without compiling anything again:
         values = {"block.param": value for every member}, batch = {"block.param": [value per
-        member]} (as many as the Simulator's batch). Array parameters only, of their old shape,
-        checked as the file's values are; a value that would change a block's structure (a
-        method, a period, a limit appearing where there was none) raises a ParameterError saying
-        to load the diagram again. The blocks, wiring and compiled code stay; each run() after
+        member]} (as many as the Simulator's batch); a workspace parameter ("parameters.X")
+        changes every block parameter whose expression uses it. Array parameters only, of their
+        old shape, checked as the file's values are; a value that would change a block's
+        structure (a method, a period, a limit appearing where there was none) raises a
+        ParameterError saying to load the diagram again, and leaves the Simulator as it was. The blocks, wiring and compiled code stay; each run() after
         this one uses the new values (Drake: new numeric parameters in the same Context)."""
         changes: dict[tuple[str, str], Any] = {}
-        for key, value in (values or {}).items():
-            changes[self._block_param(key)] = value
+        workspace: dict[str, list] = {}
+        given = {key: [value] * self.batch for key, value in (values or {}).items()}
         for key, members in (batch or {}).items():
             members = list(members)
             if len(members) != self.batch:
                 raise ParameterError(f"batch values of '{key}': {len(members)} given for a batch "
                                      f"of {self.batch}")
-            changes[self._block_param(key)] = BatchValue(members)
+            given[key] = members
+        for key, members in given.items():
+            if key.startswith("parameters."):
+                workspace[key] = members
+            elif values and key in values:
+                changes[self._block_param(key)] = values[key]
+            else:
+                changes[self._block_param(key)] = BatchValue(members)
+        if workspace:
+            # the expressions that use them follow: every block parameter they change
+            before = self.diagram.workspace_values(self._workspace, self.batch) \
+                if self._workspace else {}
+            workspace = {**self._workspace, **workspace}
+            followed = self.diagram.workspace_values(workspace, self.batch)
+            for b, p in before.keys() - followed.keys():     # back to the file's value
+                followed[(b, p)] = self.diagram.spec.blocks[b].params[p]
+            for key, value in followed.items():
+                changes.setdefault(key, value)
         if not changes:
             return
         whole = self.whole.with_values(changes)
         self.parts = self._parts(whole) if whole.values_are_data else self._recompiled(changes)
         self.whole = whole
-        self.values_set.update({f"{b}.{p}": (v.values if isinstance(v, BatchValue) else v)
-                                for (b, p), v in changes.items()})
+        if workspace:
+            self._workspace = workspace
+        self.values_set.update({key: (m[0] if values and key in values else m)
+                                for key, m in given.items()})
 
     def _recompiled(self, changes) -> list[Simulation]:
         """The run compiled again with the changes as batch values: for diagrams with a block

@@ -1,0 +1,119 @@
+"""Parameter values as data of a run (Drake's Context): one compiled diagram, its blocks built and
+configured once, runs any values of the same shapes: the members of each part of a split batch,
+and new values set between runs with Simulator.set_parameters, with no new block objects and no
+new compiled code. Each new value gives the numbers of the diagram loaded anew with it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import blocksim
+from blocksim.errors import ParameterError
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+MSD = EXAMPLES / "mass_spring_damper.yaml"
+
+
+def final_x(result):
+    return result["x.out"][..., -1, 0]
+
+
+@pytest.mark.parametrize("mode", ["interpreted", "compiled"])
+def test_a_new_gain_runs_as_the_diagram_loaded_with_it(mode):
+    d = blocksim.load(MSD, set={"simulation.mode": mode})
+    sim = blocksim.Simulator(d)
+    first = sim.run()
+    blocks = sim.whole.blocks
+    sim.set_parameters({"spring.gain": -9.0})
+    again = sim.run()
+    reference = blocksim.Simulator(blocksim.load(MSD, set={"simulation.mode": mode,
+                                                           "parameters.k": 9.0})).run()
+    np.testing.assert_array_equal(again["x.out"], reference["x.out"])
+    assert not np.array_equal(again["x.out"], first["x.out"])
+    assert again.metadata["overrides"]["spring.gain"] == "-9.0"
+    if sim.whole.values_are_data:
+        assert sim.whole.blocks is blocks and sim.cd.blocks is blocks
+
+
+@pytest.mark.parametrize("mode", ["interpreted", "compiled"])
+def test_a_workspace_parameter_changes_every_expression_that_uses_it(mode):
+    d = blocksim.load(MSD, set={"simulation.mode": mode})
+    sim = blocksim.Simulator(d)
+    original = sim.run()
+    sim.set_parameters({"parameters.k": 9.0, "parameters.c": 0.1})
+    changed = sim.run()
+    reference = blocksim.Simulator(blocksim.load(
+        MSD, set={"simulation.mode": mode, "parameters.k": 9.0, "parameters.c": 0.1})).run()
+    np.testing.assert_array_equal(changed["x.out"], reference["x.out"])
+    sim.set_parameters({"parameters.k": 4.0, "parameters.c": 0.4})    # the file's values again
+    np.testing.assert_array_equal(sim.run()["x.out"], original["x.out"])
+
+
+FIXED = {"simulation.mode": "interpreted", "simulation.solver": "rk4", "simulation.step": 0.01}
+"""Members of an adaptive batch share their steps; on a fixed step each is its own single run."""
+
+
+def test_per_member_values_in_a_batch_run_as_single_runs():
+    sim = blocksim.Simulator(blocksim.load(MSD, set=FIXED), batch={"parameters.k": [4.0] * 3})
+    sim.set_parameters(batch={"parameters.k": [1.0, 4.0, 16.0]})
+    got = final_x(sim.run())
+    for member, k in enumerate([1.0, 4.0, 16.0]):
+        single = blocksim.simulate(blocksim.load(MSD, set={**FIXED, "parameters.k": k}))
+        assert got[member] == final_x(single)
+
+
+def test_a_batch_of_one_workspace_value_for_every_member_runs_that_value():
+    """Every member's k = 9 (the file says 4): the batch runs k = 9, not the file's value."""
+    d = blocksim.load(MSD, set=FIXED)
+    both = final_x(blocksim.simulate(d, batch={"parameters.k": [9.0, 9.0]}))
+    single = final_x(blocksim.simulate(blocksim.load(MSD, set={**FIXED, "parameters.k": 9.0})))
+    assert both.tolist() == [single, single]
+
+
+def test_values_that_cannot_change_between_runs_are_refused_and_change_nothing():
+    d = blocksim.load(MSD, set={"simulation.mode": "interpreted"})
+    sim = blocksim.Simulator(d)
+    before = sim.run()["x.out"]
+    with pytest.raises(ParameterError, match="keep its shape"):
+        sim.set_parameters({"x.x0": [1.0, 2.0]})
+    with pytest.raises(ParameterError, match="'signs' decides the structure"):
+        sim.set_parameters({"force.signs": "+-"})
+    with pytest.raises(ParameterError, match="no parameter 'gian'.*did you mean 'gain'"):
+        sim.set_parameters({"spring.gian": 1.0})
+    with pytest.raises(ParameterError, match="no block 'sprnig'|did you mean 'spring'"):
+        sim.set_parameters({"sprnig.gain": 1.0})
+    with pytest.raises(ParameterError, match="3 given for a batch of 1"):
+        sim.set_parameters(batch={"spring.gain": [1.0, 2.0, 3.0]})
+    np.testing.assert_array_equal(sim.run()["x.out"], before)
+
+
+def test_a_limit_where_there_was_none_changes_the_structure():
+    d = blocksim.load(MSD, set={"simulation.mode": "interpreted"})
+    sim = blocksim.Simulator(d)
+    if not sim.whole.blocks["x"].values_are_data:
+        pytest.skip("the Integrator's values are not yet data of the run")
+    with pytest.raises(ParameterError, match="change the structure of the block"):
+        sim.set_parameters({"x.upper": 0.5})
+
+
+def test_the_parts_of_a_split_batch_share_the_whole_batchs_blocks():
+    d = blocksim.load(MSD, set={"simulation.mode": "compiled", "simulation.solver": "rk4",
+                                "simulation.step": 0.01})
+    batch = {"parameters.k": [1.0 + 0.1 * m for m in range(64)]}
+    split = blocksim.Simulator(d, batch=batch, threads=2)
+    if not split.whole.values_are_data:
+        pytest.skip("not every block's values are data of the run yet")
+    assert len(split.parts) == 2
+    assert all(sim.cd.blocks is split.whole.blocks for sim in split.parts)
+    assert [sim.cd.first_member for sim in split.parts] == [0, 32]
+    one = blocksim.Simulator(d, batch=batch, threads=1).run()
+    np.testing.assert_array_equal(split.run()["x.out"], one["x.out"])
+    module = split.parts[0].module
+    split.set_parameters(batch={"parameters.k": [2.0] * 64})
+    assert split.parts[0].module is module           # new values, the same compiled code
+    reference = blocksim.simulate(blocksim.load(MSD, set={
+        "simulation.mode": "compiled", "simulation.solver": "rk4", "simulation.step": 0.01,
+        "parameters.k": 2.0}))
+    np.testing.assert_array_equal(split.run()["x.out"][63], reference["x.out"])
