@@ -10,9 +10,10 @@ parameter, packed into one (B, n, K) array per block with named columns (XX_NAME
 compiled code pays a few ns for every array argument of a call.
 
 Compiled mode (base.Kernels): each block's runtime methods call module-level adapters
-`f(t, xc, xd, u, y | dxc | g, p)` with the parameter tuple p built in configure(), the same
-adapters the generated diagram code calls, so both modes compute the same numbers. Adapters are
-inlined into the caller; the kernels they call are compiled once and cached by numba.
+`f(t, xc, xd, u, y | dxc | g, p)` with the parameter record p of the run's values (`record(v)`:
+the values are data of the run, the block holds its structure only), the same adapters the
+generated diagram code calls, so both modes compute the same numbers. Adapters are inlined into
+the caller; the kernels they call are compiled once and cached by numba.
 """
 from __future__ import annotations
 
@@ -32,12 +33,28 @@ from ._kernels import fill_rows, no_update, packed
 from .base import Kernels, Param, register
 
 PackedParams = namedtuple("PackedParams", "coeffs")
-"""The record of the friction, motor and TorqueToCurrent kernels: their per-joint coefficients
-packed into one (B, n, K) array, column k named by the block's constants (XX_NAME)."""
+"""The record of the static friction, Karnopp and TorqueToCurrent kernels: their per-joint
+coefficients packed into one (B, n, K) array, column k named by the block's constants (XX_NAME)."""
+
+PackedStateParams = namedtuple("PackedStateParams", "coeffs x0")
+"""The record of the blocks with continuous states (LuGre, DCMotor, PMSM): the coefficients
+packed (B, n, K) as in PackedParams, and the initial continuous state x0 (B, n_xc) that
+initial_state copies (the run's values, like the coefficients)."""
 
 CurrentPIParams = namedtuple("CurrentPIParams", "coeffs decouple Ts")
 """The current controller's record: gains and motor constants packed (B, n, K) (columns CP_*),
 whether to decouple the axes, and the sample period Ts (s)."""
+
+
+class ActuatorBlock(JointBlock):
+    """A per-joint actuator block whose values are data of the run: configure() keeps the
+    structure (the width, state sizes), `record(v)` builds the kernels' record from the values v,
+    check_values(v) checks them."""
+
+    values_are_data = True
+
+    def configure(self, in_widths, out_widths):
+        self.width = max(out_widths.values())
 
 
 # =====================================================================================================
@@ -76,7 +93,7 @@ FRICTION_MODELS = ("viscous", "coulomb", "stribeck")
 
 
 @register
-class JointFriction(JointBlock):
+class JointFriction(ActuatorBlock):
     """Static joint friction map, per joint: the torque that opposes the joint speed qd.
 
         viscous:  tau = Fv qd
@@ -108,10 +125,10 @@ class JointFriction(JointBlock):
     outputs = ("tau", "p_diss")
     width_params = ("Fv", "Fc", "Fs", "vs", "delta", "eps")
 
-    def check(self):
-        p = self.p
-        self.positive("Fv", "Fc", "Fs", "eps", allow_zero=True)
-        self.positive("vs", "delta")
+    def check_values(self, v):
+        p = v
+        self.positive("Fv", "Fc", "Fs", "eps", allow_zero=True, v=v)
+        self.positive("vs", "delta", v=v)
         if p.model != "stribeck" and (p.Fs is not None or p.vs is not None):
             raise ParameterError(f"Fs and vs belong to the stribeck model, not model '{p.model}'",
                                  block=self.name)
@@ -122,18 +139,24 @@ class JointFriction(JointBlock):
             raise ParameterError("model 'stribeck' with Fs != Fc needs the Stribeck speed vs",
                                  block=self.name)
 
+    def structure(self, v):
+        """Whether the exact sign has a zero crossing at qd = 0 (some eps == 0, a Coulomb term)."""
+        return (v.model != "viscous" and bool(np.any(v.eps == 0)),)
+
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
-        w, B = self.width, self.batch
-        rows = self.rows
-        self._params = PackedParams(packed(rows["Fc"], rows.get("Fs", rows["Fc"]), rows.get("vs", np.ones((B, w))),
-                               rows["delta"], rows["Fv"], rows["eps"]))
-        self.n_zc = w if (self.p.model != "viscous" and np.any(self.p.eps == 0)) else 0
+        self.n_zc = self.width if self.structure(self.p)[0] else 0
         self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
+
+    def record(self, v):
+        rows = self.rows_of(v)
+        return PackedParams(packed(rows["Fc"], rows.get("Fs", rows["Fc"]),
+                                   rows.get("vs", np.ones((v.batch, self.width))),
+                                   rows["delta"], rows["Fv"], rows["eps"]))
 
     def kernels(self):
         return Kernels(output=joint_friction_output, update=no_update,
-                       zero_crossings=expand_zc if self.n_zc else None, params=self._params)
+                       zero_crossings=expand_zc if self.n_zc else None)
 
 
 # KarnoppFriction's packed parameter columns
@@ -178,7 +201,7 @@ def karnopp_zc(t, xc, xd, u, g, p):
 
 
 @register
-class KarnoppFriction(JointBlock):
+class KarnoppFriction(ActuatorBlock):
     """Karnopp stick-slip friction per joint (Karnopp 1985): sticks inside a small speed band.
 
     While |qd| < dv the joint sticks: the friction equals the applied torque tau_applied (so the net
@@ -205,20 +228,22 @@ class KarnoppFriction(JointBlock):
     outputs = ("tau", "p_diss")
     width_params = ("Fc", "Fs", "vs", "delta", "Fv", "dv")
 
-    def check(self):
-        self.positive("Fc", "Fs", "Fv", allow_zero=True)
-        self.positive("vs", "delta", "dv")
+    def check_values(self, v):
+        self.positive("Fc", "Fs", "Fv", allow_zero=True, v=v)
+        self.positive("vs", "delta", "dv", v=v)
 
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
-        r = self.rows
-        self._params = PackedParams(packed(r["Fc"], r.get("Fs", r["Fc"]), r["vs"], r["delta"], r["Fv"], r["dv"]))
         self.n_zc = 2 * self.width
         self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
 
+    def record(self, v):
+        r = self.rows_of(v)
+        return PackedParams(packed(r["Fc"], r.get("Fs", r["Fc"]), r["vs"], r["delta"], r["Fv"],
+                                   r["dv"]))
+
     def kernels(self):
-        return Kernels(output=karnopp_output, update=no_update, zero_crossings=karnopp_zc,
-                       params=self._params)
+        return Kernels(output=karnopp_output, update=no_update, zero_crossings=karnopp_zc)
 
 
 # LuGreFriction's packed parameter columns
@@ -262,7 +287,7 @@ def lugre_derivative(t, xc, xd, u, dxc, p):
 
 
 @register
-class LuGreFriction(JointBlock):
+class LuGreFriction(ActuatorBlock):
     """LuGre dynamic friction per joint (Canudas de Wit, Olsson, Astrom, Lischinsky, IEEE TAC 1995).
 
         dz/dt = qd - sigma0 |qd| z / g(qd),   g(v) = Fc + (Fs - Fc) exp(-|v / vs|^delta)
@@ -293,28 +318,31 @@ class LuGreFriction(JointBlock):
     sample = "continuous"
     width_params = ("sigma0", "sigma1", "sigma2", "Fc", "Fs", "vs", "delta", "z0")
 
-    def check(self):
-        self.positive("sigma1", "sigma2", allow_zero=True)
-        self.positive("sigma0", "Fc", "Fs", "vs", "delta")
+    def check_values(self, v):
+        self.positive("sigma1", "sigma2", allow_zero=True, v=v)
+        self.positive("sigma0", "Fc", "Fs", "vs", "delta", v=v)
 
     def feedthrough(self):
         return {("qd", "tau"), ("qd", "p_diss")}
 
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
-        r = self.rows
-        self._params = PackedParams(packed(r["sigma0"], r["sigma1"], r["sigma2"], r["Fc"], r.get("Fs", r["Fc"]),
-                               r["vs"], r["delta"]))
         self.n_xc = self.width
+
+    def record(self, v):
+        r = self.rows_of(v)
+        return PackedStateParams(packed(r["sigma0"], r["sigma1"], r["sigma2"], r["Fc"],
+                                        r.get("Fs", r["Fc"]), r["vs"], r["delta"]), r["z0"])
 
     def state_names(self):
         return [f"z[{j}]" for j in range(self.n_xc)], []
 
-    def initial_state(self, xc, xd):
-        xc[...] = self.rows["z0"]
+    def initial_state(self, xc, xd, p=None):
+        p = self.runtime_kernels().params if p is None else p
+        xc[...] = p.x0
 
     def kernels(self):
-        return Kernels(output=lugre_output, derivative=lugre_derivative, params=self._params)
+        return Kernels(output=lugre_output, derivative=lugre_derivative)
 
 
 # =====================================================================================================
@@ -362,7 +390,7 @@ def dc_motor_output_kernel(i, v, qd, P, i_out, tau, p_elec, p_copper, e_mag, p_m
 
 
 @register
-class DCMotor(JointBlock):
+class DCMotor(ActuatorBlock):
     """Brushed-DC motor behind a gear, per joint; also the q-axis model of a PMSM under FOC (W2).
 
         L di/dt = v - R i - Ke N qd,   joint torque tau = N Kt i
@@ -391,28 +419,32 @@ class DCMotor(JointBlock):
     sample = "continuous"
     width_params = ("R", "L", "Kt", "Ke", "N", "Jm", "i0")
 
-    def check(self):
-        self.positive("R", "L", "Kt", "Ke", "N")
-        self.positive("Jm", allow_zero=True)
+    def check_values(self, v):
+        self.positive("R", "L", "Kt", "Ke", "N", v=v)
+        self.positive("Jm", allow_zero=True, v=v)
 
     def feedthrough(self):
         return {("v", "p_elec"), ("qd", "p_mech")}
 
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
-        r = self.rows
-        self._params = PackedParams(packed(r["R"], r["L"], r["Kt"], r.get("Ke", r["Kt"]), r["N"]))
         self.n_xc = self.width
+
+    def record(self, v):
+        r = self.rows_of(v)
+        return PackedStateParams(packed(r["R"], r["L"], r["Kt"], r.get("Ke", r["Kt"]), r["N"]),
+                                 r["i0"])
 
     def state_names(self):
         return [f"i[{j}]" for j in range(self.n_xc)], []
 
-    def initial_state(self, xc, xd):
-        xc[...] = self.rows["i0"]
+    def initial_state(self, xc, xd, p=None):
+        p = self.runtime_kernels().params if p is None else p
+        xc[...] = p.x0
 
     def kernels(self):
         return Kernels(output=dc_motor_output, partial_output=dc_motor_partial_output,
-                       derivative=dc_motor_derivative, params=self._params)
+                       derivative=dc_motor_derivative)
 
 
 @njit(cache=True, inline="always")
@@ -487,7 +519,7 @@ def pmsm_derivative(t, xc, xd, u, dxc, p):
 
 
 @register
-class PMSM(JointBlock):
+class PMSM(ActuatorBlock):
     """Permanent-magnet synchronous motor behind a gear, in the rotor dq frame, per joint.
 
         Ld did/dt = vd - R id + we Lq iq
@@ -522,34 +554,37 @@ class PMSM(JointBlock):
     sample = "continuous"
     width_params = ("R", "Ld", "Lq", "psi", "Kt", "p", "N", "Jm", "id0", "iq0")
 
-    def check(self):
-        if (self.p.psi is None) == (self.p.Kt is None):
+    def check_values(self, v):
+        if (v.psi is None) == (v.Kt is None):
             raise ParameterError("give exactly one of psi (flux linkage, Wb) and Kt (N m/A)",
                                  block=self.name)
-        self.positive("R", "Ld", "Lq", "psi", "Kt", "p", "N")
-        self.positive("Jm", allow_zero=True)
+        self.positive("R", "Ld", "Lq", "psi", "Kt", "p", "N", v=v)
+        self.positive("Jm", allow_zero=True, v=v)
 
     def feedthrough(self):
         return {("q", "theta_e"), ("vd", "p_elec"), ("vq", "p_elec"), ("qd", "p_mech")}
 
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
-        r = self.rows
-        psi = r["psi"] if "psi" in r else r["Kt"] / (1.5 * r["p"])
-        self._params = PackedParams(packed(r["R"], r["Ld"], r.get("Lq", r["Ld"]), psi, r["p"], r["N"]))
         self.n_xc = 2 * self.width
+
+    def record(self, v):
+        r = self.rows_of(v)
+        psi = r["psi"] if "psi" in r else r["Kt"] / (1.5 * r["p"])
+        # x0 = (id0, iq0) side by side, the layout of the state
+        return PackedStateParams(packed(r["R"], r["Ld"], r.get("Lq", r["Ld"]), psi, r["p"], r["N"]),
+                                 np.concatenate((r["id0"], r["iq0"]), axis=1))
 
     def state_names(self):
         w = self.width
         return [f"id[{j}]" for j in range(w)] + [f"iq[{j}]" for j in range(w)], []
 
-    def initial_state(self, xc, xd):
-        w = self.width
-        xc[:, :w] = self.rows["id0"]
-        xc[:, w:] = self.rows["iq0"]
+    def initial_state(self, xc, xd, p=None):
+        p = self.runtime_kernels().params if p is None else p
+        xc[...] = p.x0
 
     def kernels(self):
-        return Kernels(output=pmsm_output, derivative=pmsm_derivative, params=self._params)
+        return Kernels(output=pmsm_output, derivative=pmsm_derivative)
 
 
 # =====================================================================================================
@@ -582,7 +617,7 @@ def torque_to_current_dq_output(t, xc, xd, u, y, p):
 
 
 @register
-class TorqueToCurrent(JointBlock):
+class TorqueToCurrent(ActuatorBlock):
     """Current set-point for a joint torque command: iq* = tau* / (N Kt), and id* = 0 (optional output).
 
     tau in N m at the joint, N the gear ratio, Kt the motor's torque constant (N m/A; for a PMSM the
@@ -601,19 +636,22 @@ class TorqueToCurrent(JointBlock):
     outputs = ("iq",)                                   # and id with with_id: true
     width_params = ("N", "Kt")
 
-    def check(self):
-        self.positive("N", "Kt")
+    def check_values(self, v):
+        self.positive("N", "Kt", v=v)
 
     def output_names(self):
         return ["iq", "id"] if self.p.with_id else ["iq"]
 
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
-        self._params = PackedParams(packed(self.rows["N"], self.rows["Kt"]))
         self._output = torque_to_current_dq_output if self.p.with_id else torque_to_current_output
 
+    def record(self, v):
+        r = self.rows_of(v)
+        return PackedParams(packed(r["N"], r["Kt"]))
+
     def kernels(self):
-        return Kernels(output=self._output, update=no_update, params=self._params)
+        return Kernels(output=self._output, update=no_update)
 
 
 # CurrentController's packed parameter columns (gains after bandwidth tuning)
@@ -689,7 +727,7 @@ def current_pi_dq_update(t, xc, xd, u, p):
 
 
 @register
-class CurrentController(JointBlock):
+class CurrentController(ActuatorBlock):
     """Discrete PI current controller of field-oriented control, at its own period, per joint.
 
     At each hit k: e = i* - i, u = Kp e + Ki z[k] (+ decoupling feed-forward), the voltage is u
@@ -737,25 +775,25 @@ class CurrentController(JointBlock):
     def infinite_ok(self):
         return ("v_max",)
 
-    def check(self):
-        p = self.p
+    def check_values(self, v):
+        p = v
         tuned = p.bandwidth is not None
         if tuned == (p.Kp is not None or p.Ki is not None):
             raise ParameterError("give the gains Kp and Ki, or bandwidth (with R and L), not both",
                                  block=self.name)
         if not tuned and (p.Kp is None or p.Ki is None):
             raise ParameterError("give both Kp and Ki", block=self.name)
-        self._Lq_given = p.Lq if p.Lq is not None else p.L
-        self._Ld_given = p.Ld if p.Ld is not None else p.L
+        Lq_given = p.Lq if p.Lq is not None else p.L
+        Ld_given = p.Ld if p.Ld is not None else p.L
         if tuned:
-            self.positive("bandwidth")
-            if p.R is None or self._Lq_given is None or (p.axes == "dq" and self._Ld_given is None):
+            self.positive("bandwidth", v=v)
+            if p.R is None or Lq_given is None or (p.axes == "dq" and Ld_given is None):
                 raise ParameterError("bandwidth tuning needs the motor's R and L (or Ld, Lq)",
                                      block=self.name)
-        if p.decouple and (self._Lq_given is None or self._Ld_given is None) and p.axes == "dq":
+        if p.decouple and (Lq_given is None or Ld_given is None) and p.axes == "dq":
             raise ParameterError("decoupling needs the motor's L (or Ld and Lq)", block=self.name)
-        self.positive("Kp", "Ki", "Kp_d", "Ki_d", "R", "psi", allow_zero=True)
-        self.positive("L", "Ld", "Lq", "p", "N", "v_max")
+        self.positive("Kp", "Ki", "Kp_d", "Ki_d", "R", "psi", allow_zero=True, v=v)
+        self.positive("L", "Ld", "Lq", "p", "N", "v_max", v=v)
 
     def input_names(self):
         if self.p.axes == "q":
@@ -769,32 +807,43 @@ class CurrentController(JointBlock):
         super().configure(in_widths, out_widths)
         if self.p.decouple and "qd" not in self.connected:
             raise ParameterError("decouple: true needs the joint speed qd wired", block=self.name)
-        w, B, r = self.width, self.batch, self.rows
-        zeros = np.zeros((B, w))
-        L = r.get("L")
-        Ld = r.get("Ld", L if L is not None else zeros)
-        Lq = r.get("Lq", L if L is not None else zeros)
-        if self.p.bandwidth is not None:
-            gains = tune_current_pi(r["R"], Ld if self.p.axes == "dq" else Lq, r["bandwidth"], Lq)
-            Kp_q, Ki_q = gains.Kp_q, gains.Ki_q
-            Kp_d, Ki_d = r.get("Kp_d", gains.Kp_d), r.get("Ki_d", gains.Ki_d)
-        else:
-            Kp_q, Ki_q = r["Kp"], r["Ki"]
-            Kp_d, Ki_d = r.get("Kp_d", Kp_q), r.get("Ki_d", Ki_q)
-        self._gains = tuple(np.ascontiguousarray(g) for g in (Kp_d, Ki_d, Kp_q, Ki_q))
-        self._params = CurrentPIParams(packed(*self._gains, Ld, Lq, r["psi"], r["p"], r["N"],
-                                              r["v_max"]), bool(self.p.decouple),
-                                       float(self.p.period))
+        w = self.width
         self.n_xd = w if self.p.axes == "q" else 2 * w
         if self.p.axes == "q":
             self._output, self._update = current_pi_q_output, current_pi_q_update
         else:
             self._output, self._update = current_pi_dq_output, current_pi_dq_update
 
+    def record(self, v):
+        r = self.rows_of(v)
+        zeros = np.zeros((v.batch, self.width))
+        L = r.get("L")
+        Ld = r.get("Ld", L if L is not None else zeros)
+        Lq = r.get("Lq", L if L is not None else zeros)
+        if v.bandwidth is not None:
+            gains = tune_current_pi(r["R"], Ld if self.p.axes == "dq" else Lq, r["bandwidth"], Lq)
+            Kp_q, Ki_q = gains.Kp_q, gains.Ki_q
+            Kp_d, Ki_d = r.get("Kp_d", gains.Kp_d), r.get("Ki_d", gains.Ki_d)
+        else:
+            Kp_q, Ki_q = r["Kp"], r["Ki"]
+            Kp_d, Ki_d = r.get("Kp_d", Kp_q), r.get("Ki_d", Ki_q)
+        gains = tuple(np.ascontiguousarray(g) for g in (Kp_d, Ki_d, Kp_q, Ki_q))
+        return CurrentPIParams(packed(*gains, Ld, Lq, r["psi"], r["p"], r["N"], r["v_max"]),
+                               bool(v.decouple), float(v.period))
+
+    def gains_of(self, p=None) -> dict[str, np.ndarray]:
+        """The gains of the record p (the block's own by default), (B, n) each: Kp_d, Ki_d,
+        Kp_q, Ki_q (after bandwidth tuning)."""
+        p = self.runtime_kernels().params if p is None else p
+        return {name: np.ascontiguousarray(p.coeffs[:, :, k])
+                for name, k in zip(("Kp_d", "Ki_d", "Kp_q", "Ki_q"),
+                                   (CC_KPD, CC_KID, CC_KPQ, CC_KIQ))}
+
     @property
     def gains(self) -> dict[str, np.ndarray]:
-        """The gains in use, (B, n) each: Kp_d, Ki_d, Kp_q, Ki_q (after bandwidth tuning)."""
-        return dict(zip(("Kp_d", "Ki_d", "Kp_q", "Ki_q"), self._gains))
+        """The gains of the block's own values, (B, n) each: Kp_d, Ki_d, Kp_q, Ki_q (after
+        bandwidth tuning)."""
+        return self.gains_of()
 
     def state_names(self):
         w = self.width
@@ -802,4 +851,4 @@ class CurrentController(JointBlock):
         return [], names if self.p.axes == "q" else [f"zd[{j}]" for j in range(w)] + names
 
     def kernels(self):
-        return Kernels(output=self._output, update=self._update, params=self._params)
+        return Kernels(output=self._output, update=self._update)

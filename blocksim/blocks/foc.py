@@ -26,6 +26,17 @@ VdcParams = namedtuple("VdcParams", "vdc")
 """The inverter's and SVPWM's record: the DC-link voltage row (B, n) in V."""
 
 
+class FocBlock(JointBlock):
+    """A per-channel FOC block whose values are data of the run: configure() keeps the structure
+    (the width, crossings), `record(v)` builds the kernels' record from the values v (none for a
+    transform), check_values(v) checks them."""
+
+    values_are_data = True
+
+    def configure(self, in_widths, out_widths):
+        self.width = max(out_widths.values())
+
+
 @njit(cache=True)
 def clarke_kernel(a, b, c, alpha, beta, zero):
     """clarke_transform per channel; inputs (B, n or 1), outputs (B, n)."""
@@ -81,7 +92,7 @@ def inverse_park_output(t, xc, xd, u, y, p):
     rotate_kernel(u[0], u[1], u[2], True, y[0], y[1])
 
 
-class Transform(JointBlock):
+class Transform(FocBlock):
     """The shared shape of the FOC transforms: memoryless, every output reads every input, no
     parameters; `kernel` is the output adapter. A frame transform carries whatever it is given
     (currents in A or voltages in V): its ports have no units of their own."""
@@ -89,8 +100,11 @@ class Transform(JointBlock):
     params = {}
     kernel = None
 
+    def record(self, v):
+        return NO_PARAMS
+
     def kernels(self):
-        return Kernels(output=type(self).kernel, update=no_update, params=NO_PARAMS)
+        return Kernels(output=type(self).kernel, update=no_update)
 
 
 @register
@@ -183,7 +197,7 @@ def inverter_zc(t, xc, xd, u, g, p):
 
 
 @register
-class Inverter(JointBlock):
+class Inverter(FocBlock):
     """Average-value three-phase inverter: the commanded voltage vector, limited to what the DC bus
     can make with space-vector modulation, |v| <= Vdc / sqrt(3) (V), its direction kept.
 
@@ -204,8 +218,8 @@ class Inverter(JointBlock):
     outputs = ("vd", "vq", "saturated")                 # frame dq; alphabeta: v_alpha, v_beta, saturated
     width_params = ("vdc",)
 
-    def check(self):
-        self.positive("vdc")
+    def check_values(self, v):
+        self.positive("vdc", v=v)
 
     def input_names(self):
         return ["vd_ref", "vq_ref"] if self.p.frame == "dq" else ["v_alpha_ref", "v_beta_ref"]
@@ -217,11 +231,12 @@ class Inverter(JointBlock):
         super().configure(in_widths, out_widths)
         self.n_zc = self.width
         self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
-        self._params = VdcParams(self.rows["vdc"])
+
+    def record(self, v):
+        return VdcParams(self.rows_of(v)["vdc"])
 
     def kernels(self):
-        return Kernels(output=inverter_output, update=no_update, zero_crossings=inverter_zc,
-                       params=self._params)
+        return Kernels(output=inverter_output, update=no_update, zero_crossings=inverter_zc)
 
 
 @njit(cache=True)
@@ -240,7 +255,7 @@ def svpwm_output(t, xc, xd, u, y, p):
 
 
 @register
-class SVPWM(JointBlock):
+class SVPWM(FocBlock):
     """Space-vector PWM duty cycles (da, db, dc) in [0, 1] for a stator voltage (v_alpha, v_beta) (V).
 
     Min-max zero-sequence injection, centred in the carrier: the phase references (inverse Clarke)
@@ -256,13 +271,12 @@ class SVPWM(JointBlock):
     outputs = ("da", "db", "dc")
     width_params = ("vdc",)
 
-    def check(self):
-        if np.any(self.p.vdc <= 0):
+    def check_values(self, v):
+        if np.any(v.vdc <= 0):
             raise ParameterError("vdc must be > 0", block=self.name)
 
-    def configure(self, in_widths, out_widths):
-        super().configure(in_widths, out_widths)
-        self._params = VdcParams(self.rows["vdc"])
+    def record(self, v):
+        return VdcParams(self.rows_of(v)["vdc"])
 
     def kernels(self):
-        return Kernels(output=svpwm_output, update=no_update, params=self._params)
+        return Kernels(output=svpwm_output, update=no_update)
