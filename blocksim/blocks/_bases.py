@@ -102,8 +102,14 @@ class JointBlock(Block):
     def positive(self, *keys, allow_zero=False, v=None):
         """Raise a ParameterError unless each of `keys` of the values v (the block's own by
         default) is > 0 (>= 0 with allow_zero)."""
+        v = self.p if v is None else v
         for key in keys:
-            value = getattr(self.p if v is None else v, key)
-            if value is not None and (np.any(value < 0) if allow_zero else np.any(value <= 0)):
+            value = getattr(v, key)
+            if value is None:
+                continue
+            bad = (value < 0) if allow_zero else (value <= 0)
+            if np.any(bad):
+                member = int(np.flatnonzero(bad.reshape(bad.shape[0], -1).any(axis=1))[0])
+                which = f" (batch member {v.first_member + member})" if v.batch > 1 else ""
                 raise ParameterError(f"{key} must be {'>= 0' if allow_zero else '> 0'}, got "
-                                     f"{value[0].tolist()}", block=self.name)
+                                     f"{value[member].tolist()}{which}", block=self.name)
