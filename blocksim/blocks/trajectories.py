@@ -485,8 +485,7 @@ class ViaPoints(Trajectory):
     held at the first point before times[0] and at the last after times[-1].
 
     times: m strictly increasing times (s), m >= 2; points: m rows, one column per joint (a flat
-    list of m values is one joint). The spline is computed with the run's record, once per
-    set of values.
+    list of m values is one joint). The spline is computed once, when the diagram is compiled.
     """
 
     type_name = "ViaPoints"
