@@ -33,34 +33,36 @@ class Constant(Block):
     params = {"value": Param(1.0, "any", "the output value (scalar or vector)")}
     inputs = ()
     sample = "constant"
+    values_are_data = True
 
     def resolve_widths(self, in_widths):
         return {"out": self.param_width("value")}
 
-    def configure(self, in_widths, out_widths):
-        self._params = kernel_params(ConstantParams,
-                                     value=self.param_as_row("value", out_widths["out"]))
+    def record(self, v):
+        return kernel_params(ConstantParams,
+                             value=self.param_as_row("value", self.out_widths["out"], v))
 
     def kernels(self):
         # computed once in Python while it is constant-rate; the kernel is there for when it is not
-        return Kernels(output=constant_output, params=self._params)
+        return Kernels(output=constant_output)
 
 
 class TimeSource(Block):
     """Shared shape of the time-driven sources: no inputs, continuous, width from vector params.
 
-    A subclass names its output kernel and the record of its `width_params` (each a (B, width)
-    row, field named as the parameter)."""
+    A subclass names its output kernel and its record type (`record_type`): the `width_params` of
+    the run's values, each a (B, width) row, field named as the parameter (`record(v)`)."""
 
     inputs = ()
     sample = "continuous"
     time_varying = True
     width_params: tuple[str, ...] = ()
+    values_are_data = True
 
     output_kernel = None
     """The module-level compiled output(t, xc, xd, u, y, p) (see Kernels)."""
 
-    record: type = None
+    record_type: type = None
     """The output kernel's parameter record (a namedtuple with the `width_params` as fields)."""
 
     def setup(self):
@@ -69,15 +71,19 @@ class TimeSource(Block):
     def resolve_widths(self, in_widths):
         return {"out": self._width}
 
-    def row_fields(self, width) -> dict:
-        """Every width parameter as a (B, width) array, by name."""
-        return {key: self.param_as_row(key, width) for key in self.width_params}
+    def row_fields(self, width, v) -> dict:
+        """Every width parameter of the values v as a (B, width) array, by name."""
+        return {key: self.param_as_row(key, width, v) for key in self.width_params}
 
-    def configure(self, in_widths, out_widths):
-        self._params = kernel_params(self.record, **self.row_fields(out_widths["out"]))
+    def record(self, v):
+        return kernel_params(self.record_type, **self.row_fields(self.out_widths["out"], v))
 
     def kernels(self):
-        return Kernels(output=self.output_kernel, params=self._params)
+        return Kernels(output=self.output_kernel)
+
+    def own_record(self, p):
+        """p, or the block's own record when p is None (a Python-side call without a run's)."""
+        return self.runtime_kernels().params if p is None else p
 
 
 # ---- Step, Ramp, Sine, Chirp ----------------------------------------------------------------------
@@ -115,10 +121,10 @@ class Step(TimeSource):
     width_params = ("time", "initial", "final")
     time_varying = False
     output_kernel = staticmethod(step_output)
-    record = StepParams
+    record_type = StepParams
 
-    def breakpoints(self, t0, t1):
-        return times_within(self.p.time, t0, t1)
+    def breakpoints(self, t0, t1, p=None):
+        return times_within(self.own_record(p).time, t0, t1)
 
 
 @njit(cache=True, inline="always")
@@ -149,10 +155,10 @@ class Ramp(TimeSource):
               "initial": Param(0.0, "units of y", "output up to the start time")}
     width_params = ("slope", "start_time", "initial")
     output_kernel = staticmethod(ramp_output)
-    record = RampParams
+    record_type = RampParams
 
-    def breakpoints(self, t0, t1):
-        return times_within(self.p.start_time, t0, t1)
+    def breakpoints(self, t0, t1, p=None):
+        return times_within(self.own_record(p).start_time, t0, t1)
 
 
 @njit(cache=True, inline="always")
@@ -184,7 +190,7 @@ class Sine(TimeSource):
               "bias": Param(0.0, "units of y", "offset added to the wave")}
     width_params = ("amplitude", "frequency", "phase", "bias")
     output_kernel = staticmethod(sine_output)
-    record = SineParams
+    record_type = SineParams
 
 
 @njit(cache=True)
@@ -229,21 +235,20 @@ class Chirp(TimeSource):
                               choices=("linear", "logarithmic"))}
     width_params = ("f0", "f1", "duration", "amplitude")
 
-    def setup(self):
-        super().setup()
-        if np.any(self.p.duration <= 0):
+    def check_values(self, v):
+        if np.any(v.duration <= 0):
             raise ParameterError("duration must be positive", block=self.name)
-        if self.p.method == "logarithmic" and (np.any(self.p.f0 <= 0) or np.any(self.p.f1 <= 0)):
+        if v.method == "logarithmic" and (np.any(v.f0 <= 0) or np.any(v.f1 <= 0)):
             raise ParameterError("a logarithmic sweep needs f0 > 0 and f1 > 0", block=self.name)
 
     output_kernel = staticmethod(chirp_output)
-    record = ChirpParams
+    record_type = ChirpParams
 
-    def row_fields(self, width):
-        return {**super().row_fields(width), "logarithmic": self.p.method == "logarithmic"}
+    def row_fields(self, width, v):
+        return {**super().row_fields(width, v), "logarithmic": v.method == "logarithmic"}
 
-    def breakpoints(self, t0, t1):
-        return times_within(self.p.duration, t0, t1)
+    def breakpoints(self, t0, t1, p=None):
+        return times_within(self.own_record(p).duration, t0, t1)
 
 
 @njit(cache=True, inline="always")
@@ -263,7 +268,7 @@ class Clock(TimeSource):
     params = {}
     port_units = {"out": "s"}
     output_kernel = staticmethod(clock_output)
-    record = NoParams
+    record_type = NoParams
 
 
 # ---- FromFile ---------------------------------------------------------------------------------------
@@ -321,6 +326,9 @@ class FromFile(Block):
     inputs = ()
     sample = "continuous"
     time_varying = True
+    # no array parameters: the table comes from the file (its path, a str, is structure), read
+    # once in setup(); the record carries it with the range of t accepted
+    values_are_data = True
 
     def setup(self):
         path = self.p.path
@@ -395,34 +403,39 @@ class FromFile(Block):
         # or after that time with the non-finite-state error naming the block (interpreted mode
         # raises at the offending time itself, which may be a solver stage)
         self.n_xd = 1 if self._check else 0
-        self._params = kernel_params(FromFileParams, times=self._times, values=self._values,
-                                     coefs=self._coefs, method=self._method,
-                                     earliest=lo - slack, latest=hi + slack, check=self._check)
+        self._slack = slack
+
+    def record(self, v):
+        lo, hi = self._span
+        return kernel_params(FromFileParams, times=self._times, values=self._values,
+                             coefs=self._coefs, method=self._method, earliest=lo - self._slack,
+                             latest=hi + self._slack, check=self._check)
 
     def state_names(self):
         lo, hi = self._span
         return [], [f"'time outside the table [{lo}, {hi}] s (extrapolation: error)'"] * self.n_xd
 
-    def initial_state(self, xc, xd):
+    def initial_state(self, xc, xd, p=None):
         xd[...] = 0.0
 
-    def output(self, t, xc, xd, u, y):
+    def output(self, t, xc, xd, u, y, p=None):
         # Python-only part: interpreted mode raises the located error at the offending time
-        if self._check:
-            lo, hi = self._span
-            if t < self._params.earliest or t > self._params.latest:
+        p = self.runtime_kernels().params if p is None else p
+        if p.check:
+            if t < p.earliest or t > p.latest:
+                lo, hi = float(p.times[0]), float(p.times[-1])
                 raise BlocksimError(f"time {t} s is outside the table's [{lo}, {hi}] s "
                                     f"(extrapolation: error)", block=self.name)
-        from_file_output(float(t), xc, xd, u, y, self._params)
+        from_file_output(float(t), xc, xd, u, y, p)
 
     def kernels(self):
-        return Kernels(output=from_file_output, update=no_update if self._check else None,
-                       params=self._params)
+        return Kernels(output=from_file_output, update=no_update if self._check else None)
 
-    def breakpoints(self, t0, t1):
-        if self._method != 1:
+    def breakpoints(self, t0, t1, p=None):
+        p = self.runtime_kernels().params if p is None else p
+        if p.method != 1:
             return []
-        return times_within(self._times, t0, t1)
+        return times_within(p.times, t0, t1)
 
 
 FromFileParams = namedtuple("FromFileParams",
@@ -504,41 +517,49 @@ class WhiteNoise(Block):
     inputs = ()
     sample = "discrete"
     time_varying = True
+    # record(v) below builds the record from the values alone, first_member included, but the
+    # flag stays off for now: test_block_contract's reference for a part's member 1 is a block
+    # built anew with first_member 0, whose stream is member 0's (see kernels())
+    values_are_data = False
+
+    def check_values(self, v):
+        if np.any(v.variance < 0):
+            raise ParameterError("variance must be >= 0", block=self.name)
 
     def setup(self):
-        if np.any(self.p.variance < 0):
-            raise ParameterError("variance must be >= 0", block=self.name)
         self._width = common_width(self, ("variance", "mean"))
         if self.p.width is not None:
             if self.p.width < 1 or self._width not in (1, self.p.width):
                 raise ParameterError(f"width {self.p.width} does not fit variance / mean of "
                                      f"{self._width} elements", block=self.name)
             self._width = self.p.width
-        self._seed = np.uint64(self.p.seed % 2 ** 64)
 
     def resolve_widths(self, in_widths):
         return {"out": self._width}
 
     def configure(self, in_widths, out_widths):
-        width = out_widths["out"]
         self.n_xd = 1
-        self._mean = self.param_as_row("mean", width)
-        self._std = np.sqrt(self.param_as_row("variance", width))
-        self._params = kernel_params(NoiseParams, seed=self._seed, first=self.first_member,
-                                     mean=self._mean, std=self._std)
+
+    def record(self, v):
+        # member b's stream is keyed by its index in the whole batch: v.first_member + b
+        width = self.out_widths["out"]
+        return kernel_params(NoiseParams, seed=np.uint64(v.seed % 2 ** 64), first=v.first_member,
+                             mean=self.param_as_row("mean", width, v),
+                             std=np.sqrt(self.param_as_row("variance", width, v)))
 
     def state_names(self):
         return [], ["sample index k"]
 
-    def initial_state(self, xc, xd):
+    def initial_state(self, xc, xd, p=None):
         xd[...] = 0.0
 
     def kernels(self):
-        return Kernels(output=noise_output, update=noise_update, params=self._params)
+        # with values_are_data, params= goes (the base fills it from record(self.p))
+        return Kernels(output=noise_output, update=noise_update, params=self.record(self.p))
 
 
 NoiseParams = namedtuple("NoiseParams", "seed first mean std")
-"""WhiteNoise kernels' record: the seed (uint64), the batch index of row 0 (Block.first_member),
+"""WhiteNoise kernels' record: the seed (uint64), the batch index of row 0 (Params.first_member),
 mean and standard deviation (B, w)."""
 
 

@@ -32,13 +32,16 @@ class Trajectory(Block):
     sample = "continuous"
     time_varying = True
     width_params: tuple[str, ...] = ()
+    values_are_data = True
+    """A generator's record (`record(v)`, overridden) holds what its kernel reads, precomputed from
+    the values v: rows, packed rows, a path's switching times, spline coefficients per member."""
 
     def setup(self):
-        self._width = common_width(self, self.width_params)
-        self.check()
+        self._width = self.joints()
 
-    def check(self) -> None:
-        """Check parameters against each other (override; raise ParameterError)."""
+    def joints(self) -> int:
+        """The number of joints, from the shapes of the `width_params`."""
+        return common_width(self, self.width_params)
 
     def resolve_widths(self, in_widths):
         return {o: self._width for o in self.outputs}
@@ -46,27 +49,27 @@ class Trajectory(Block):
     output_kernel = None
     """The module-level compiled output(t, xc, xd, u, y, p) of the generator (see Kernels)."""
 
-    def configure(self, in_widths, out_widths):
-        self._params = self.kernel_params()
-
-    def kernel_params(self) -> tuple:
-        """The output kernel's parameter record, from the resolved parameters (override)."""
-        raise NotImplementedError
-
     def kernels(self):
-        return Kernels(output=self.output_kernel, params=self._params)
+        return Kernels(output=self.output_kernel)
 
-    def row(self, key):
-        """An array parameter as (B, width) for the kernels (a scalar repeated over the joints)."""
-        return np.ascontiguousarray(self.param_as_row(key, self._width))
+    def own_record(self, p):
+        """p, or the block's own record when p is None (a Python-side call without a run's)."""
+        return self.runtime_kernels().params if p is None else p
 
-    def packed(self, *keys) -> np.ndarray:
-        """Array parameters as one (B, width, len(keys)) array (_kernels.packed of their rows)."""
-        return packed(*(self.row(k) for k in keys))
+    def row(self, key, v):
+        """An array parameter of the values v as (B, width) for the kernels (a scalar repeated
+        over the joints)."""
+        return np.ascontiguousarray(self.param_as_row(key, self._width, v))
 
-    def positive(self, *keys):
+    def packed(self, *keys, v) -> np.ndarray:
+        """Array parameters of the values v as one (B, width, len(keys)) array (_kernels.packed
+        of their rows)."""
+        return packed(*(self.row(k, v) for k in keys))
+
+    def positive(self, *keys, v):
+        """Raise a ParameterError unless each of `keys` of the values v is > 0."""
         for key in keys:
-            if np.any(getattr(self.p, key) <= 0):
+            if np.any(getattr(v, key) <= 0):
                 raise ParameterError(f"{key} must be > 0", block=self.name)
 
 
@@ -112,11 +115,11 @@ class CosineRamp(Trajectory):
     width_params = ("amplitude", "period", "offset")
     output_kernel = staticmethod(cosine_ramp_output)
 
-    def check(self):
-        self.positive("period")
+    def check_values(self, v):
+        self.positive("period", v=v)
 
-    def kernel_params(self):
-        return PackedParams(self.packed(*self.width_params))
+    def record(self, v):
+        return PackedParams(self.packed(*self.width_params, v=v))
 
 
 @njit(cache=True, error_model="numpy")
@@ -153,12 +156,12 @@ class SineTrajectory(Trajectory):
     width_params = ("amplitude", "frequency", "phase", "offset")
     output_kernel = staticmethod(sine_trajectory_output)
 
-    def check(self):
-        if np.any(self.p.frequency < 0):
+    def check_values(self, v):
+        if np.any(v.frequency < 0):
             raise ParameterError("frequency must be >= 0", block=self.name)
 
-    def kernel_params(self):
-        return PackedParams(self.packed(*self.width_params))
+    def record(self, v):
+        return PackedParams(self.packed(*self.width_params, v=v))
 
 
 # ---- point to point -------------------------------------------------------------------------------
@@ -220,18 +223,18 @@ class PointToPoint(Trajectory):
     shape = QUINTIC
     output_kernel = staticmethod(point_to_point_output)
 
-    def kernel_params(self):
-        self._t0 = self.row("t0")
-        self._t_end = np.ascontiguousarray(self.end_row())
-        return PointToPointParams(packed(self.row("q0"), self.row("qf"), self._t0, self._t_end),
-                                  self.shape)
+    def record(self, v):
+        t_end = np.ascontiguousarray(self.end_row(v))
+        return PointToPointParams(packed(self.row("q0", v), self.row("qf", v), self.row("t0", v),
+                                         t_end), self.shape)
 
-    def end_row(self) -> np.ndarray:
-        """The end time of the motion per joint, (B, width) s."""
+    def end_row(self, v) -> np.ndarray:
+        """The end time of the motion per joint of the values v, (B, width) s."""
         raise NotImplementedError
 
-    def breakpoints(self, t0, t1):
-        return times_within(np.concatenate([self._t0.ravel(), self._t_end.ravel()]), t0, t1)
+    def breakpoints(self, t0, t1, p=None):
+        # the start and end times as the kernel reads them: columns 2 and 3 of the packed rows
+        return times_within(self.own_record(p).packed[:, :, 2:4], t0, t1)
 
 
 @register
@@ -251,15 +254,19 @@ class Polynomial(PointToPoint):
               "order": Param(5, "-", "3 (cubic) or 5 (quintic)", kind="int")}
     width_params = ("q0", "qf", "t0", "tf")
 
-    def check(self):
-        if self.p.order not in (3, 5):
-            raise ParameterError(f"order must be 3 or 5, got {self.p.order}", block=self.name)
-        if np.any(self.param_as_row("tf", self._width) <= self.param_as_row("t0", self._width)):
+    def check_values(self, v):
+        width = self.joints()
+        if v.order not in (3, 5):
+            raise ParameterError(f"order must be 3 or 5, got {v.order}", block=self.name)
+        if np.any(self.param_as_row("tf", width, v) <= self.param_as_row("t0", width, v)):
             raise ParameterError("tf must be > t0", block=self.name)
+
+    def setup(self):
+        super().setup()
         self.shape = CUBIC if self.p.order == 3 else QUINTIC
 
-    def end_row(self):
-        return self.row("tf")
+    def end_row(self, v):
+        return self.row("tf", v)
 
 
 @register
@@ -276,11 +283,11 @@ class MinimumJerk(PointToPoint):
     width_params = ("q0", "qf", "t0", "duration")
     shape = QUINTIC
 
-    def check(self):
-        self.positive("duration")
+    def check_values(self, v):
+        self.positive("duration", v=v)
 
-    def end_row(self):
-        return self.row("t0") + self.row("duration")
+    def end_row(self, v):
+        return self.row("t0", v) + self.row("duration", v)
 
 
 # ---- trapezoidal velocity ------------------------------------------------------------------------
@@ -353,44 +360,52 @@ class Trapezoidal(Trajectory):
     width_params = ("q0", "qf")
     output_kernel = staticmethod(trapezoidal_output)
 
-    def check(self):
-        p = self.p
-        if p.duration is None and (p.vmax is None or p.amax is None):
+    def check_values(self, v):
+        self.joints()                       # q0 and qf of one length first
+        if v.duration is None and (v.vmax is None or v.amax is None):
             raise ParameterError("give vmax and amax, or duration (with or without amax)",
                                  block=self.name)
         for key in ("vmax", "amax", "duration"):
-            if getattr(p, key) is not None:
-                self.positive(key)
+            if getattr(v, key) is not None:
+                self.positive(key, v=v)
                 if key != "duration":
                     common_width(self, ("q0", "qf", key))
-        if (p.duration is not None and p.duration.ndim > 1) or p.t0.ndim > 1:
+        if (v.duration is not None and v.duration.ndim > 1) or v.t0.ndim > 1:
             raise ParameterError("duration and t0 are scalars (the joints move together)",
                                  block=self.name)
+        self.timing(v)                      # a duration too short for the limits
 
-    def kernel_params(self):
-        w = self._width
-        self._q0 = self.row("q0")
-        self._dq = np.ascontiguousarray(self.row("qf") - self._q0)
-        dist = np.abs(self._dq)
+    def timing(self, v):
+        """The motion of the values v: line (B, n, 2) q0 and dq, path (B, 6) the switching times,
+        v_path and a_path (see trapezoidal_kernel), and the duration per member (s). Raises a
+        ParameterError when a given duration is too short for the limits."""
+        w = self.joints()
+
+        def row(key):
+            return np.ascontiguousarray(self.param_as_row(key, w, v))
+
+        q0 = row("q0")
+        dq = np.ascontiguousarray(row("qf") - q0)
+        dist = np.abs(dq)
         moving = dist > 0
         safe = np.where(moving, dist, 1.0)
         # the path coordinate s in [0, 1]: its speed and acceleration limits from every joint's
         inf = np.full_like(dist, np.inf)
-        vs = np.min(np.where(moving, self.param_as_row("vmax", w) / safe, inf), axis=1) \
-            if self.p.vmax is not None else np.full(self.batch, np.inf)
-        as_ = np.min(np.where(moving, self.param_as_row("amax", w) / safe, inf), axis=1) \
-            if self.p.amax is not None else np.full(self.batch, np.inf)
+        vs = np.min(np.where(moving, self.param_as_row("vmax", w, v) / safe, inf), axis=1) \
+            if v.vmax is not None else np.full(v.batch, np.inf)
+        as_ = np.min(np.where(moving, self.param_as_row("amax", w, v) / safe, inf), axis=1) \
+            if v.amax is not None else np.full(v.batch, np.inf)
         still = ~moving.any(axis=1)          # members where no joint moves: hold q0
         vs[still] = 1.0
         as_[still] = 1.0
-        if self.p.duration is None:
+        if v.duration is None:
             triangular = vs * vs >= as_
             vs = np.where(triangular, np.sqrt(as_), vs)
             duration = np.where(triangular, 2.0 / vs, 1.0 / vs + vs / as_)
             duration[still] = 0.0
         else:
-            duration = np.broadcast_to(self.p.duration, (self.batch,)).astype(float)
-            if self.p.amax is None:
+            duration = np.broadcast_to(v.duration, (v.batch,)).astype(float)
+            if v.amax is None:
                 vs = 1.5 / duration
                 as_ = 4.5 / duration ** 2
             else:
@@ -406,21 +421,25 @@ class Trapezoidal(Trajectory):
                     raise ParameterError("duration is too short for vmax", block=self.name)
                 vs = v_needed
         t_acc = vs / as_
-        t0 = np.broadcast_to(self.p.t0, (self.batch,)).astype(float)
-        self._duration = duration
-        self._switches = [t0, t0 + t_acc, t0 + duration - t_acc, t0 + duration]
-        line = np.stack([self._q0, self._dq], axis=-1)
-        path = np.stack([*self._switches, vs, as_], axis=-1)
-        return TrapezoidalParams(np.ascontiguousarray(line, dtype=float),
-                                 np.ascontiguousarray(path, dtype=float))
+        t0 = np.broadcast_to(v.t0, (v.batch,)).astype(float)
+        switches = [t0, t0 + t_acc, t0 + duration - t_acc, t0 + duration]
+        line = np.stack([q0, dq], axis=-1)
+        path = np.stack([*switches, vs, as_], axis=-1)
+        return (np.ascontiguousarray(line, dtype=float), np.ascontiguousarray(path, dtype=float),
+                duration)
+
+    def record(self, v):
+        line, path, _ = self.timing(v)
+        return TrapezoidalParams(line, path)
 
     @property
     def motion_time(self) -> np.ndarray:
-        """Duration of the motion per batch member (s)."""
-        return self._duration
+        """Duration of the motion per batch member of the block's own values (s)."""
+        return self.timing(self.p)[2]
 
-    def breakpoints(self, t0, t1):
-        return times_within(np.concatenate(self._switches), t0, t1)
+    def breakpoints(self, t0, t1, p=None):
+        # the four switching times as the kernel reads them: columns 0..3 of the path
+        return times_within(self.own_record(p).path[:, :4], t0, t1)
 
 
 # ---- splines through via points ------------------------------------------------------------------
@@ -475,9 +494,9 @@ class ViaPoints(Trajectory):
               "points": Param(units="rad", doc="positions: m rows (one per time) x n joints")}
     output_kernel = staticmethod(spline_output)
 
-    def setup(self):
-        times = self.p.times
-        points = self.p.points
+    def points_of(self, v) -> np.ndarray:
+        """The points of the values v as (B, m, n), checked against the times' shape."""
+        times, points = v.times, v.points
         if times.ndim != 2 or times.shape[1] < 2:
             raise ParameterError("times must be a list of at least 2 times", block=self.name)
         if points.ndim == 2:
@@ -485,24 +504,28 @@ class ViaPoints(Trajectory):
         if points.ndim != 3 or points.shape[1] != times.shape[1]:
             raise ParameterError(f"points must have one row per time ({times.shape[1]} rows), got "
                                  f"shape {points.shape[1:]}", block=self.name)
-        if np.any(np.diff(times, axis=1) <= 0):
+        return points
+
+    def check_values(self, v):
+        self.points_of(v)
+        if np.any(np.diff(v.times, axis=1) <= 0):
             raise ParameterError("times must be strictly increasing", block=self.name)
-        self._points = points
-        self._width = points.shape[2]
 
-    def kernel_params(self):
+    def setup(self):
+        self._width = self.points_of(self.p).shape[2]
+
+    def record(self, v):
         from scipy.interpolate import CubicSpline   # only ViaPoints needs SciPy: keep it off start-up
-        times, points = self.p.times, self._points
+        times, points = np.ascontiguousarray(v.times), self.points_of(v)
         m, n = times.shape[1], self._width
-        coefs = np.empty((self.batch, 4, m - 1, n))
-        for b in range(self.batch):
+        coefs = np.empty((v.batch, 4, m - 1, n))
+        for b in range(v.batch):
             coefs[b] = CubicSpline(times[b], points[b], bc_type="clamped", axis=0).c
-        self._times = np.ascontiguousarray(times)
         ends = np.stack([points[:, 0, :], points[:, -1, :]], axis=1)
-        return SplineParams(self._times, coefs, np.ascontiguousarray(ends, dtype=float))
+        return SplineParams(times, coefs, np.ascontiguousarray(ends, dtype=float))
 
-    def breakpoints(self, t0, t1):
-        return times_within(self._times, t0, t1)
+    def breakpoints(self, t0, t1, p=None):
+        return times_within(self.own_record(p).times, t0, t1)
 
 
 # ---- identification excitation -------------------------------------------------------------------
@@ -564,28 +587,35 @@ class FourierSeries(Trajectory):
               "q0": Param(0.0, "rad", "offset (mean position) per joint")}
     output_kernel = staticmethod(fourier_output)
 
-    def setup(self):
-        a, b = self.p.a, self.p.b
+    def coefficients(self, v) -> tuple[np.ndarray, np.ndarray]:
+        """a and b of the values v as (B, n, L) each, checked to have one shape."""
+        a, b = v.a, v.b
         if a.ndim == 2:
             a = a[:, None, :]
         if b.ndim == 2:
             b = b[:, None, :]
         if a.ndim != 3 or a.shape != b.shape:
             raise ParameterError(f"a and b must be matrices of one shape (n joints x L harmonics), "
-                                 f"got {self.p.a.shape[1:]} and {self.p.b.shape[1:]}",
+                                 f"got {v.a.shape[1:]} and {v.b.shape[1:]}",
                                  block=self.name)
-        if self.p.frequency.ndim != 1:
+        return a, b
+
+    def check_values(self, v):
+        width = self.coefficients(v)[0].shape[1]
+        if v.frequency.ndim != 1:
             raise ParameterError("frequency must be a scalar", block=self.name)
-        if np.any(self.p.frequency <= 0):
+        if np.any(v.frequency <= 0):
             raise ParameterError("frequency must be > 0", block=self.name)
-        self._a, self._b = np.ascontiguousarray(a), np.ascontiguousarray(b)
-        self._width = a.shape[1]
         q0_width = self.param_width("q0")
-        if q0_width not in (1, self._width):
-            raise ParameterError(f"q0 has {q0_width} elements, a and b have {self._width} rows",
+        if q0_width not in (1, width):
+            raise ParameterError(f"q0 has {q0_width} elements, a and b have {width} rows",
                                  block=self.name)
 
-    def kernel_params(self):
-        rows = np.concatenate([self.row("q0"), (2.0 * np.pi * self.p.frequency)[:, None]], axis=1)
+    def setup(self):
+        self._width = self.coefficients(self.p)[0].shape[1]
+
+    def record(self, v):
+        a, b = self.coefficients(v)
+        rows = np.concatenate([self.row("q0", v), (2.0 * np.pi * v.frequency)[:, None]], axis=1)
         return FourierParams(np.ascontiguousarray(rows, dtype=float),
-                             np.ascontiguousarray(np.stack([self._a, self._b], axis=-1), dtype=float))
+                             np.ascontiguousarray(np.stack([a, b], axis=-1), dtype=float))
