@@ -15,9 +15,9 @@ class BlockCheck:
     """
 
     def __init__(self, type_name, params=None, in_widths=1, batch=1, diagram_dir=None,
-                 connected=None, name="blk"):
+                 connected=None, name="blk", first_member=0):
         self.block = REGISTRY[type_name](name, dict(params or {}), batch=batch,
-                                         diagram_dir=diagram_dir)
+                                         diagram_dir=diagram_dir, first_member=first_member)
         b = self.block
         self.batch = batch
         self.inputs = b.input_names()

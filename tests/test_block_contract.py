@@ -323,7 +323,8 @@ def test_a_record_of_a_blocks_values_is_a_pure_function_of_them(tmp_path):
         given = {k: (value[1] if k in arrays and value is not None else value)
                  for k, value in whole.items().items()}
         fresh = BlockCheck(blk.type_name, given, in_widths=dict(check.in_widths), batch=1,
-                           diagram_dir=str(tmp_path), connected=blk.connected).block
+                           diagram_dir=str(tmp_path), connected=blk.connected,
+                           first_member=whole.first_member + 1).block
         u, xc, xd = runtime_arrays(check, n)
         member = (tuple(a[1:2] for a in u), xc[1:2], xd[1:2])
         of_whole = _run_kernels(blk, record, u, xc, xd)

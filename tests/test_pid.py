@@ -273,7 +273,7 @@ def test_continuous_compiled_form_is_importable_and_computes_the_same():
     from blocksim.engine.compiled import _import_name
     blk = pid({"Kp": [400.0, 200.0], "Ki": [100.0, 50.0], "Kd": [40.0, 20.0], "upper": 50.0,
                "antiwindup": "back_calculation"})
-    k = blk.block.kernels()
+    k = blk.block.runtime_kernels()
     assert {_import_name(f)[0] for f in (k.output, k.derivative)} == {"blocksim.blocks.control"}
     blk.xc[...] = [[0.1, -0.2, 0.15, -0.3]]         # integral and derivative-filter states
     u = blk.u(([0.3, -0.1], [0.1, 0.2]))

@@ -308,7 +308,7 @@ def test_compiled_form_is_importable_and_computes_the_same(case):
     compiled run of SineTrajectory is in test_pid; compiling one diagram per generator is slow)."""
     from blocksim.engine.compiled import _import_name
     blk = source(*CASES[case])
-    k = blk.block.kernels()
+    k = blk.block.runtime_kernels()
     module, name = _import_name(k.output)
     assert module == "blocksim.blocks.trajectories" and k.derivative is None and k.update is None
     for t in (0.0, 0.77, 2.5, 3.9):

@@ -517,10 +517,7 @@ class WhiteNoise(Block):
     inputs = ()
     sample = "discrete"
     time_varying = True
-    # record(v) below builds the record from the values alone, first_member included, but the
-    # flag stays off for now: test_block_contract's reference for a part's member 1 is a block
-    # built anew with first_member 0, whose stream is member 0's (see kernels())
-    values_are_data = False
+    values_are_data = True
 
     def check_values(self, v):
         if np.any(v.variance < 0):
@@ -554,8 +551,7 @@ class WhiteNoise(Block):
         xd[...] = 0.0
 
     def kernels(self):
-        # with values_are_data, params= goes (the base fills it from record(self.p))
-        return Kernels(output=noise_output, update=noise_update, params=self.record(self.p))
+        return Kernels(output=noise_output, update=noise_update)
 
 
 NoiseParams = namedtuple("NoiseParams", "seed first mean std")

@@ -485,7 +485,7 @@ class ViaPoints(Trajectory):
     held at the first point before times[0] and at the last after times[-1].
 
     times: m strictly increasing times (s), m >= 2; points: m rows, one column per joint (a flat
-    list of m values is one joint). The spline is computed once, when the diagram is compiled.
+    list of m values is one joint). The spline is computed once per run's values, before its first step.
     """
 
     type_name = "ViaPoints"
