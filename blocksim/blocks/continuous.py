@@ -17,9 +17,10 @@ RESET_DIRECTIONS = {"rising": 1, "falling": -1, "either": 0}
 
 # ---- Integrator -------------------------------------------------------------------------------------
 
-IntegratorParams = namedtuple("IntegratorParams", "lower upper has_limits reset_port x0_port")
-"""Integrator kernels' record: the limits (B, w) (+-inf: none), whether any is finite, and the
-indices in u of the `reset` and `x0` inputs (-1: not there)."""
+IntegratorParams = namedtuple("IntegratorParams", "lower upper has_limits reset_port x0_port x0")
+"""Integrator kernels' record: the limits (B, w) (+-inf: none), whether any is finite, the
+indices in u of the `reset` and `x0` inputs (-1: not there), and the x0 parameter (B, w) (read by
+initial_state and a reset, not by the kernels)."""
 
 
 @njit(cache=True, inline="always")
@@ -81,12 +82,24 @@ class Integrator(Block):
     sample = "continuous"
     direct_feedthrough = False
 
-    def setup(self):
-        if np.any(self.p.lower > self.p.upper):
+    values_are_data = True
+
+    def check_values(self, v):
+        if np.any(v.lower > v.upper):
             raise ParameterError("lower must be <= upper", block=self.name)
+
+    def structure(self, v):
+        """Whether any limit is finite: the limit crossings exist."""
+        return self.limited(v)
+
+    @staticmethod
+    def limited(v) -> bool:
+        return bool(np.any(np.isfinite(v.lower)) or np.any(np.isfinite(v.upper)))
+
+    def setup(self):
         self._param_width = common_width(self, ("x0", "lower", "upper"))
         self._external = self.p.initial_condition == "external"
-        self._has_limits = bool(np.any(np.isfinite(self.p.lower)) or np.any(np.isfinite(self.p.upper)))
+        self._has_limits = self.limited(self.p)
 
     def input_names(self):
         names = ["in"]
@@ -116,9 +129,6 @@ class Integrator(Block):
     def configure(self, in_widths, out_widths):
         width = out_widths["out"]
         self.n_xc = width
-        self._x0 = self.param_as_row("x0", width)
-        self._lower = self.param_as_row("lower", width)
-        self._upper = self.param_as_row("upper", width)
         self.n_xd = 1 if self._external else 0
         self._index = {name: k for k, name in enumerate(self.input_names())}
         self._reset_width = in_widths.get("reset", 0)
@@ -126,44 +136,52 @@ class Integrator(Block):
         directions += [RESET_DIRECTIONS.get(self.p.reset, 0)] * self._reset_width
         self.n_zc = len(directions)
         self.zc_directions = np.array(directions, dtype=np.int64)
-        self._params = kernel_params(IntegratorParams, lower=self._lower, upper=self._upper,
-                                     has_limits=self._has_limits,
-                                     reset_port=self._index.get("reset", -1),
-                                     x0_port=self._index.get("x0", -1))
+
+    def record(self, v):
+        width = self.n_xc
+        return kernel_params(IntegratorParams, lower=self.param_as_row("lower", width, v),
+                             upper=self.param_as_row("upper", width, v),
+                             has_limits=self._has_limits,
+                             reset_port=self._index.get("reset", -1),
+                             x0_port=self._index.get("x0", -1),
+                             x0=self.param_as_row("x0", width, v))
 
     def state_names(self):
         return [f"x[{i}]" for i in range(self.n_xc)], ["x0 loaded"] * self.n_xd
 
-    def initial_state(self, xc, xd):
-        clamp_rows(self._x0, self._lower, self._upper, xc)
+    def initial_state(self, xc, xd, p=None):
+        p = self.runtime_kernels().params if p is None else p
+        clamp_rows(p.x0, p.lower, p.upper, xc)
         xd[...] = 0.0
 
-    def start_value(self, u, out):
-        """x0 (parameter or input port) within the limits, into out (B, width)."""
-        x0 = u[self._index["x0"]] if self._external else self._x0
-        clamp_rows(x0, self._lower, self._upper, out)
+    def start_value(self, u, out, p=None):
+        """x0 (parameter or input port) within the limits, into out (B, width); p: the run's
+        record (None: the block's own)."""
+        p = self.runtime_kernels().params if p is None else p
+        x0 = u[self._index["x0"]] if self._external else p.x0
+        clamp_rows(x0, p.lower, p.upper, out)
 
     def kernels(self):
         if self._external:
             return Kernels(output=integrator_external_output, derivative=integrator_derivative,
                            update=integrator_external_update,
-                           zero_crossings=integrator_zc if self.n_zc else None,
-                           params=self._params)
+                           zero_crossings=integrator_zc if self.n_zc else None)
         return Kernels(output=integrator_output, derivative=integrator_derivative,
-                       zero_crossings=integrator_zc if self.n_zc else None, params=self._params)
+                       zero_crossings=integrator_zc if self.n_zc else None)
 
-    def on_event(self, t, xc, xd, u, mask):
+    def on_event(self, t, xc, xd, u, mask, p=None):
+        p = self.runtime_kernels().params if p is None else p
         width = self.n_xc
         if self._has_limits:
             hit = mask[:, :width] | mask[:, width:2 * width]
-            clamped = np.clip(xc, self._lower, self._upper)
+            clamped = np.clip(xc, p.lower, p.upper)
             xc[hit] = clamped[hit]
         if self._reset_width:
             resets = mask[:, self.n_zc - self._reset_width:]
             if self._reset_width == 1:
                 resets = np.repeat(resets, width, axis=1)
             start = np.empty_like(xc)
-            self.start_value(u, start)
+            self.start_value(u, start, p)
             xc[resets] = start[resets]
         return False
 
@@ -250,9 +268,12 @@ def ss_rate(x, u, A, Bm, dx):
 
 def normalized_tf(block, num, den):
     """Batched (B, L) numerator and denominator with shared leading zeros removed, den[:, 0] != 0,
-    as (b (B, n + 1), a (B, n + 1)) scaled so that a[:, 0] = 1 and b padded to the same length."""
-    num = num.reshape(block.batch, -1)
-    den = den.reshape(block.batch, -1)
+    as (b (B, n + 1), a (B, n + 1)) scaled so that a[:, 0] = 1 and b padded to the same length.
+
+    The order n is the same for any part of a batch as for the whole (a leading zero of den is
+    shared by every member or refused); the numerator's zeros pad b in front either way."""
+    num = num.reshape(num.shape[0], -1)
+    den = den.reshape(den.shape[0], -1)
     while den.shape[1] > 1 and np.all(den[:, 0] == 0):
         den = den[:, 1:]
     while num.shape[1] > 1 and np.all(num[:, 0] == 0):
@@ -289,9 +310,10 @@ def per_channel(matrix, channels):
     return np.ascontiguousarray(np.repeat(matrix[:, None], channels, axis=1))
 
 
-LinearParams = namedtuple("LinearParams", "A B C D")
+LinearParams = namedtuple("LinearParams", "A B C D x0")
 """Linear kernels' record: the matrices per channel, A (B, nch, n, n), B (B, nch, n, m),
-C (B, nch, p, n), D (B, nch, p, m)."""
+C (B, nch, p, n), D (B, nch, p, m), and the initial state x0 (B, nch n) (read by initial_state,
+not by the kernels)."""
 
 
 @njit(cache=True, inline="always")
@@ -304,22 +326,44 @@ def linear_derivative(t, xc, xd, u, dxc, p):
     ss_rate(xc, u[0], p.A, p.B, dxc)
 
 
+def checked_order(block, A, n_states):
+    """Raise unless the matrices A (B, nch, n, n) realise the block's n_states states (values of
+    a run must keep the order the block was configured with)."""
+    if A.shape[1] * A.shape[2] != n_states:
+        raise ParameterError(f"the values give {A.shape[1] * A.shape[2]} states, the block has "
+                             f"{n_states}; load the diagram again with them", block=block.name)
+
+
 class LinearSystem(Block):
-    """Shared runtime of linear blocks: per-channel matrices A, B, C, D (B, nch, ...) and x0."""
+    """Shared runtime of linear blocks: per-channel matrices A, B, C, D (B, nch, ...) and x0, all
+    in the record of the run's values (`matrices(v)`)."""
 
     sample = "continuous"
+    values_are_data = True
 
-    def set_matrices(self, A, Bm, C, D, x0=None):
-        self._A, self._B, self._C, self._D = A, Bm, C, D
-        self.n_xc = A.shape[1] * A.shape[2]
-        self._x0 = np.zeros((self.batch, self.n_xc)) if x0 is None else x0
-        self._params = kernel_params(LinearParams, A=A, B=Bm, C=C, D=D)
+    def matrices(self, v):
+        """(A, B, C, D) per channel (B, nch, ...) of the values v, and x0 (B, n_xc) or None
+        (zeros)."""
+        raise NotImplementedError
 
-    def initial_state(self, xc, xd):
-        xc[...] = self._x0
+    def record(self, v):
+        A, Bm, C, D, x0 = self.matrices(v)
+        checked_order(self, A, self.n_xc)
+        x0 = np.zeros((v.batch, self.n_xc)) if x0 is None else x0
+        return kernel_params(LinearParams, A=A, B=Bm, C=C, D=D, x0=x0)
+
+    def initial_state(self, xc, xd, p=None):
+        p = self.runtime_kernels().params if p is None else p
+        xc[...] = p.x0
 
     def kernels(self):
-        return Kernels(output=linear_output, derivative=linear_derivative, params=self._params)
+        return Kernels(output=linear_output, derivative=linear_derivative)
+
+    # the per-channel matrices of the block's own values (its record), for inspection
+    _A = property(lambda self: self.runtime_kernels().params.A)
+    _B = property(lambda self: self.runtime_kernels().params.B)
+    _C = property(lambda self: self.runtime_kernels().params.C)
+    _D = property(lambda self: self.runtime_kernels().params.D)
 
 
 @register
@@ -333,8 +377,16 @@ class TransferFunction(LinearSystem):
     params = {"num": Param(units="-", doc="numerator coefficients, descending powers of s"),
               "den": Param(units="-", doc="denominator coefficients, descending powers of s")}
 
+    def check_values(self, v):
+        normalized_tf(self, v.num, v.den)
+
+    def structure(self, v):
+        """(the order n, direct feedthrough): which leading coefficients are zero."""
+        _, a, feedthrough = normalized_tf(self, v.num, v.den)
+        return a.shape[1] - 1, feedthrough
+
     def setup(self):
-        self._b, self._a, self._feedthrough = normalized_tf(self, self.p.num, self.p.den)
+        self._order, self._feedthrough = self.structure(self.p)
 
     def feedthrough(self):
         return {("in", "out")} if self._feedthrough else set()
@@ -343,18 +395,22 @@ class TransferFunction(LinearSystem):
         return {"out": in_widths["in"]}
 
     def configure(self, in_widths, out_widths):
-        width = in_widths["in"]
-        self.set_matrices(*(per_channel(m, width) for m in companion(self._b, self._a)))
+        self._channels = in_widths["in"]
+        self.n_xc = self._channels * self._order
+
+    def matrices(self, v):
+        b, a, _ = normalized_tf(self, v.num, v.den)
+        return (*(per_channel(m, self._channels) for m in companion(b, a)), None)
 
 
-def as_matrix(block, key, rows=None, cols=None):
-    """A batched matrix parameter (B, r, c): a scalar is 1x1 (D: filled to rows x cols), a vector is
-    a column for B and a row for C."""
-    value = getattr(block.p, key)
+def as_matrix(block, key, rows=None, cols=None, v=None):
+    """A batched matrix parameter (B, r, c) of the values v (the block's own by default): a
+    scalar is 1x1 (D: filled to rows x cols), a vector is a column for B and a row for C."""
+    value = getattr(block.p if v is None else v, key)
     if value.ndim == 1:
         if key == "D" and rows is not None:
             return np.ascontiguousarray(np.repeat(np.repeat(value[:, None, None], rows, 1), cols, 2))
-        return value.reshape(block.batch, 1, 1)
+        return value.reshape(value.shape[0], 1, 1)
     if value.ndim == 2:
         return value[:, None, :] if key == "C" else value[:, :, None]
     if value.ndim == 3:
@@ -362,12 +418,13 @@ def as_matrix(block, key, rows=None, cols=None):
     raise ParameterError(f"{key} must be a matrix, got shape {value.shape[1:]}", block=block.name)
 
 
-def state_space_matrices(block):
-    """Checked (A, B, C, D, x0) of a StateSpace-like block, batched: A (B, n, n), B (B, n, m),
-    C (B, p, n), D (B, p, m), x0 (B, n)."""
-    A, Bm, C = as_matrix(block, "A"), as_matrix(block, "B"), as_matrix(block, "C")
+def state_space_matrices(block, v=None):
+    """Checked (A, B, C, D, x0) of a StateSpace-like block for the values v (the block's own by
+    default), batched: A (B, n, n), B (B, n, m), C (B, p, n), D (B, p, m), x0 (B, n)."""
+    v = block.p if v is None else v
+    A, Bm, C = as_matrix(block, "A", v=v), as_matrix(block, "B", v=v), as_matrix(block, "C", v=v)
     n, m, p = A.shape[1], Bm.shape[2], C.shape[1]
-    D = as_matrix(block, "D", p, m)
+    D = as_matrix(block, "D", p, m, v=v)
     problems = []
     if A.shape[2] != n:
         problems.append(f"A is {n}x{A.shape[2]}, it must be square")
@@ -379,11 +436,11 @@ def state_space_matrices(block):
         problems.append(f"D is {D.shape[1]}x{D.shape[2]}, it must be {p}x{m} (rows of C x columns of B)")
     if problems:
         raise ParameterError("; ".join(problems), block=block.name)
-    x0 = block.p.x0.reshape(block.batch, -1)
+    x0 = v.x0.reshape(v.batch, -1)
     if x0.shape[1] not in (1, n):
         raise ParameterError(f"x0 has {x0.shape[1]} elements, the system has {n} states",
                              block=block.name)
-    x0 = np.ascontiguousarray(np.broadcast_to(x0, (block.batch, n)))
+    x0 = np.ascontiguousarray(np.broadcast_to(x0, (v.batch, n)))
     return A, Bm, C, D, x0
 
 
@@ -405,23 +462,32 @@ class StateSpace(LinearSystem):
     summary = "continuous state-space system"
     params = dict(STATE_SPACE_PARAMS)
 
+    def structure(self, v):
+        """Direct feedthrough: whether D has a nonzero entry."""
+        return bool(np.any(state_space_matrices(self, v)[3] != 0))
+
     def setup(self):
-        self._matrices = state_space_matrices(self)
+        A, Bm, C, D, x0 = state_space_matrices(self)      # the shapes, checked
+        self._sizes = (A.shape[1], Bm.shape[2], C.shape[1])  # states n, inputs m, outputs p
+        self._feedthrough = self.structure(self.p)
 
     def feedthrough(self):
-        return {("in", "out")} if np.any(self._matrices[3] != 0) else set()
+        return {("in", "out")} if self._feedthrough else set()
 
     def resolve_widths(self, in_widths):
-        A, Bm, C, D, x0 = self._matrices
+        n, m, p = self._sizes
         w = in_widths["in"]
-        if w is not None and w != Bm.shape[2]:
-            raise WidthError(f"input has width {w}, B has {Bm.shape[2]} columns",
+        if w is not None and w != m:
+            raise WidthError(f"input has width {w}, B has {m} columns",
                              block=self.name, port="in")
-        return {"out": C.shape[1]}
+        return {"out": p}
 
     def configure(self, in_widths, out_widths):
-        A, Bm, C, D, x0 = self._matrices
-        self.set_matrices(*(per_channel(m, 1) for m in (A, Bm, C, D)), x0)
+        self.n_xc = self._sizes[0]
+
+    def matrices(self, v):
+        A, Bm, C, D, x0 = state_space_matrices(self, v)
+        return (*(per_channel(m, 1) for m in (A, Bm, C, D)), x0)
 
 
 @register
@@ -433,9 +499,11 @@ class FilteredDerivative(LinearSystem):
     summary = "derivative with a first-order filter, N s/(s + N)"
     params = {"N": Param(100.0, "rad/s", "filter bandwidth (> 0); scalar or per channel")}
 
-    def setup(self):
-        if np.any(self.p.N <= 0):
+    def check_values(self, v):
+        if np.any(v.N <= 0):
             raise ParameterError("N must be > 0", block=self.name)
+
+    def setup(self):
         self._param_width = self.param_width("N")
 
     def resolve_widths(self, in_widths):
@@ -446,6 +514,9 @@ class FilteredDerivative(LinearSystem):
         return {"out": w}
 
     def configure(self, in_widths, out_widths):
-        N = self.param_as_row("N", in_widths["in"])[:, :, None, None]
-        self.set_matrices(np.ascontiguousarray(-N), np.ones_like(N), np.ascontiguousarray(-N * N),
-                          np.ascontiguousarray(N))
+        self.n_xc = in_widths["in"]
+
+    def matrices(self, v):
+        N = self.param_as_row("N", self.n_xc, v)[:, :, None, None]
+        return (np.ascontiguousarray(-N), np.ones_like(N), np.ascontiguousarray(-N * N),
+                np.ascontiguousarray(N), None)

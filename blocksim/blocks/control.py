@@ -127,11 +127,12 @@ def pid_discrete_step(ref, meas, ref_d, meas_d, x, g, d_source, antiwindup, Ts, 
                         1.0 + filt_weight * g[b, i, NF] * Ts)
 
 
-PIDParams = namedtuple("PIDParams", "gains d_source antiwindup Ts int_weight filt_weight")
+PIDParams = namedtuple("PIDParams", "gains d_source antiwindup Ts int_weight filt_weight z0")
 """PID kernels' record: the packed gains (B, w, N_GAINS), where D comes from (D_*), the
-anti-windup (index in ANTIWINDUP), and the discrete timing: period Ts (s) and the integral's and
-the filter's rule weights (METHOD_WEIGHT; all 0 for the continuous PID). u = (ref, meas, ref_d,
-meas_d). The discrete output never moves the state and the update never writes the output."""
+anti-windup (index in ANTIWINDUP), the discrete timing: period Ts (s) and the integral's and
+the filter's rule weights (METHOD_WEIGHT; all 0 for the continuous PID), and the initial integral
+state z0 (B, w) (read by initial_state, not by the kernels). u = (ref, meas, ref_d, meas_d). The
+discrete output never moves the state and the update never writes the output."""
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -216,16 +217,31 @@ class PID(Block):
 
     GAIN_KEYS = ("Kp", "Ki", "Kd", "b", "c", "N", "lower", "upper", "Kb", "z0")
 
+    values_are_data = True
+
+    def check_values(self, v):
+        if np.any(v.N <= 0):
+            raise ParameterError("N must be > 0", block=self.name)
+        if np.any(v.lower > v.upper):
+            raise ParameterError("lower must be <= upper", block=self.name)
+        if v.Kb is not None and np.any(v.Kb < 0):
+            raise ParameterError("Kb must be >= 0", block=self.name)
+
+    def structure(self, v):
+        """Whether the derivative is filtered (a filter state per joint): some Kd != 0 and no
+        velocity input wired."""
+        return self.d_source(v)
+
+    def d_source(self, v) -> int:
+        """Where D comes from (D_*) for the values v and the wired inputs."""
+        if {"ref_d", "meas_d"} & self.connected:
+            return D_VELOCITY
+        return D_FILTERED if np.any(v.Kd != 0) else D_NONE
+
     def setup(self):
         p = self.p
         keys = [k for k in self.GAIN_KEYS if getattr(p, k) is not None]
         self._param_width = common_width(self, keys)
-        if np.any(p.N <= 0):
-            raise ParameterError("N must be > 0", block=self.name)
-        if np.any(p.lower > p.upper):
-            raise ParameterError("lower must be <= upper", block=self.name)
-        if p.Kb is not None and np.any(p.Kb < 0):
-            raise ParameterError("Kb must be >= 0", block=self.name)
         if p.period is not None:
             self._sample = SampleTime.discrete(p.period, p.offset)
         elif p.offset != 0:
@@ -254,35 +270,33 @@ class PID(Block):
 
     def configure(self, in_widths, out_widths):
         w = out_widths["out"]
-        p = self.p
-        rows = {k: np.ascontiguousarray(self.param_as_row(k, w))
-                for k in ("Kp", "Ki", "Kd", "b", "c", "N", "lower", "upper", "z0")}
-        if p.derivative_on == "measurement":
-            rows["c"] = np.zeros_like(rows["c"])
-        if {"ref_d", "meas_d"} & self.connected:
-            self._d_source = D_VELOCITY
-        elif np.any(rows["Kd"] != 0):
-            self._d_source = D_FILTERED
-        else:
-            self._d_source = D_NONE
-        Kp, Ki = rows["Kp"], rows["Ki"]
-        if p.Kb is None:
-            Kb = np.where(Kp != 0, Ki / np.where(Kp != 0, Kp, 1.0), 1.0)
-        else:
-            Kb = self.param_as_row("Kb", w)
-        kb = np.ascontiguousarray(np.where(Ki != 0, Kb / np.where(Ki != 0, Ki, 1.0), 0.0))
-        self._rows = rows
+        self._d_source = self.d_source(self.p)
         n_states = 2 * w if self._d_source == D_FILTERED else w
         if self.is_discrete:
             self.n_xd = n_states
-            timing = (float(p.period), METHOD_WEIGHT[p.method], METHOD_WEIGHT[p.filter_method])
         else:
             self.n_xc = n_states
+
+    def record(self, v):
+        w = self.out_widths["out"]
+        rows = {k: np.ascontiguousarray(self.param_as_row(k, w, v))
+                for k in ("Kp", "Ki", "Kd", "b", "c", "N", "lower", "upper", "z0")}
+        if v.derivative_on == "measurement":
+            rows["c"] = np.zeros_like(rows["c"])
+        Kp, Ki = rows["Kp"], rows["Ki"]
+        if v.Kb is None:
+            Kb = np.where(Kp != 0, Ki / np.where(Kp != 0, Kp, 1.0), 1.0)
+        else:
+            Kb = self.param_as_row("Kb", w, v)
+        kb = np.ascontiguousarray(np.where(Ki != 0, Kb / np.where(Ki != 0, Ki, 1.0), 0.0))
+        if self.is_discrete:
+            timing = (float(v.period), METHOD_WEIGHT[v.method], METHOD_WEIGHT[v.filter_method])
+        else:
             timing = (0.0, 0.0, 0.0)
         gains = np.stack([rows[k] for k in ("Kp", "Ki", "Kd", "b", "c", "N", "lower", "upper")]
                          + [kb], axis=-1)
-        self._params = PIDParams(np.ascontiguousarray(gains, dtype=float), self._d_source,
-                                 ANTIWINDUP.index(p.antiwindup), *timing)
+        return PIDParams(np.ascontiguousarray(gains, dtype=float), self._d_source,
+                         ANTIWINDUP.index(v.antiwindup), *timing, rows["z0"])
 
     def state_names(self):
         w = self.out_widths.get("out", 0) if self.out_widths else 0
@@ -291,15 +305,18 @@ class PID(Block):
             names += [f"derivative filter[{i}]" for i in range(w)]
         return (names, []) if not self.is_discrete else ([], names)
 
-    def initial_state(self, xc, xd):
+    def initial_state(self, xc, xd, p=None):
+        p = self.runtime_kernels().params if p is None else p
         x = xd if self.is_discrete else xc
-        w = self._rows["z0"].shape[1]
-        x[:, :w] = self._rows["z0"]
+        w = p.z0.shape[1]
+        x[:, :w] = p.z0
         x[:, w:] = 0.0
 
     def kernels(self):
+        # the record of the block's own values (runtime_kernels makes it again, the same): tests
+        # call kernels() directly and run its functions with its params
+        own = self.record(self.p)
         if self.is_discrete:
-            return Kernels(output=pid_discrete_output_k, update=pid_discrete_update_k,
-                           params=self._params)
+            return Kernels(output=pid_discrete_output_k, update=pid_discrete_update_k, params=own)
         return Kernels(output=pid_continuous_output_k, derivative=pid_continuous_derivative_k,
-                       params=self._params)
+                       params=own)

@@ -10,8 +10,8 @@ from ..errors import ParameterError, WidthError
 from ._bases import OFFSET, PERIOD
 from ._kernels import fill_rows, kernel_params, no_update
 from .base import Block, Kernels, Param, common_width, register
-from .continuous import (STATE_SPACE_PARAMS, StateSpace, companion, normalized_tf, per_channel,
-                         ss_output, ss_rate, state_space_matrices)
+from .continuous import (STATE_SPACE_PARAMS, StateSpace, checked_order, companion, normalized_tf,
+                         per_channel, ss_output, ss_rate)
 
 
 @njit(cache=True, inline="always")
@@ -29,6 +29,10 @@ def hold_output(t, xc, xd, u, y, p):
     fill_rows(u[0], y[0])
 
 
+DelayParams = namedtuple("DelayParams", "x0")
+"""UnitDelay's record: the initial output x0 (B, w) (read by initial_state, not by the kernels)."""
+
+
 @register
 class UnitDelay(Block):
     """y[k] = x[k], x[k+1] = u[k]: a one-sample delay."""
@@ -40,6 +44,7 @@ class UnitDelay(Block):
               "x0": Param(0.0, "units of u", "initial output")}
     sample = "discrete"
     direct_feedthrough = False
+    values_are_data = True
 
     def resolve_widths(self, in_widths):
         w = in_widths["in"]
@@ -50,10 +55,13 @@ class UnitDelay(Block):
 
     def configure(self, in_widths, out_widths):
         self.n_xd = out_widths["out"]
-        self._x0 = self.param_as_row("x0", self.n_xd)
 
-    def initial_state(self, xc, xd):
-        xd[...] = self._x0
+    def record(self, v):
+        return kernel_params(DelayParams, x0=self.param_as_row("x0", self.n_xd, v))
+
+    def initial_state(self, xc, xd, p=None):
+        p = self.runtime_kernels().params if p is None else p
+        xd[...] = p.x0
 
     def kernels(self):
         return Kernels(output=delay_output, update=delay_update)
@@ -68,6 +76,7 @@ class ZeroOrderHold(Block):
     preserves_units = True
     params = {"period": PERIOD, "offset": OFFSET}
     sample = "discrete"
+    values_are_data = True     # it has none (period and offset are structure)
 
     def resolve_widths(self, in_widths):
         return {"out": in_widths["in"]}
@@ -111,9 +120,10 @@ def discrete_integrator_update(x, u, kt, method, lower, upper):
                 x[b, i] = clamp(x[b, i] + kt[b, i] * v, lo, hi)
 
 
-DiscreteIntegratorParams = namedtuple("DiscreteIntegratorParams", "kt method lower upper")
+DiscreteIntegratorParams = namedtuple("DiscreteIntegratorParams", "kt method lower upper x0")
 """DiscreteIntegrator kernels' record: K T (B, w), the rule (0 forward, 1 backward,
-2 trapezoidal), the limits (B, w)."""
+2 trapezoidal), the limits (B, w), and x0 within them (B, w) (read by initial_state, not by the
+kernels)."""
 
 
 @njit(cache=True, inline="always")
@@ -150,10 +160,13 @@ class DiscreteIntegrator(Block):
               "upper": Param(np.inf, "units of u * s", "upper limit (may be inf)",
                              allow_inf=True)}
     sample = "discrete"
+    values_are_data = True
+
+    def check_values(self, v):
+        if np.any(v.lower > v.upper):
+            raise ParameterError("lower must be <= upper", block=self.name)
 
     def setup(self):
-        if np.any(self.p.lower > self.p.upper):
-            raise ParameterError("lower must be <= upper", block=self.name)
         self._param_width = common_width(self, ("gain", "x0", "lower", "upper"))
         self._method = INTEGRATION_METHODS.index(self.p.method)
 
@@ -170,20 +183,23 @@ class DiscreteIntegrator(Block):
         return {"out": max(w, pw)}
 
     def configure(self, in_widths, out_widths):
-        width = out_widths["out"]
-        self.n_xd = width
-        self._kt = self.param_as_row("gain", width) * float(self.p.period)
-        self._lower = self.param_as_row("lower", width)
-        self._upper = self.param_as_row("upper", width)
-        self._x0 = np.clip(self.param_as_row("x0", width), self._lower, self._upper)
-        self._params = kernel_params(DiscreteIntegratorParams, kt=self._kt, method=self._method,
-                                     lower=self._lower, upper=self._upper)
+        self.n_xd = out_widths["out"]
 
-    def initial_state(self, xc, xd):
-        xd[...] = self._x0
+    def record(self, v):
+        width = self.n_xd
+        lower = self.param_as_row("lower", width, v)
+        upper = self.param_as_row("upper", width, v)
+        return kernel_params(DiscreteIntegratorParams,
+                             kt=self.param_as_row("gain", width, v) * float(v.period),
+                             method=self._method, lower=lower, upper=upper,
+                             x0=np.clip(self.param_as_row("x0", width, v), lower, upper))
+
+    def initial_state(self, xc, xd, p=None):
+        p = self.runtime_kernels().params if p is None else p
+        xd[...] = p.x0
 
     def kernels(self):
-        return Kernels(output=dint_output, update=dint_update, params=self._params)
+        return Kernels(output=dint_output, update=dint_update)
 
 
 @njit(cache=True)
@@ -195,9 +211,10 @@ def ss_advance(x, u, A, Bm, scratch):
             x[b, i] = scratch[b, i]
 
 
-DiscreteLinearParams = namedtuple("DiscreteLinearParams", "A B C D scratch")
-"""Discrete linear kernels' record: the matrices per channel (as continuous.LinearParams) and a
-(B, n_xd) scratch row for the state update."""
+DiscreteLinearParams = namedtuple("DiscreteLinearParams", "A B C D scratch x0")
+"""Discrete linear kernels' record: the matrices per channel (as continuous.LinearParams), a
+(B, n_xd) scratch row for the state update, and the initial state x0 (B, n_xd) (read by
+initial_state, not by the kernels)."""
 
 
 @njit(cache=True, inline="always")
@@ -211,23 +228,49 @@ def dss_update(t, xc, xd, u, p):
 
 
 class DiscreteLinearSystem(Block):
-    """Shared runtime of discrete linear blocks: y(k) = C x(k) + D u(k), x(k+1) = A x(k) + B u(k)."""
+    """Shared runtime of discrete linear blocks: y(k) = C x(k) + D u(k), x(k+1) = A x(k) + B u(k),
+    the matrices and x0 in the record of the run's values (`matrices(v)`)."""
 
     sample = "discrete"
+    values_are_data = True
 
-    def set_matrices(self, A, Bm, C, D, x0=None):
-        self._A, self._B, self._C, self._D = A, Bm, C, D
-        self.n_xd = A.shape[1] * A.shape[2]
-        self._x0 = np.zeros((self.batch, self.n_xd)) if x0 is None else x0
-        self._scratch = np.zeros((self.batch, self.n_xd))
-        self._params = kernel_params(DiscreteLinearParams, A=A, B=Bm, C=C, D=D,
-                                     scratch=self._scratch)
+    def matrices(self, v):
+        """(A, B, C, D) per channel (B, nch, ...) of the values v, and x0 (B, n_xd) or None
+        (zeros)."""
+        raise NotImplementedError
 
-    def initial_state(self, xc, xd):
-        xd[...] = self._x0
+    def record(self, v):
+        A, Bm, C, D, x0 = self.matrices(v)
+        checked_order(self, A, self.n_xd)
+        x0 = np.zeros((v.batch, self.n_xd)) if x0 is None else x0
+        return kernel_params(DiscreteLinearParams, A=A, B=Bm, C=C, D=D,
+                             scratch=np.zeros((v.batch, self.n_xd)), x0=x0)
+
+    def initial_state(self, xc, xd, p=None):
+        p = self.runtime_kernels().params if p is None else p
+        xd[...] = p.x0
 
     def kernels(self):
-        return Kernels(output=dss_output, update=dss_update, params=self._params)
+        return Kernels(output=dss_output, update=dss_update)
+
+
+def z_inverse_tf(block, num, den, length=None):
+    """num, den (B, ...) in powers of z^-1 as coefficients of one length (padded with zeros), the
+    trailing columns zero in both for every member dropped (down to `length` when given: the
+    block's own, so that a part of the batch keeps the whole batch's order), then normalized
+    (normalized_tf)."""
+    num = num.reshape(num.shape[0], -1)
+    den = den.reshape(den.shape[0], -1)
+    if np.any(den[:, 0] == 0):
+        raise ParameterError("den[0] (the coefficient of y(k)) must be nonzero", block=block.name)
+    full = max(num.shape[1], den.shape[1])
+    num = np.pad(num, ((0, 0), (0, full - num.shape[1])))
+    den = np.pad(den, ((0, 0), (0, full - den.shape[1])))
+    if length is None:
+        length = full
+        while length > 1 and not np.any(num[:, length - 1]) and not np.any(den[:, length - 1]):
+            length -= 1
+    return normalized_tf(block, num[:, :length], den[:, :length])
 
 
 @register
@@ -248,19 +291,22 @@ class DiscreteTransferFunction(DiscreteLinearSystem):
               "form": Param("z^-1", "-", "ascending powers of z^-1 or descending powers of z",
                             kind="str", choices=("z^-1", "z"))}
 
+    def coefficients(self, v, length=None):
+        """(b, a, feedthrough) of the values v (normalized_tf), in powers of z."""
+        if v.form == "z^-1":
+            return z_inverse_tf(self, v.num, v.den, length)
+        return normalized_tf(self, v.num, v.den)
+
+    def check_values(self, v):
+        self.coefficients(v)
+
+    def structure(self, v):
+        """(the order n, direct feedthrough): which leading and trailing coefficients are zero."""
+        _, a, feedthrough = self.coefficients(v)
+        return a.shape[1] - 1, feedthrough
+
     def setup(self):
-        num = self.p.num.reshape(self.batch, -1)
-        den = self.p.den.reshape(self.batch, -1)
-        if self.p.form == "z^-1":
-            if np.any(den[:, 0] == 0):
-                raise ParameterError("den[0] (the coefficient of y(k)) must be nonzero",
-                                     block=self.name)
-            length = max(num.shape[1], den.shape[1])
-            num = np.pad(num, ((0, 0), (0, length - num.shape[1])))
-            den = np.pad(den, ((0, 0), (0, length - den.shape[1])))
-            while length > 1 and not np.any(num[:, -1]) and not np.any(den[:, -1]):
-                num, den, length = num[:, :-1], den[:, :-1], length - 1
-        self._b, self._a, self._feedthrough = normalized_tf(self, num, den)
+        self._order, self._feedthrough = self.structure(self.p)
 
     def feedthrough(self):
         return {("in", "out")} if self._feedthrough else set()
@@ -269,8 +315,12 @@ class DiscreteTransferFunction(DiscreteLinearSystem):
         return {"out": in_widths["in"]}
 
     def configure(self, in_widths, out_widths):
-        width = in_widths["in"]
-        self.set_matrices(*(per_channel(m, width) for m in companion(self._b, self._a)))
+        self._channels = in_widths["in"]
+        self.n_xd = self._channels * self._order
+
+    def matrices(self, v):
+        b, a, _ = self.coefficients(v, self._order + 1)
+        return (*(per_channel(m, self._channels) for m in companion(b, a)), None)
 
 
 @register
@@ -281,12 +331,11 @@ class DiscreteStateSpace(DiscreteLinearSystem):
     summary = "discrete state-space system"
     params = {"period": PERIOD, "offset": OFFSET, **STATE_SPACE_PARAMS}
 
-    def setup(self):
-        self._matrices = state_space_matrices(self)
-
+    structure = StateSpace.structure
+    setup = StateSpace.setup
     feedthrough = StateSpace.feedthrough
     resolve_widths = StateSpace.resolve_widths
+    matrices = StateSpace.matrices
 
     def configure(self, in_widths, out_widths):
-        A, Bm, C, D, x0 = self._matrices
-        self.set_matrices(*(per_channel(m, 1) for m in (A, Bm, C, D)), x0)
+        self.n_xd = self._sizes[0]
