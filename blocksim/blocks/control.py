@@ -313,10 +313,6 @@ class PID(Block):
         x[:, w:] = 0.0
 
     def kernels(self):
-        # the record of the block's own values (runtime_kernels makes it again, the same): tests
-        # call kernels() directly and run its functions with its params
-        own = self.record(self.p)
         if self.is_discrete:
-            return Kernels(output=pid_discrete_output_k, update=pid_discrete_update_k, params=own)
-        return Kernels(output=pid_continuous_output_k, derivative=pid_continuous_derivative_k,
-                       params=own)
+            return Kernels(output=pid_discrete_output_k, update=pid_discrete_update_k)
+        return Kernels(output=pid_continuous_output_k, derivative=pid_continuous_derivative_k)
