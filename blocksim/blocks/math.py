@@ -117,8 +117,14 @@ class Sum(Block):
     def input_names(self):
         return numbered_ports("in", len(self._signs))
 
+    values_are_data = True
+
+    def record(self, v):
+        # the signs are a string parameter: structure, the same for every value set
+        return SumParams(self._signs)
+
     def kernels(self):
-        return Kernels(output=sum_output, params=SumParams(self._signs))
+        return Kernels(output=sum_output)
 
 
 SumParams = namedtuple("SumParams", "signs")
@@ -169,13 +175,18 @@ class Product(Block):
         if not ops or set(ops) - {"*", "/"}:
             raise ParameterError(f"ops must be a string of '*' and '/', got '{ops}'", block=self.name)
         self._divide = np.array([op == "/" for op in ops])
-        self._params = ProductParams(self._divide)
 
     def input_names(self):
         return numbered_ports("in", len(self._divide))
 
+    values_are_data = True
+
+    def record(self, v):
+        # the ops are a string parameter: structure, the same for every value set
+        return ProductParams(self._divide)
+
     def kernels(self):
-        return Kernels(output=product_output, params=self._params)
+        return Kernels(output=product_output)
 
 
 # ---- Function: a safe expression compiled to a scalar stack program (expressions/runtime.py) ------
@@ -241,15 +252,20 @@ class Function(Block):
             return {"out": self.p.width}
         return {"out": self.compile(widths)[1]}
 
+    values_are_data = True
+
     def configure(self, in_widths, out_widths):
+        # the program is structure of the expression (a string parameter and the input widths)
         compiler, width = self.compile([in_widths[p] for p in self.input_names()])
-        self._code, self._consts, depth = compiler.program(width)
-        self._stack = np.zeros(depth)
-        self._params = kernel_params(FunctionParams, code=self._code, consts=self._consts,
-                                     stack=self._stack)
+        self._code, self._consts, self._depth = compiler.program(width)
+
+    def record(self, v):
+        # the stack is scratch of the record's own (one per run's record, of no batch size)
+        return kernel_params(FunctionParams, code=self._code, consts=self._consts,
+                             stack=np.zeros(self._depth))
 
     def kernels(self):
-        return Kernels(output=function_output, params=self._params)
+        return Kernels(output=function_output)
 
 
 # ---- memoryless nonlinearities ----------------------------------------------------------------------
@@ -258,6 +274,15 @@ def kink_directions(block, width):
     """Two crossings per channel (at the lower and the upper kink), either direction."""
     block.n_zc = 2 * width
     block.zc_directions = np.zeros(2 * width, dtype=np.int64)
+
+
+def exceeds(v, low, high):
+    """True where some member's `low` exceeds its `high` (values of v, scalars or vectors of one
+    length; vectors of two lengths are left to Elementwise.setup to name)."""
+    a, b = (getattr(v, key).reshape(v.batch, -1) for key in (low, high))
+    if a.shape[1] not in (1, b.shape[1]) and b.shape[1] != 1:
+        return False
+    return bool(np.any(a > b))
 
 
 KinkParams = namedtuple("KinkParams", "lower upper")
@@ -298,19 +323,24 @@ class Saturation(Elementwise):
     params = {"lower": Param(-np.inf, "units of u", "lower limit (may be -inf)", allow_inf=True),
               "upper": Param(np.inf, "units of u", "upper limit (may be inf)", allow_inf=True)}
     width_params = ("lower", "upper")
+    values_are_data = True
 
-    def setup(self):
-        super().setup()
-        if np.any(self.p.lower > self.p.upper):
+    def check_values(self, v):
+        if exceeds(v, "lower", "upper"):
             raise ParameterError("lower must be <= upper", block=self.name)
 
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
+        # both crossings of every channel exist whatever the limits (an infinite one never
+        # changes sign): the values decide no structure
         kink_directions(self, out_widths["out"])
 
+    def record(self, v):
+        rows = self.rows_of(v)
+        return KinkParams(rows["lower"], rows["upper"])
+
     def kernels(self):
-        return Kernels(output=saturation_output, zero_crossings=kinks_zc,
-                       params=KinkParams(self.rows["lower"], self.rows["upper"]))
+        return Kernels(output=saturation_output, zero_crossings=kinks_zc)
 
 
 @njit(cache=True, inline="always")
@@ -344,19 +374,22 @@ class DeadZone(Elementwise):
     params = {"start": Param(-0.5, "units of u", "lower end of the dead zone"),
               "end": Param(0.5, "units of u", "upper end of the dead zone")}
     width_params = ("start", "end")
+    values_are_data = True
 
-    def setup(self):
-        super().setup()
-        if np.any(self.p.start > self.p.end):
+    def check_values(self, v):
+        if exceeds(v, "start", "end"):
             raise ParameterError("start must be <= end", block=self.name)
 
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
         kink_directions(self, out_widths["out"])
 
+    def record(self, v):
+        rows = self.rows_of(v)
+        return KinkParams(rows["start"], rows["end"])
+
     def kernels(self):
-        return Kernels(output=dead_zone_output, zero_crossings=kinks_zc,
-                       params=KinkParams(self.rows["start"], self.rows["end"]))
+        return Kernels(output=dead_zone_output, zero_crossings=kinks_zc)
 
 
 @njit(cache=True, inline="always")
@@ -424,27 +457,27 @@ class RateLimiter(Elementwise):
               "falling": Param(-1.0, "units of u / s", "largest rate of decrease (<= 0, may be -inf)",
                                allow_inf=True)}
     width_params = ("rising", "falling")
+    values_are_data = True
 
-    def setup(self):
-        super().setup()
-        if np.any(self.p.rising < 0) or np.any(self.p.falling > 0):
+    def check_values(self, v):
+        if np.any(v.rising < 0) or np.any(v.falling > 0):
             raise ParameterError("rising must be >= 0 and falling <= 0", block=self.name)
 
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
-        width = out_widths["out"]
-        self.n_xd = width + 2
-        self._params = kernel_params(RateLimiterParams, rising=self.rows["rising"],
-                                     falling=self.rows["falling"],
-                                     scratch=np.zeros((self.batch, width)))
+        self.n_xd = out_widths["out"] + 2
+
+    def record(self, v):
+        rows = self.rows_of(v)
+        return kernel_params(RateLimiterParams, rising=rows["rising"], falling=rows["falling"],
+                             scratch=np.zeros((v.batch, self.out_widths["out"])))
 
     def state_names(self):
         w = self.n_xd - 2
         return [], [f"y_prev[{i}]" for i in range(w)] + ["t_prev", "started"]
 
     def kernels(self):
-        return Kernels(output=rate_limiter_output, update=rate_limiter_update,
-                       params=self._params)
+        return Kernels(output=rate_limiter_output, update=rate_limiter_update)
 
 
 @njit(cache=True, inline="always")
@@ -476,14 +509,17 @@ class Quantizer(Elementwise):
     preserves_units = True
     params = {"interval": Param(1.0, "units of u", "quantization step (> 0)")}
     width_params = ("interval",)
+    values_are_data = True
 
-    def setup(self):
-        super().setup()
-        if np.any(self.p.interval <= 0):
+    def check_values(self, v):
+        if np.any(v.interval <= 0):
             raise ParameterError("interval must be > 0", block=self.name)
 
+    def record(self, v):
+        return QuantizerParams(self.rows_of(v)["interval"])
+
     def kernels(self):
-        return Kernels(output=quantizer_output, params=QuantizerParams(self.rows["interval"]))
+        return Kernels(output=quantizer_output)
 
 
 @njit(cache=True, inline="always")
@@ -518,14 +554,17 @@ class KinkAtZero(Elementwise):
 
     params = {}
     is_sign = False
+    values_are_data = True
 
     def configure(self, in_widths, out_widths):
         self.n_zc = out_widths["out"]
         self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
 
+    def record(self, v):
+        return AbsSignParams(bool(self.is_sign))
+
     def kernels(self):
-        return Kernels(output=abs_sign_output, zero_crossings=at_zero_zc,
-                       params=AbsSignParams(bool(self.is_sign)))
+        return Kernels(output=abs_sign_output, zero_crossings=at_zero_zc)
 
 
 @register

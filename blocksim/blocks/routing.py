@@ -114,6 +114,8 @@ class Mux(Block):
             total += w
         return {"out": total}
 
+    values_are_data = True   # no values: the record is NO_PARAMS
+
     def kernels(self):
         return Kernels(output=mux_output)
 
@@ -160,6 +162,8 @@ class Demux(Block):
                              f"outputs", block=self.name, port="in")
         return {o: w // self._count for o in names}
 
+    values_are_data = True   # no values: the record is NO_PARAMS
+
     def kernels(self):
         return Kernels(output=demux_output)
 
@@ -182,7 +186,6 @@ class Selector(Block):
             raise ParameterError(f"indices must be a non-empty list of integers >= 0, got {raw!r}",
                                  block=self.name)
         self._indices = np.array([int(i) for i in items], dtype=np.int64)
-        self._params = SelectorParams(self._indices)
 
     def resolve_widths(self, in_widths):
         w = in_widths["in"]
@@ -191,8 +194,14 @@ class Selector(Block):
                              f"width {w}", block=self.name, port="in")
         return {"out": len(self._indices)}
 
+    values_are_data = True
+
+    def record(self, v):
+        # the indices are a parameter of kind "any" (they give the output width): structure
+        return SelectorParams(self._indices)
+
     def kernels(self):
-        return Kernels(output=selector_output, params=self._params)
+        return Kernels(output=selector_output)
 
 
 CRITERIA = (">=", ">", "~=0")
@@ -273,13 +282,17 @@ class Switch(Block):
                                  block=self.name)
         return {"out": max(width, tw)}
 
+    values_are_data = True
+
     def configure(self, in_widths, out_widths):
         self._criterion = CRITERIA.index(self.p.criteria)
-        self._threshold = np.ascontiguousarray(self.p.threshold.reshape(self.batch, -1))
-        self.n_zc = max(in_widths["in2"], self._threshold.shape[1])
+        threshold_width = int(np.prod(self.p.threshold.shape[1:], dtype=np.int64))
+        self.n_zc = max(in_widths["in2"], threshold_width)
         self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
-        self._params = kernel_params(SwitchParams, threshold=self._threshold,
-                                     criterion=self._criterion)
+
+    def record(self, v):
+        threshold = np.ascontiguousarray(v.threshold.reshape(v.batch, -1))
+        return kernel_params(SwitchParams, threshold=threshold, criterion=self._criterion)
 
     def kernels(self):
-        return Kernels(output=switch_output, zero_crossings=switch_zc, params=self._params)
+        return Kernels(output=switch_output, zero_crossings=switch_zc)

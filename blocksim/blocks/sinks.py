@@ -18,6 +18,7 @@ class Sink(Block):
 
     outputs = ()
     direct_feedthrough = False
+    values_are_data = True   # no values: the record is NO_PARAMS
 
     def resolve_widths(self, in_widths):
         return {}
@@ -91,9 +92,10 @@ class StopSimulation(Sink):
         # on_event (stop the run) stays in Python, where the scheduler calls it
         return Kernels(output=sink_output, zero_crossings=stop_zc)
 
-    def stop_requested(self, t, xc, xd, u) -> bool:
-        """True when the input is nonzero now (a check the scheduler may make at the start)."""
+    def stop_requested(self, t, xc, xd, u, p=None) -> bool:
+        """True when the input is nonzero now (a check the scheduler may make at the start); p,
+        the run's record, holds no values."""
         return bool(np.any(u[0] != 0.0))
 
-    def on_event(self, t, xc, xd, u, mask):
+    def on_event(self, t, xc, xd, u, mask, p=None):
         return bool(mask.any())
