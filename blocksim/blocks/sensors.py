@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 from collections import namedtuple
-from dataclasses import replace
 
 import numpy as np
 from numba import njit
@@ -130,12 +129,7 @@ class MeasurementNoise(JointBlock):
               "seed": Param(0, "-", "seed of the generator", kind="int")}
     sample = "discrete"
     width_params = ("variance", "mean")
-    # record(v) is ready, but the block's values are not yet declared data of the run: the
-    # contract test's reference block for member 1 is built with first_member 0, so it draws
-    # member 0's noise where the part of member 1 (rightly) draws member 1's. Until the test
-    # builds its reference with the member's global index, a split batch makes one block per
-    # part (first_member = the part's first) and kernels() gives the record of the block's own.
-    values_are_data = False
+    values_are_data = True
 
     def check_values(self, v):
         self.positive("variance", allow_zero=True, v=v)
@@ -157,8 +151,7 @@ class MeasurementNoise(JointBlock):
         return [], ["sample index k"]
 
     def kernels(self):
-        k = Kernels(output=noise_output, update=noise_update)
-        return k if self.values_are_data else replace(k, params=self.record(self.p))
+        return Kernels(output=noise_output, update=noise_update)
 
 
 @njit(cache=True, inline="always")
