@@ -4,12 +4,15 @@ and new values set between runs with Simulator.set_parameters, with no new block
 new compiled code. Each new value gives the numbers of the diagram loaded anew with it."""
 from __future__ import annotations
 
+from collections import namedtuple
 from pathlib import Path
 
 import numpy as np
 import pytest
+from numba import njit
 
 import blocksim
+from blocksim.blocks.base import Block, Kernels, Param, register
 from blocksim.errors import ParameterError
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -33,8 +36,7 @@ def test_a_new_gain_runs_as_the_diagram_loaded_with_it(mode):
     np.testing.assert_array_equal(again["x.out"], reference["x.out"])
     assert not np.array_equal(again["x.out"], first["x.out"])
     assert again.metadata["overrides"]["spring.gain"] == "-9.0"
-    if sim.whole.values_are_data:
-        assert sim.whole.blocks is blocks and sim.cd.blocks is blocks
+    assert sim.whole.blocks is blocks and sim.cd.blocks is blocks
 
 
 @pytest.mark.parametrize("mode", ["interpreted", "compiled"])
@@ -90,10 +92,9 @@ def test_values_that_cannot_change_between_runs_are_refused_and_change_nothing()
 
 
 def test_a_limit_where_there_was_none_changes_the_structure():
+    """x.upper = inf has no crossing; a finite upper limit would add one: refused."""
     d = blocksim.load(MSD, set={"simulation.mode": "interpreted"})
     sim = blocksim.Simulator(d)
-    if not sim.whole.blocks["x"].values_are_data:
-        pytest.skip("the Integrator's values are not yet data of the run")
     with pytest.raises(ParameterError, match="change the structure of the block"):
         sim.set_parameters({"x.upper": 0.5})
 
@@ -103,8 +104,6 @@ def test_the_parts_of_a_split_batch_share_the_whole_batchs_blocks():
                                 "simulation.step": 0.01})
     batch = {"parameters.k": [1.0 + 0.1 * m for m in range(64)]}
     split = blocksim.Simulator(d, batch=batch, threads=2)
-    if not split.whole.values_are_data:
-        pytest.skip("not every block's values are data of the run yet")
     assert len(split.parts) == 2
     assert all(sim.cd.blocks is split.whole.blocks for sim in split.parts)
     assert [sim.cd.first_member for sim in split.parts] == [0, 32]
@@ -117,3 +116,48 @@ def test_the_parts_of_a_split_batch_share_the_whole_batchs_blocks():
         "simulation.mode": "compiled", "simulation.solver": "rk4", "simulation.step": 0.01,
         "parameters.k": 2.0}))
     np.testing.assert_array_equal(split.run()["x.out"][63], reference["x.out"])
+
+
+BakedParams = namedtuple("BakedParams", "gain")
+
+
+@njit(cache=True)
+def baked_output(t, xc, xd, u, y, p):
+    for b in range(y[0].shape[0]):
+        y[0][b, 0] = p.gain[b, 0] * u[0][b, 0]
+
+
+class BakedGain(Block):
+    """A user block written before values were data of a run: its record built in kernels()
+    from the block's own values."""
+
+    type_name = "TestBakedGain"
+    summary = "y = gain u, its record kept in the block (tests only)"
+    params = {"gain": Param(1.0, "-", "gain")}
+
+    def kernels(self):
+        return Kernels(output=baked_output, params=BakedParams(self.param_as_row("gain", 1)))
+
+
+register(BakedGain)
+
+
+def test_a_block_that_keeps_its_values_in_itself_runs_whole_and_refuses_new_values(tmp_path):
+    """Such a block still runs; its batch stays on one thread, and a new value for it is refused
+    with a message saying what to do."""
+    text = MSD.read_text().replace('spring: {type: Gain, gain: "${-k}"}',
+                                   'spring: {type: TestBakedGain, gain: "${-k}"}')
+    path = tmp_path / "baked.yaml"
+    path.write_text(text.replace("solver: dop853", "solver: rk4, step: 0.01, mode: compiled"))
+    sim = blocksim.Simulator(blocksim.load(path), batch={"x.x0": [1.0] * 64}, threads=2)
+    assert not sim.whole.values_are_data and len(sim.parts) == 1
+    reference = blocksim.simulate(blocksim.load(MSD, set={
+        "simulation.solver": "rk4", "simulation.step": 0.01, "simulation.mode": "compiled"}))
+    np.testing.assert_array_equal(sim.run()["x.out"][63], reference["x.out"])
+    with pytest.raises(ParameterError, match="keeps its values in the block.*load the diagram"):
+        sim.set_parameters({"spring.gain": -9.0})
+    sim.set_parameters({"damper.gain": -0.8})      # a library block's values are data
+    slower = blocksim.simulate(blocksim.load(MSD, set={
+        "simulation.solver": "rk4", "simulation.step": 0.01, "simulation.mode": "compiled",
+        "parameters.c": 0.8}))
+    np.testing.assert_array_equal(sim.run()["x.out"][0], slower["x.out"])

@@ -51,8 +51,6 @@ class ActuatorBlock(JointBlock):
     structure (the width, state sizes), `record(v)` builds the kernels' record from the values v,
     check_values(v) checks them."""
 
-    values_are_data = True
-
     def configure(self, in_widths, out_widths):
         self.width = max(out_widths.values())
 

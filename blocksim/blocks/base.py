@@ -349,16 +349,32 @@ class Block:
         first."""
 
     # ---- values of a run --------------------------------------------------------------------
-    values_are_data: ClassVar[bool] = False
-    """True when the block's kernels read its values only through `record(values)`: one block
-    then serves every part of a split batch and every new value of a parameter, with no new
-    block objects. Its runtime methods take the record as their last argument `p` (None: the
-    block's own, from the values it was built with)."""
+    @classmethod
+    def has_record(cls) -> bool:
+        """True when the class builds its kernels' record from a run's values (`record`)."""
+        return cls.record is not Block.record
+
+    @property
+    def values_are_data(self) -> bool:
+        """True when nothing of the block's values lives in the block object: its class builds
+        its record from a run's values (`record`), or it has no numeric parameters and no record
+        of its own. One block then serves every part of a split batch and every new value set
+        between runs; a block whose values are not data (a user block that keeps its numbers in
+        the block) runs whole batches on one thread, and new values need the diagram loaded
+        again."""
+        if self.has_record():
+            return True
+        k = self.runtime_kernels()
+        return (k is None or k.params is NO_PARAMS) and \
+            not any(d.kind == "array" for d in self.all_params().values())
 
     def record(self, v: Params) -> tuple:
         """The kernels' parameter record for the values v (of v.batch members, arrays (B, ...)):
         the numbers from v, the structure (widths, state sizes, which crossings exist) from the
-        configured block, scratch for v.batch members. Writes nothing on the block."""
+        configured block, scratch for v.batch members. Writes nothing on the block. Runtime
+        methods the block overrides in Python, and initial_state, on_event, breakpoints and
+        stop_requested, then take the run's record as their last argument `p` (None: the
+        block's own, `runtime_kernels().params`). The default: no record (NO_PARAMS)."""
         return NO_PARAMS
 
     def check_values(self, v: Params) -> None:
@@ -559,7 +575,7 @@ class Block:
         values are data, with the record of its own values (`record(self.p)`)."""
         if self._kernels is None:
             k = self.kernels()
-            if k is not None and self.values_are_data:
+            if k is not None and self.has_record():
                 k = replace(k, params=self.record(self.p))
             self._kernels = k
         return self._kernels

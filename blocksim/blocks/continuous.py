@@ -82,8 +82,6 @@ class Integrator(Block):
     sample = "continuous"
     direct_feedthrough = False
 
-    values_are_data = True
-
     def check_values(self, v):
         if np.any(v.lower > v.upper):
             raise ParameterError("lower must be <= upper", block=self.name)
@@ -339,7 +337,6 @@ class LinearSystem(Block):
     in the record of the run's values (`matrices(v)`)."""
 
     sample = "continuous"
-    values_are_data = True
 
     def matrices(self, v):
         """(A, B, C, D) per channel (B, nch, ...) of the values v, and x0 (B, n_xc) or None

@@ -217,8 +217,6 @@ class PID(Block):
 
     GAIN_KEYS = ("Kp", "Ki", "Kd", "b", "c", "N", "lower", "upper", "Kb", "z0")
 
-    values_are_data = True
-
     def check_values(self, v):
         if np.any(v.N <= 0):
             raise ParameterError("N must be > 0", block=self.name)

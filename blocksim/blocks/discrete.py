@@ -44,7 +44,6 @@ class UnitDelay(Block):
               "x0": Param(0.0, "units of u", "initial output")}
     sample = "discrete"
     direct_feedthrough = False
-    values_are_data = True
 
     def resolve_widths(self, in_widths):
         w = in_widths["in"]
@@ -76,7 +75,6 @@ class ZeroOrderHold(Block):
     preserves_units = True
     params = {"period": PERIOD, "offset": OFFSET}
     sample = "discrete"
-    values_are_data = True     # it has none (period and offset are structure)
 
     def resolve_widths(self, in_widths):
         return {"out": in_widths["in"]}
@@ -160,7 +158,6 @@ class DiscreteIntegrator(Block):
               "upper": Param(np.inf, "units of u * s", "upper limit (may be inf)",
                              allow_inf=True)}
     sample = "discrete"
-    values_are_data = True
 
     def check_values(self, v):
         if np.any(v.lower > v.upper):
@@ -232,7 +229,6 @@ class DiscreteLinearSystem(Block):
     the matrices and x0 in the record of the run's values (`matrices(v)`)."""
 
     sample = "discrete"
-    values_are_data = True
 
     def matrices(self, v):
         """(A, B, C, D) per channel (B, nch, ...) of the values v, and x0 (B, n_xd) or None

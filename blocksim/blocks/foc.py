@@ -31,8 +31,6 @@ class FocBlock(JointBlock):
     (the width, crossings), `record(v)` builds the kernels' record from the values v (none for a
     transform), check_values(v) checks them."""
 
-    values_are_data = True
-
     def configure(self, in_widths, out_widths):
         self.width = max(out_widths.values())
 

@@ -54,8 +54,6 @@ class Gain(Block):
             return {"out": gain.shape[1]}
         return {"out": w}
 
-    values_are_data = True
-
     def configure(self, in_widths, out_widths):
         self._matrix = self.p.gain.ndim == 3
 
@@ -117,8 +115,6 @@ class Sum(Block):
     def input_names(self):
         return numbered_ports("in", len(self._signs))
 
-    values_are_data = True
-
     def record(self, v):
         # the signs are a string parameter: structure, the same for every value set
         return SumParams(self._signs)
@@ -178,8 +174,6 @@ class Product(Block):
 
     def input_names(self):
         return numbered_ports("in", len(self._divide))
-
-    values_are_data = True
 
     def record(self, v):
         # the ops are a string parameter: structure, the same for every value set
@@ -252,8 +246,6 @@ class Function(Block):
             return {"out": self.p.width}
         return {"out": self.compile(widths)[1]}
 
-    values_are_data = True
-
     def configure(self, in_widths, out_widths):
         # the program is structure of the expression (a string parameter and the input widths)
         compiler, width = self.compile([in_widths[p] for p in self.input_names()])
@@ -323,7 +315,6 @@ class Saturation(Elementwise):
     params = {"lower": Param(-np.inf, "units of u", "lower limit (may be -inf)", allow_inf=True),
               "upper": Param(np.inf, "units of u", "upper limit (may be inf)", allow_inf=True)}
     width_params = ("lower", "upper")
-    values_are_data = True
 
     def check_values(self, v):
         if exceeds(v, "lower", "upper"):
@@ -374,7 +365,6 @@ class DeadZone(Elementwise):
     params = {"start": Param(-0.5, "units of u", "lower end of the dead zone"),
               "end": Param(0.5, "units of u", "upper end of the dead zone")}
     width_params = ("start", "end")
-    values_are_data = True
 
     def check_values(self, v):
         if exceeds(v, "start", "end"):
@@ -457,7 +447,6 @@ class RateLimiter(Elementwise):
               "falling": Param(-1.0, "units of u / s", "largest rate of decrease (<= 0, may be -inf)",
                                allow_inf=True)}
     width_params = ("rising", "falling")
-    values_are_data = True
 
     def check_values(self, v):
         if np.any(v.rising < 0) or np.any(v.falling > 0):
@@ -509,7 +498,6 @@ class Quantizer(Elementwise):
     preserves_units = True
     params = {"interval": Param(1.0, "units of u", "quantization step (> 0)")}
     width_params = ("interval",)
-    values_are_data = True
 
     def check_values(self, v):
         if np.any(v.interval <= 0):
@@ -554,7 +542,6 @@ class KinkAtZero(Elementwise):
 
     params = {}
     is_sign = False
-    values_are_data = True
 
     def configure(self, in_widths, out_widths):
         self.n_zc = out_widths["out"]

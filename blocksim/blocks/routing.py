@@ -114,8 +114,6 @@ class Mux(Block):
             total += w
         return {"out": total}
 
-    values_are_data = True   # no values: the record is NO_PARAMS
-
     def kernels(self):
         return Kernels(output=mux_output)
 
@@ -162,8 +160,6 @@ class Demux(Block):
                              f"outputs", block=self.name, port="in")
         return {o: w // self._count for o in names}
 
-    values_are_data = True   # no values: the record is NO_PARAMS
-
     def kernels(self):
         return Kernels(output=demux_output)
 
@@ -193,8 +189,6 @@ class Selector(Block):
             raise WidthError(f"index {int(self._indices.max())} is out of range for an input of "
                              f"width {w}", block=self.name, port="in")
         return {"out": len(self._indices)}
-
-    values_are_data = True
 
     def record(self, v):
         # the indices are a parameter of kind "any" (they give the output width): structure
@@ -281,8 +275,6 @@ class Switch(Block):
             raise ParameterError(f"threshold has {tw} elements, the signals have {width}",
                                  block=self.name)
         return {"out": max(width, tw)}
-
-    values_are_data = True
 
     def configure(self, in_widths, out_widths):
         self._criterion = CRITERIA.index(self.p.criteria)

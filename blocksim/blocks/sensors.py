@@ -59,7 +59,6 @@ class Encoder(JointBlock):
     outputs = ("q", "count")
     port_units = {"q": "rad", "count": "counts"}
     width_params = ("counts", "gear")
-    values_are_data = True
 
     def check_values(self, v):
         self.positive("counts", "gear", v=v)
@@ -129,7 +128,6 @@ class MeasurementNoise(JointBlock):
               "seed": Param(0, "-", "seed of the generator", kind="int")}
     sample = "discrete"
     width_params = ("variance", "mean")
-    values_are_data = True
 
     def check_values(self, v):
         self.positive("variance", allow_zero=True, v=v)
@@ -198,7 +196,6 @@ class SampleDelay(JointBlock):
     sample = "discrete"
     direct_feedthrough = False
     width_params = ("x0",)
-    values_are_data = True
 
     def check(self):
         if self.p.delay < 1:

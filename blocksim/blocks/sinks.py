@@ -18,7 +18,6 @@ class Sink(Block):
 
     outputs = ()
     direct_feedthrough = False
-    values_are_data = True   # no values: the record is NO_PARAMS
 
     def resolve_widths(self, in_widths):
         return {}

@@ -33,7 +33,6 @@ class Constant(Block):
     params = {"value": Param(1.0, "any", "the output value (scalar or vector)")}
     inputs = ()
     sample = "constant"
-    values_are_data = True
 
     def resolve_widths(self, in_widths):
         return {"out": self.param_width("value")}
@@ -57,7 +56,6 @@ class TimeSource(Block):
     sample = "continuous"
     time_varying = True
     width_params: tuple[str, ...] = ()
-    values_are_data = True
 
     output_kernel = None
     """The module-level compiled output(t, xc, xd, u, y, p) (see Kernels)."""
@@ -328,7 +326,6 @@ class FromFile(Block):
     time_varying = True
     # no array parameters: the table comes from the file (its path, a str, is structure), read
     # once in setup(); the record carries it with the range of t accepted
-    values_are_data = True
 
     def setup(self):
         path = self.p.path
@@ -517,7 +514,6 @@ class WhiteNoise(Block):
     inputs = ()
     sample = "discrete"
     time_varying = True
-    values_are_data = True
 
     def check_values(self, v):
         if np.any(v.variance < 0):

@@ -32,7 +32,6 @@ class Trajectory(Block):
     sample = "continuous"
     time_varying = True
     width_params: tuple[str, ...] = ()
-    values_are_data = True
     """A generator's record (`record(v)`, overridden) holds what its kernel reads, precomputed from
     the values v: rows, packed rows, a path's switching times, spline coefficients per member."""
 

@@ -55,11 +55,11 @@ class CompiledDiagram:
         return all(blk.values_are_data for blk in self.blocks.values())
 
     def records(self) -> dict[str, tuple]:
-        """The kernels' parameter records of this run's values, for the blocks whose values are
-        data (the others keep their own, built with them)."""
+        """The kernels' parameter records of this run's values, for the blocks that build them
+        from values (`Block.has_record`; the others keep their own)."""
         out = {}
         for name, blk in self.blocks.items():
-            if blk.values_are_data:
+            if blk.has_record():
                 v = self.values[name]
                 k = blk.runtime_kernels() if v is blk.p else None
                 out[name] = k.params if k is not None else blk.record(v)
@@ -85,6 +85,12 @@ class CompiledDiagram:
             by_block.setdefault(name, {})[param] = value
         values = dict(self.values)
         for name, given in by_block.items():
+            blk = self.blocks[name]
+            if not blk.values_are_data:
+                raise ParameterError(
+                    f"{blk.type_name} keeps its values in the block (it builds no record from "
+                    "values, Block.record); load the diagram again with the new value",
+                    where=self.spec.blocks[name].where, block=name)
             try:
                 values[name] = self.blocks[name].changed_values(values[name], given)
             except BlocksimError as err:
@@ -126,8 +132,7 @@ class CompiledDiagram:
         return name, port
 
 
-def instantiate(spec, batch: int, batch_params: dict[tuple[str, str], Any],
-                first_member: int = 0) -> dict[str, Block]:
+def instantiate(spec, batch: int, batch_params: dict[tuple[str, str], Any]) -> dict[str, Block]:
     """One Block per block spec, parameters checked; errors carry the file and line."""
     blocks: dict[str, Block] = {}
     diagram_dir = str(_parent(spec.file))
@@ -140,8 +145,7 @@ def instantiate(spec, batch: int, batch_params: dict[tuple[str, str], Any],
         params = dict(bspec.params)
         params.update({p: v for (b, p), v in batch_params.items() if b == name})
         try:
-            blocks[name] = cls(name, params, batch=batch, diagram_dir=diagram_dir,
-                               first_member=first_member)
+            blocks[name] = cls(name, params, batch=batch, diagram_dir=diagram_dir)
         except BlocksimError as err:
             key = _param_in_message(err, bspec.param_where)
             raise err.located(where=bspec.param_where.get(key, bspec.where), block=name)
@@ -269,11 +273,11 @@ def varying_blocks(blocks, wires, sample_times, calls) -> set[str]:
     return varying
 
 
-def compile_diagram(spec, batch: int = 1, batch_params: dict[tuple[str, str], Any] | None = None,
-                    first_member: int = 0) -> CompiledDiagram:
-    """Everything before the first step: blocks, wires, widths, order, rates and state layout.
-    first_member: the index of member 0 in the whole batch, when this is one part of a batch."""
-    blocks = instantiate(spec, batch, batch_params or {}, first_member)
+def compile_diagram(spec, batch: int = 1,
+                    batch_params: dict[tuple[str, str], Any] | None = None) -> CompiledDiagram:
+    """Everything before the first step: blocks, wires, widths, order, rates and state layout,
+    and the values of the batch's members (a part of the batch is `for_members`)."""
+    blocks = instantiate(spec, batch, batch_params or {})
     wires = connect(spec, blocks)
     in_widths, out_widths = infer_widths(spec, blocks, wires)
     for name, blk in blocks.items():
@@ -296,7 +300,7 @@ def compile_diagram(spec, batch: int = 1, batch_params: dict[tuple[str, str], An
     except BlocksimError as err:
         raise err.located(where=spec.blocks[err.block].where if err.block else None)
     cd = CompiledDiagram(spec, batch, blocks, wires, in_widths, out_widths, calls, sample_times,
-                         varying_blocks(blocks, wires, sample_times, calls), first_member,
+                         varying_blocks(blocks, wires, sample_times, calls), 0,
                          values={name: blk.p for name, blk in blocks.items()})
     x = d = z = 0
     for name, blk in blocks.items():

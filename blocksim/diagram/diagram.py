@@ -46,19 +46,14 @@ class Diagram:
     def with_variant(self, variant: str | None) -> "Diagram":
         return Diagram(self.path, variant, self.overrides)
 
-    def compile(self, batch: dict[str, list] | None = None,
-                members: range | None = None) -> CompiledDiagram:
-        """Compile for one run, or for a batch: {dotted key: [value per member]}. members: compile
-        only these members of the batch (a part run on its own thread), numbered as in the whole."""
+    def compile(self, batch: dict[str, list] | None = None) -> CompiledDiagram:
+        """Compile for one run, or for a batch: {dotted key: [value per member]} (a part of a
+        batch is a member range of it, CompiledDiagram.for_members)."""
         if not batch:
             return compile_diagram(self.spec, 1)
         sizes = {key: len(values) for key, values in batch.items()}
         if len(set(sizes.values())) != 1:
             raise ParameterError(f"batch lists must all have the same length, got {sizes}")
-        first = 0
-        if members is not None:
-            batch = {key: list(values)[members.start:members.stop] for key, values in batch.items()}
-            first = members.start
         size = len(next(iter(batch.values())))
         block_params: dict[tuple[str, str], Any] = {}
         workspace = {k: v for k, v in batch.items() if k.startswith("parameters.")}
@@ -72,7 +67,7 @@ class Diagram:
             block_params[(block, param)] = BatchValue(list(values))
         if workspace:
             block_params.update(self._batched_workspace(workspace, size, block_params))
-        return compile_diagram(self.spec, size, block_params, first)
+        return compile_diagram(self.spec, size, block_params)
 
     def _batched_workspace(self, workspace, size, already):
         """Per-member specs for workspace-parameter batches; block parameters that differ become

@@ -114,7 +114,6 @@ class Simulator:
         self.log = diagram.log_settings
         self.batched = bool(batch)
         self.batch = len(next(iter(batch.values()))) if batch else 1
-        self._batch_given = batch
         self._workspace = {k: list(v) for k, v in (batch or {}).items() if k.startswith("parameters.")}
         self._threads = thread_count(self.settings, threads)
         self.values_set: dict[str, Any] = {}     # set_parameters' values, for the run's record
@@ -128,14 +127,14 @@ class Simulator:
         member ranges of `whole`, the same blocks with their members' values), else one. A split
         is ruled out from the settings alone (interpreted mode, an adaptive solver) first."""
         parts = min(self._threads, self.batch // MIN_MEMBERS_PER_THREAD)
-        if parts < 2 or self.settings.mode == "interpreted" or self.settings.adaptive:
+        if parts < 2 or self.settings.mode == "interpreted" or self.settings.adaptive \
+                or not whole.values_are_data:
             return [make_simulation(whole, self.settings, self.log)]
         bounds = [self.batch * i // parts for i in range(parts + 1)]
 
         def part(a, b):
-            cd = whole.for_members(a, b) if whole.values_are_data \
-                else self.diagram.compile(self._batch_given, range(a, b))
-            return make_simulation(cd, self.settings, self.log, whole_batch=self.batch)
+            return make_simulation(whole.for_members(a, b), self.settings, self.log,
+                                   whole_batch=self.batch)
         first = part(bounds[0], bounds[1])
         if not first.members_independent():
             return [make_simulation(whole, self.settings, self.log)]
@@ -183,22 +182,12 @@ class Simulator:
         if not changes:
             return
         whole = self.whole.with_values(changes)
-        self.parts = self._parts(whole) if whole.values_are_data else self._recompiled(changes)
+        self.parts = self._parts(whole)
         self.whole = whole
         if workspace:
             self._workspace = workspace
         self.values_set.update({key: (m[0] if values and key in values else m)
                                 for key, m in given.items()})
-
-    def _recompiled(self, changes) -> list[Simulation]:
-        """The run compiled again with the changes as batch values: for diagrams with a block
-        whose values are not yet data of the run."""
-        batch = dict(self._batch_given or {})
-        for (b, p), value in changes.items():
-            batch[f"{b}.{p}"] = value.values if isinstance(value, BatchValue) \
-                else [value] * self.batch
-        self._batch_given = batch
-        return self._parts(self.diagram.compile(batch))
 
     def _block_param(self, key: str) -> tuple[str, str]:
         block, _, param = key.partition(".")
