@@ -45,17 +45,16 @@ from ..errors import BlocksimError, ParameterError, WidthError
 from ..models import model_data as md
 from ..models.joint_law import (DAMPING, DELTA, DV, EPS, FCN, FCP, FKIND, FSN, FSP, FV, GAIN_D,
                                 GAIN_P, KIND_KARNOPP, KIND_LUGRE, Q_MAX, Q_MIN, Q_REST, SIGMA0,
-                                SIGMA1, SIGMA2, STIFFNESS, TAU_MAX, VS, crossings, neutral_law)
+                                SIGMA1, SIGMA2, STIFFNESS, TAU_MAX, VS, neutral_law)
 from ..models.robot import RobotModel
 from .base import Block, Kernels, Param, register
-from .robot_kernels import (computed_torque_output, computed_torque_rows, energy_output,
-                            energy_rows, forward_kinematics_output, forward_kinematics_rows,
-                            gravity_compensation_output, gravity_compensation_rows,
-                            inverse_dynamics_closed_form_output, inverse_dynamics_output,
-                            inverse_dynamics_rows, jacobian_output, jacobian_rows,
+from .robot_kernels import (DynamicsParams, KinematicsParams, ManipulatorParams,
+                            computed_torque_output, energy_output, forward_kinematics_output,
+                            gravity_compensation_output, inverse_dynamics_closed_form_output,
+                            inverse_dynamics_output, jacobian_output,
                             manipulator_closed_form_derivative, manipulator_derivative,
-                            manipulator_output, manipulator_outputs, manipulator_partial_output,
-                            manipulator_rates, manipulator_zero_crossings)
+                            manipulator_output, manipulator_partial_output,
+                            manipulator_zero_crossings)
 
 #: Impact speed (rad/s or m/s) below which a bounce off a joint stop is taken as inelastic, so a
 #: joint with restitution comes to rest after finitely many events.
@@ -401,9 +400,8 @@ class Manipulator(RobotBlock):
         self._law = law
         self._has_fext = "f_ext" in self.connected
         model, data = self.model_data()
-        self._p = (model, law, data, self._use_cf, p.method == "crba", self._has_fext,
-                   has_friction, has_limits, exact)
-        self._args = self._p[:8]
+        self._p = ManipulatorParams(model, law, data, self._use_cf, p.method == "crba",
+                                    self._has_fext, has_friction, has_limits, exact)
         self._lugre = p.friction == "lugre"
         self._karnopp = p.friction == "karnopp"
         self.n_xc = 3 * n if self._lugre else 2 * n
@@ -425,28 +423,21 @@ class Manipulator(RobotBlock):
         if self._lugre:
             xc[:, 2 * n:] = 0.0
 
-    def output(self, t, xc, xd, u, y):
-        manipulator_outputs(xc, u[0], u[1], y[0], y[1], y[2], y[3], *self._args, True, True, True)
-
-    def derivative(self, t, xc, xd, u, dxc):
-        manipulator_rates(xc, u[0], u[1], dxc, *self._args)
-
-    def zero_crossings(self, t, xc, xd, u, g):
-        crossings(xc, self._law, self._p[7], self._p[8], g)
-
-    def on_event(self, t, xc, xd, u, mask):
+    def on_event(self, t, xc, xd, u, mask, p=None):
         """A stop reached: q onto the limit, qd reversed and scaled by the restitution (or 0).
         A joint speed through zero under exact-sign friction: qd = 0 exactly, so the dynamics
         decide between sticking and reversing (see manipulator_accelerations). A Karnopp band
-        entered or left: nothing to reset (the crossing only ends the step there)."""
+        entered or left: nothing to reset (the crossing only ends the step there). p: the run's
+        record (None: the block's own)."""
+        p = self.runtime_kernels().params if p is None else p
         n = self.n
-        if self._has_limits:
+        if p.has_limits:
             for b, i in zip(*np.nonzero(mask[:, :n] | mask[:, n:2 * n])):
                 upper = mask[b, i]
-                xc[b, i] = self._q_max[b, i] if upper else self._q_min[b, i]
+                xc[b, i] = p.law[b, i, Q_MAX] if upper else p.law[b, i, Q_MIN]
                 bounce = -self._restitution[b, i] * xc[b, n + i]
                 xc[b, n + i] = bounce if abs(bounce) >= STOP_CAPTURE_SPEED else 0.0
-        if self._exact_friction and not self._karnopp:
+        if p.exact and not self._karnopp:
             start = 2 * n if self._has_limits else 0
             for b, i in zip(*np.nonzero(mask[:, start:start + n])):
                 xc[b, n + i] = 0.0
@@ -532,7 +523,7 @@ class _JointInputs(RobotBlock):
 
     def kernel_params(self, law, has_friction):
         model, data = self.model_data()
-        return (model, law, data, self._use_cf, has_friction)
+        return DynamicsParams(model, law, data, self._use_cf, has_friction)
 
 
 @register
@@ -563,9 +554,6 @@ class InverseDynamics(_JointInputs):
             law, has_friction = neutral_law(self.batch, self.n), False
         self._p = self.kernel_params(law, has_friction)
 
-    def output(self, t, xc, xd, u, y):
-        inverse_dynamics_rows(u[0], u[1], u[2], *self._p, y[0])
-
     def kernels(self):
         output = inverse_dynamics_closed_form_output if self._use_cf else inverse_dynamics_output
         return Kernels(output=output, params=self._p)
@@ -582,9 +570,6 @@ class GravityCompensation(_JointInputs):
 
     def configure(self, in_widths, out_widths):
         self._p = self.kernel_params(neutral_law(self.batch, self.n), False)
-
-    def output(self, t, xc, xd, u, y):
-        gravity_compensation_rows(u[0], *self._p, y[0])
 
     def kernels(self):
         return Kernels(output=gravity_compensation_output, params=self._p)
@@ -613,9 +598,6 @@ class ComputedTorque(_JointInputs):
         law[:, :, GAIN_D] = self.rows("Kd")
         self._p = self.kernel_params(law, False)
 
-    def output(self, t, xc, xd, u, y):
-        computed_torque_rows(u[0], u[1], u[2], u[3], u[4], *self._p, y[0])
-
     def kernels(self):
         return Kernels(output=computed_torque_output, params=self._p)
 
@@ -638,10 +620,7 @@ class ForwardKinematics(RobotBlock):
         return {"position": 3, "rotation": 9, "pose": 12}
 
     def configure(self, in_widths, out_widths):
-        self._p = self.model_data()
-
-    def output(self, t, xc, xd, u, y):
-        forward_kinematics_rows(u[0], *self._p, *y)
+        self._p = KinematicsParams(*self.model_data())
 
     def kernels(self):
         return Kernels(output=forward_kinematics_output, params=self._p)
@@ -663,10 +642,7 @@ class Jacobian(RobotBlock):
         return {"J": 6 * self.n}
 
     def configure(self, in_widths, out_widths):
-        self._p = self.model_data()
-
-    def output(self, t, xc, xd, u, y):
-        jacobian_rows(u[0], *self._p, y[0])
+        self._p = KinematicsParams(*self.model_data())
 
     def kernels(self):
         return Kernels(output=jacobian_output, params=self._p)
@@ -690,10 +666,7 @@ class Energy(RobotBlock):
         return {"kinetic": 1, "potential": 1, "total": 1}
 
     def configure(self, in_widths, out_widths):
-        self._p = self.model_data()
-
-    def output(self, t, xc, xd, u, y):
-        energy_rows(u[0], u[1], *self._p, *y)
+        self._p = KinematicsParams(*self.model_data())
 
     def kernels(self):
         return Kernels(output=energy_output, params=self._p)
