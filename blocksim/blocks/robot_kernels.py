@@ -44,10 +44,14 @@ def _holds(memo, b, start, x, count):
 # ============================================================================ Manipulator
 
 ManipulatorParams = namedtuple(
-    "ManipulatorParams", "model law data use_cf crba has_fext has_friction has_limits exact")
+    "ManipulatorParams", "model law data use_cf crba has_fext has_friction has_limits exact resets")
 """The Manipulator's record: Model, law (B, n, N_LAW), Data; use_cf (closed-form 2R), crba
 (forward dynamics by CRBA), has_fext (the wrench input is wired), has_friction, has_limits (joint
-stops, zero crossings), exact (exact-sign friction or Karnopp band edges: zero crossings)."""
+stops, zero crossings), exact (exact-sign friction or Karnopp band edges: zero crossings); resets
+(B, n, 3), the values only the Python-side methods read, columns RESET_Q0, RESET_QD0 (the initial
+state) and RESTITUTION (the bounce off a stop)."""
+
+RESET_Q0, RESET_QD0, RESTITUTION = range(3)
 
 @njit(cache=True, error_model="numpy", inline="always")
 def manipulator_accelerations(xc, tau, fext, model, law, data, use_cf, crba, has_fext,
