@@ -19,7 +19,7 @@ from blocksim.errors import ParameterError
 
 CONTRACT_MODULES = {f"blocksim.blocks.{m}" for m in
                     ("sources", "math", "routing", "continuous", "discrete", "sinks", "control",
-                     "trajectories", "sensors", "actuators", "foc")}
+                     "trajectories", "sensors", "actuators", "foc", "robot")}
 
 MORE_CONFIGS = {
     "PID": [{}, {"Kd": 0.1}, {"period": 0.01, "Ki": 2.0, "Kd": 0.1, "antiwindup": "clamping",
@@ -45,7 +45,35 @@ MORE_CONFIGS = {
                            "v_max": 48.0}],
     "Inverter": [{"vdc": 48.0}, {"vdc": 48.0, "frame": "alphabeta"}],
     "SVPWM": [{"vdc": 48.0}],
+    "Manipulator": [{"robot": "two_link"},
+                    {"robot": "two_link", "friction": "coulomb_viscous", "Fv": [0.5, 0.3],
+                     "Fc": [1.0, 0.5], "friction_smoothing": 1e-3},
+                    {"robot": "two_link", "friction": "stribeck", "Fc": 1.0, "Fs": 1.5, "vs": 0.1,
+                     "q_min": -1.0, "q_max": [1.0, 1.5], "restitution": 0.5, "tau_max": 5.0,
+                     "damping": 0.1, "stiffness": 2.0, "q0": [0.1, -0.2]},
+                    {"robot": "two_link", "friction": "lugre", "sigma0": 1e3, "sigma1": 10.0,
+                     "Fc": 1.0, "Fs": 1.5},
+                    {"robot": "two_link", "friction": "karnopp", "Fc": 1.0, "Fs": 1.5,
+                     "dv": 1e-2, "payload_mass": 0.5},
+                    {"robot": "two_link_point_mass", "closed_form": "never", "method": "crba",
+                     "param_error": [0.0, 0.1], "gravity": [0.0, -9.81, 0.0]}],
+    "InverseDynamics": [{"robot": "two_link"},
+                        {"robot": "two_link", "include_friction": True, "param_error": [0.0, 0.1]},
+                        {"robot": "two_link", "closed_form": "never", "mass_scale": [1.0, 1.2],
+                         "include_friction": True, "friction": "stribeck", "Fc": 1.0, "Fs": 1.5}],
+    "GravityCompensation": [{"robot": "two_link"},
+                            {"robot": "two_link_point_mass", "closed_form": "never",
+                             "payload_mass": 0.5}],
+    "ComputedTorque": [{"robot": "two_link", "Kp": [400.0, 200.0], "Kd": [40.0, 20.0]},
+                       {"robot": "two_link", "closed_form": "never", "Kp": 100.0, "Kd": 20.0,
+                        "payload_mass": 0.2}],
+    "ForwardKinematics": [{"robot": "two_link"}],
+    "Jacobian": [{"robot": "two_link"}],
+    "Energy": [{"robot": "two_link_point_mass", "payload_mass": 0.5}],
 }
+
+CONTRACT_WIDTHS = {"Manipulator": {"tau": 2, "f_ext": 6}}
+"""Input widths of the blocks whose inputs are not all of width 2 (the Manipulator's wrench)."""
 
 
 def contract_checks(tmp_path):
@@ -58,7 +86,8 @@ def contract_checks(tmp_path):
                 connected = ("ref", "meas")           # the filtered derivative
             else:
                 connected = None
-            yield BlockCheck(type_name, params, in_widths=2, batch=2, diagram_dir=str(tmp_path),
+            yield BlockCheck(type_name, params, in_widths=CONTRACT_WIDTHS.get(type_name, 2),
+                             batch=2, diagram_dir=str(tmp_path),
                              connected=connected)
 
 

@@ -28,11 +28,12 @@ auto`), which equal the general RNEA/ABA to 1e-12 and are several times faster.
 
 The physics is in `models`: the rigid-body algorithms and the kinematics on the robot's Model and
 Data (`models.model_data`, `models.kinematics`), the per-joint law (`models.joint_law`) and the
-plant's forward dynamics under it (`models.plant`). The blocks here map parameters onto the
-Model, the law rows and a Data workspace, allocated once in configure(); their kernels
-(`blocks.robot_kernels`) map ports onto those functions. Compiled mode calls the kernels'
-adapters with the same parameter tuple the Python methods use, so both modes compute identical
-numbers.
+plant's forward dynamics under it (`models.plant`). The blocks here map parameter values onto
+their kernels' record (`blocks.robot_kernels`): the Model, the law rows and a Data workspace for
+the values' members, built by `record(values)`; the values are data of a run (one block serves
+every part of a split batch and new values between runs), the structure (the robot and its links,
+n, the friction law's kind, which crossings and law terms exist, the closed form) is the block's.
+Both modes run the kernels with that record, so they compute identical numbers.
 """
 from __future__ import annotations
 
@@ -45,17 +46,17 @@ from ..errors import BlocksimError, ParameterError, WidthError
 from ..models import model_data as md
 from ..models.joint_law import (DAMPING, DELTA, DV, EPS, FCN, FCP, FKIND, FSN, FSP, FV, GAIN_D,
                                 GAIN_P, KIND_KARNOPP, KIND_LUGRE, Q_MAX, Q_MIN, Q_REST, SIGMA0,
-                                SIGMA1, SIGMA2, STIFFNESS, TAU_MAX, VS, crossings, neutral_law)
+                                SIGMA1, SIGMA2, STIFFNESS, TAU_MAX, VS, neutral_law)
 from ..models.robot import RobotModel
 from .base import Block, Kernels, Param, register
-from .robot_kernels import (computed_torque_output, computed_torque_rows, energy_output,
-                            energy_rows, forward_kinematics_output, forward_kinematics_rows,
-                            gravity_compensation_output, gravity_compensation_rows,
+from ._kernels import kernel_params, packed
+from .robot_kernels import (RESET_Q0, RESET_QD0, RESTITUTION, DynamicsParams, KinematicsParams,
+                            ManipulatorParams, computed_torque_output, energy_output,
+                            forward_kinematics_output, gravity_compensation_output,
                             inverse_dynamics_closed_form_output, inverse_dynamics_output,
-                            inverse_dynamics_rows, jacobian_output, jacobian_rows,
-                            manipulator_closed_form_derivative, manipulator_derivative,
-                            manipulator_output, manipulator_outputs, manipulator_partial_output,
-                            manipulator_rates, manipulator_zero_crossings)
+                            jacobian_output, manipulator_closed_form_derivative,
+                            manipulator_derivative, manipulator_output, manipulator_partial_output,
+                            manipulator_zero_crossings)
 
 #: Impact speed (rad/s or m/s) below which a bounce off a joint stop is taken as inelastic, so a
 #: joint with restitution comes to rest after finitely many events.
@@ -156,93 +157,151 @@ def _per_link(value: np.ndarray, n: int, key: str) -> np.ndarray:
     return v
 
 
+def _key(value) -> tuple:
+    """A float array as a hashable key of its very bits (shape, bytes): -0.0 is not 0.0."""
+    value = np.asarray(value, dtype=float)
+    return value.shape, value.tobytes()
+
+
+def _unkey(key) -> np.ndarray:
+    """The (read-only) float array of a _key."""
+    shape, raw = key
+    return np.frombuffer(raw).reshape(shape)
+
+
+def frozen_links(links):
+    """The `links` overrides checked and made hashable, in their order: ((key, ((field, value),
+    ...)), ...) with numeric values as _keys; None for no overrides."""
+    if links is None:
+        return None
+    if not isinstance(links, dict):
+        raise ParameterError("links must be a mapping {link: {mass, com, inertia}}")
+    out = []
+    for key, spec in links.items():
+        if not isinstance(spec, dict) or set(spec) - {"mass", "com", "inertia"}:
+            raise ParameterError(f"links: link {key} takes a mapping with mass (kg), com (m) and "
+                                 f"inertia (kg m^2, about the com), got {spec!r}")
+        fields = []
+        for field, value in spec.items():
+            try:
+                value = _key(float(value) if field == "mass" else value)
+            except (TypeError, ValueError):
+                raise ParameterError(f"links: link {key}: {field} must be numeric, got "
+                                     f"{value!r}") from None
+            fields.append((field, value))
+        out.append((key, tuple(fields)))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=64)
+def _with_links(model: RobotModel, links) -> RobotModel:
+    """model with the (frozen) link overrides applied, in their order."""
+    for key, spec in links:
+        model = model.with_link_params(_link_index(key, model),
+                                       **{k: float(_unkey(v)) if k == "mass" else _unkey(v)
+                                          for k, v in spec})
+    return model
+
+
+#: The array parameters that make one batch member's robot differ from the file's, in the order
+#: they are applied (`_member_model`).
+MEMBER_KEYS = ("mass_scale", "param_error", "payload_mass", "payload_com", "payload_inertia",
+               "gravity")
+
+
+@functools.lru_cache(maxsize=2048)
+def _member_model(model: RobotModel, values: tuple, rotor_inertia) -> RobotModel:
+    """One batch member's model from the robot with its links (`model`) and that member's values
+    of MEMBER_KEYS (_keys, None when not given): mass_scale, then param_error, then payload,
+    gravity, rotor inertia. Kept (a block's values are checked, give its structure and its record:
+    one model each), so a member's model is built once."""
+    mass_scale, param_error, payload_mass, payload_com, payload_inertia, gravity = (
+        None if k is None else _unkey(k) for k in values)
+    n = model.n
+    scale = _per_link(mass_scale, n, "mass_scale")
+    for i in np.nonzero(scale != 1.0)[0]:
+        mass = model.standard_parameters()[10 * i]
+        model = model.with_link_params(int(i), mass=mass * scale[i])
+    error = _per_link(param_error, n, "param_error")
+    if np.any(1.0 + error <= 0.0):
+        raise ParameterError("param_error must be > -1 (masses stay positive)")
+    if np.any(error != 0.0):
+        model = model.scaled(1.0 + error)
+    if float(payload_mass) != 0.0:
+        model = model.with_payload(float(payload_mass), payload_com, payload_inertia)
+    options = {}
+    if gravity is not None:
+        options["gravity"] = np.asarray(gravity, dtype=float).reshape(3)
+    if rotor_inertia is not None:
+        options["rotor_inertia"] = rotor_inertia
+    return model.with_options(**options) if options else model
+
+
 class RobotBlock(Block):
-    """Base of the robot blocks: resolves the robot parameters into per-member RobotModels, their
-    stacked numba Model `self._model` (`models.model_data`; one row per member, or one row when
-    every batch member has the same robot) and `self._use_cf` (closed-form 2R kernels)."""
+    """Base of the robot blocks. Structure (fixed when the block is built): the robot with its
+    `links` overrides (`self.model`, kinds str and any), its joint count `self.n`, and
+    `self._use_cf` (closed-form 2R kernels, when every member's robot has the closed form). Values
+    (data of a run, `record(v)`): the per-member RobotModels of v stacked into one numba Model
+    (`models.model_data`; one row per member, or one row when every member of v has the same
+    robot) and a Data workspace for v.batch members."""
 
     params = {**ROBOT_PARAMS}
     uses_closed_form = False
+    values_are_data = True
 
-    def setup(self):
+    def robot_of(self, v) -> RobotModel:
+        """The robot of the values v with its link overrides (kept: the same object each time)."""
         try:
-            base = load_robot(self.p.robot, self.diagram_dir)
-            base = self._apply_links(base)
+            model = load_robot(v.robot, self.diagram_dir)
+            links = frozen_links(v.links)
+            return model if links is None else _with_links(model, links)
         except BlocksimError as err:
             raise err.located(block=self.name)
-        self.n = base.n
+
+    def member_models(self, v) -> list[RobotModel]:
+        """The RobotModels of the members of v: one per member, or one when they are all the same."""
+        robot = self.robot_of(v)
+        arrays = [getattr(v, k) for k in MEMBER_KEYS]
         models, members = {}, []
-        for b in range(self.batch):
-            key = tuple(np.asarray(getattr(self.p, k)[b]).tobytes() if getattr(self.p, k) is not None
-                        else b"" for k in ("param_error", "mass_scale", "payload_mass", "payload_com",
-                                           "payload_inertia", "gravity"))
+        for b in range(v.batch):
+            key = tuple(None if a is None else _key(a[b]) for a in arrays)
             if key not in models:
                 try:
-                    models[key] = self._member_model(base, b)
+                    models[key] = _member_model(robot, key, v.rotor_inertia)
                 except BlocksimError as err:
                     raise err.located(block=self.name)
                 except (ValueError, TypeError) as err:
                     raise ParameterError(str(err), block=self.name) from None
             members.append(models[key])
-        self.models = members if len(models) > 1 else members[:1]
-        self.model = self.models[0]
-        self._use_cf = self._closed_form()
-        self._model = md.stack_model(self.models, self._use_cf)
-        self.check()
+        return members if len(models) > 1 else members[:1]
 
-    def check(self):
-        """Subclass checks of their own parameters (raise ParameterError)."""
+    def check_values(self, v):
+        """Every member's robot can be built (link and per-member values fit the robot)."""
+        self.member_models(v)
 
-    def _apply_links(self, model: RobotModel) -> RobotModel:
-        links = self.p.links
-        if links is None:
-            return model
-        if not isinstance(links, dict):
-            raise ParameterError("links must be a mapping {link: {mass, com, inertia}}")
-        for key, spec in links.items():
-            i = _link_index(key, model)
-            if not isinstance(spec, dict) or set(spec) - {"mass", "com", "inertia"}:
-                raise ParameterError(f"links: link {key} takes a mapping with mass (kg), com (m) and "
-                                     f"inertia (kg m^2, about the com), got {spec!r}")
-            model = model.with_link_params(i, **{k: np.asarray(v, dtype=float) if k != "mass"
-                                                 else float(v) for k, v in spec.items()})
-        return model
+    def setup(self):
+        self.model = self.robot_of(self.p)
+        self.n = self.model.n
+        self._use_cf = self.closed_form_of(self.p)
 
-    def _member_model(self, model: RobotModel, b: int) -> RobotModel:
-        """Batch member b's model: mass_scale, then param_error, then payload, gravity, rotor inertia."""
-        p, n = self.p, model.n
-        scale = _per_link(p.mass_scale[b], n, "mass_scale")
-        for i in np.nonzero(scale != 1.0)[0]:
-            mass = model.standard_parameters()[10 * i]
-            model = model.with_link_params(int(i), mass=mass * scale[i])
-        error = _per_link(p.param_error[b], n, "param_error")
-        if np.any(1.0 + error <= 0.0):
-            raise ParameterError("param_error must be > -1 (masses stay positive)")
-        if np.any(error != 0.0):
-            model = model.scaled(1.0 + error)
-        if float(p.payload_mass[b]) != 0.0:
-            model = model.with_payload(float(p.payload_mass[b]), p.payload_com[b],
-                                       p.payload_inertia[b])
-        options = {}
-        if p.gravity is not None:
-            options["gravity"] = np.asarray(p.gravity[b], dtype=float).reshape(3)
-        if p.rotor_inertia is not None:
-            options["rotor_inertia"] = p.rotor_inertia
-        return model.with_options(**options) if options else model
-
-    def _closed_form(self) -> bool:
-        """True when this block uses the planar 2R closed-form kernels."""
-        use_cf = (self.uses_closed_form and self.p.closed_form == "auto"
-                  and all(m.closed_form is not None for m in self.models))
+    def closed_form_of(self, v) -> bool:
+        """True when the planar 2R closed-form kernels serve the values v (structure)."""
+        use_cf = (self.uses_closed_form and v.closed_form == "auto"
+                  and all(m.closed_form is not None for m in self.member_models(v)))
         if use_cf and self.n != 2:
             raise BlocksimError(f"closed-form kernels are for 2 joints, robot has {self.n}")
         return bool(use_cf)
 
-    def model_data(self) -> tuple:
-        """The block's Model and a fresh Data workspace for its batch, checked against each other."""
-        data = md.make_data(self.n, self.batch)
-        md.check(self._model, data, self.batch)
-        return self._model, data
+    def structure(self, v):
+        return self.closed_form_of(v)
+
+    def model_data(self, v) -> tuple:
+        """The Model of the values v and a fresh Data workspace for v.batch members, checked
+        against each other."""
+        model = md.stack_model(self.member_models(v), self._use_cf)
+        data = md.make_data(self.n, v.batch)
+        md.check(model, data, v.batch)
+        return model, data
 
     def joint_width(self, port: str, width, expected: int | None = None):
         """Check an input's width against the robot's joint count n (or `expected`)."""
@@ -251,15 +310,16 @@ class RobotBlock(Block):
             raise WidthError(f"input has width {width}, robot '{self.model.name}' needs {need}",
                              block=self.name, port=port)
 
-    def rows(self, key: str) -> np.ndarray:
-        """An array parameter as (B, n) (scalar or per joint)."""
-        value = getattr(self.p, key)
+    def rows(self, key: str, v=None) -> np.ndarray:
+        """An array parameter of the values v (the block's own by default) as (B, n) (scalar or
+        per joint)."""
+        value = getattr(self.p if v is None else v, key)
         if value.ndim == 2 and value.shape[1] not in (1, self.n):
             raise ParameterError(f"'{key}' needs 1 or {self.n} values (one per joint), got "
                                  f"{value.shape[1]}", block=self.name)
         if value.ndim > 2:
             raise ParameterError(f"'{key}' must be a scalar or a vector", block=self.name)
-        return np.ascontiguousarray(self.param_as_row(key, self.n))
+        return np.ascontiguousarray(self.param_as_row(key, self.n, v))
 
 
 # ============================================================================ Manipulator
@@ -335,45 +395,48 @@ class Manipulator(RobotBlock):
     def unwired_width(self, port):
         return 6 if port == "f_ext" else super().unwired_width(port)
 
-    def check(self):
-        p = self.p
+    def check_values(self, v):
+        super().check_values(v)
         for key in ("Fv", "Fc", "damping", "stiffness", "vs", "delta", "tau_max"):
-            value = getattr(p, key)
+            value = getattr(v, key)
             if np.any(value < 0) or (key in ("vs", "delta", "tau_max") and np.any(value == 0)):
                 raise ParameterError(f"'{key}' must be {'> 0' if key in ('vs', 'delta', 'tau_max') else '>= 0'}",
                                      block=self.name)
-        if p.friction_smoothing is not None and np.any(p.friction_smoothing < 0):
+        if v.friction_smoothing is not None and np.any(v.friction_smoothing < 0):
             raise ParameterError("friction_smoothing must be >= 0", block=self.name)
-        if np.any(p.restitution < 0) or np.any(p.restitution > 1):
+        if np.any(v.restitution < 0) or np.any(v.restitution > 1):
             raise ParameterError("restitution must lie in [0, 1]", block=self.name)
-        if np.any(p.q_min > p.q_max):
-            raise ParameterError("q_min must be <= q_max", block=self.name)
-        if p.friction in ("none", "model") and (np.any(p.Fv != 0) or np.any(p.Fc != 0) or p.Fs is not None):
+        # per member: a scalar limit of shape (B,) against the other's (B, n) rows
+        lower, upper = (x.reshape(x.shape[0], -1) for x in (v.q_min, v.q_max))
+        if lower.shape[1] in (1, upper.shape[1]) or upper.shape[1] == 1:
+            if np.any(lower > upper):
+                raise ParameterError("q_min must be <= q_max", block=self.name)
+        if v.friction in ("none", "model") and (np.any(v.Fv != 0) or np.any(v.Fc != 0) or v.Fs is not None):
             raise ParameterError(f"Fv, Fc and Fs set the coulomb_viscous, stribeck, lugre and karnopp "
-                                 f"laws; with friction: {p.friction} they have no effect", block=self.name)
-        sigmas = [k for k in ("sigma0", "sigma1", "sigma2") if getattr(p, k) is not None]
-        if p.friction != "lugre" and sigmas:
-            raise ParameterError(f"{', '.join(sigmas)} set the lugre law; with friction: {p.friction} "
+                                 f"laws; with friction: {v.friction} they have no effect", block=self.name)
+        sigmas = [k for k in ("sigma0", "sigma1", "sigma2") if getattr(v, k) is not None]
+        if v.friction != "lugre" and sigmas:
+            raise ParameterError(f"{', '.join(sigmas)} set the lugre law; with friction: {v.friction} "
                                  f"they have no effect", block=self.name)
-        if p.friction == "lugre":
-            if p.sigma0 is None or np.any(p.sigma0 <= 0):
+        if v.friction == "lugre":
+            if v.sigma0 is None or np.any(v.sigma0 <= 0):
                 raise ParameterError("friction: lugre needs sigma0 > 0 (bristle stiffness, N m/rad)",
                                      block=self.name)
             for key in ("sigma1", "sigma2"):
-                if getattr(p, key) is not None and np.any(getattr(p, key) < 0):
+                if getattr(v, key) is not None and np.any(getattr(v, key) < 0):
                     raise ParameterError(f"'{key}' must be >= 0", block=self.name)
-            if np.any(p.Fc <= 0) or (p.Fs is not None and np.any(p.Fs <= 0)):
+            if np.any(v.Fc <= 0) or (v.Fs is not None and np.any(v.Fs <= 0)):
                 raise ParameterError("friction: lugre needs Fc > 0 and Fs > 0 (the Stribeck level g "
                                      "divides the bristle rate)", block=self.name)
-            if np.any(p.Fv != 0):
+            if np.any(v.Fv != 0):
                 raise ParameterError("friction: lugre takes its viscous term from sigma2, not Fv",
                                      block=self.name)
-        if p.friction in ("lugre", "karnopp") and p.friction_smoothing is not None:
+        if v.friction in ("lugre", "karnopp") and v.friction_smoothing is not None:
             raise ParameterError(f"friction_smoothing smooths the static laws' sign; friction: "
-                                 f"{p.friction} has none to smooth", block=self.name)
-        if p.friction == "karnopp" and np.any(p.dv <= 0):
+                                 f"{v.friction} has none to smooth", block=self.name)
+        if v.friction == "karnopp" and np.any(v.dv <= 0):
             raise ParameterError("'dv' must be > 0", block=self.name)
-        if p.Fs is not None and np.any(p.Fs < 0):
+        if v.Fs is not None and np.any(v.Fs < 0):
             raise ParameterError("'Fs' must be >= 0", block=self.name)
 
     def resolve_widths(self, in_widths):
@@ -384,106 +447,114 @@ class Manipulator(RobotBlock):
     def feedthrough(self):
         return {("tau", "qdd"), ("f_ext", "qdd")}
 
-    def configure(self, in_widths, out_widths):
-        p, n = self.p, self.n
-        self._q0 = self.rows("q0")
-        self._qd0 = self.rows("qd0")
-        law, has_friction, exact = friction_law(self, self.model)
-        self._q_min = self.rows("q_min")
-        self._q_max = self.rows("q_max")
-        self._restitution = self.rows("restitution")
-        has_limits = bool(np.any(np.isfinite(self._q_min)) or np.any(np.isfinite(self._q_max)))
+    def law_of(self, v):
+        """The joint law (B, n, N_LAW) of the values v (friction, torque limit, damping, spring,
+        stops) and what of it decides the structure: whether it has friction, stops (has_limits)
+        and exact-sign crossings (exact), and whether a joint can stick (can_stick)."""
+        law, has_friction, exact = friction_law(self, v)
+        q_min, q_max = self.rows("q_min", v), self.rows("q_max", v)
+        has_limits = bool(np.any(np.isfinite(q_min)) or np.any(np.isfinite(q_max)))
         for col, key in ((TAU_MAX, "tau_max"), (DAMPING, "damping"), (STIFFNESS, "stiffness"),
                          (Q_REST, "q_rest")):
-            law[:, :, col] = self.rows(key)
-        law[:, :, Q_MIN] = self._q_min
-        law[:, :, Q_MAX] = self._q_max
-        self._law = law
+            law[:, :, col] = self.rows(key, v)
+        law[:, :, Q_MIN] = q_min
+        law[:, :, Q_MAX] = q_max
+        static = (law[:, :, FSP] > 0.0) | (law[:, :, FSN] > 0.0)
+        can_stick = bool(np.any(static & (law[:, :, EPS] == 0.0)))
+        return law, has_friction, has_limits, exact, can_stick
+
+    def structure(self, v):
+        """Closed form, stops, exact-sign crossings, and the closed-form-only derivative."""
+        _, _, has_limits, exact, can_stick = self.law_of(v)
+        use_cf = self.closed_form_of(v)
+        return use_cf, has_limits, exact, self._closed_form_only(use_cf, has_limits, can_stick)
+
+    def _closed_form_only(self, use_cf, has_limits, can_stick) -> bool:
+        """True when the planar 2R's closed form alone gives qdd for every member and state: no
+        joint can stick (exact-sign friction with a static level, a Karnopp band) or rest on a
+        stop, and there is no wrench input, no LuGre state and no CRBA request."""
+        return bool(use_cf and self.p.method != "crba" and "f_ext" not in self.connected
+                    and not has_limits and self.p.friction not in ("lugre", "karnopp")
+                    and not can_stick)
+
+    def configure(self, in_widths, out_widths):
+        p, n = self.p, self.n
+        for key in ("q0", "qd0", "restitution"):
+            self.rows(key)                       # their shapes (the values are the record's)
+        _, self._has_friction, self._has_limits, self._exact, can_stick = self.law_of(p)
         self._has_fext = "f_ext" in self.connected
-        model, data = self.model_data()
-        self._p = (model, law, data, self._use_cf, p.method == "crba", self._has_fext,
-                   has_friction, has_limits, exact)
-        self._args = self._p[:8]
+        self._crba = p.method == "crba"
         self._lugre = p.friction == "lugre"
         self._karnopp = p.friction == "karnopp"
+        self._cf_only = self._closed_form_only(self._use_cf, self._has_limits, can_stick)
         self.n_xc = 3 * n if self._lugre else 2 * n
-        self._has_limits = has_limits
-        self._exact_friction = exact
-        self.n_zc = (2 * n if has_limits else 0) + (n if exact else 0)
-        self.zc_directions = np.array([1] * (2 * n if has_limits else 0) + [0] * (n if exact else 0),
-                                      dtype=np.int64)
+        limits, exact = 2 * n if self._has_limits else 0, n if self._exact else 0
+        self.n_zc = limits + exact
+        self.zc_directions = np.array([1] * limits + [0] * exact, dtype=np.int64)
+
+    def record(self, v):
+        law = self.law_of(v)[0]
+        model, data = self.model_data(v)
+        resets = packed(self.rows("q0", v), self.rows("qd0", v), self.rows("restitution", v))
+        return kernel_params(ManipulatorParams, model=model, law=law, data=data,
+                             use_cf=self._use_cf, crba=self._crba, has_fext=self._has_fext,
+                             has_friction=self._has_friction, has_limits=self._has_limits,
+                             exact=self._exact, resets=resets)
 
     def state_names(self):
         names = self.model.joint_names
         z = [f"z[{j}]" for j in names] if self._lugre else []
         return [f"q[{j}]" for j in names] + [f"qd[{j}]" for j in names] + z, []
 
-    def initial_state(self, xc, xd):
+    def initial_state(self, xc, xd, p=None):
+        """q0, qd0 of the run's record p (None: the block's own); LuGre bristles at rest."""
+        p = self.runtime_kernels().params if p is None else p
         n = self.n
-        xc[:, :n] = self._q0
-        xc[:, n:2 * n] = self._qd0
+        xc[:, :n] = p.resets[:, :, RESET_Q0]
+        xc[:, n:2 * n] = p.resets[:, :, RESET_QD0]
         if self._lugre:
             xc[:, 2 * n:] = 0.0
 
-    def output(self, t, xc, xd, u, y):
-        manipulator_outputs(xc, u[0], u[1], y[0], y[1], y[2], y[3], *self._args, True, True, True)
-
-    def derivative(self, t, xc, xd, u, dxc):
-        manipulator_rates(xc, u[0], u[1], dxc, *self._args)
-
-    def zero_crossings(self, t, xc, xd, u, g):
-        crossings(xc, self._law, self._p[7], self._p[8], g)
-
-    def on_event(self, t, xc, xd, u, mask):
+    def on_event(self, t, xc, xd, u, mask, p=None):
         """A stop reached: q onto the limit, qd reversed and scaled by the restitution (or 0).
         A joint speed through zero under exact-sign friction: qd = 0 exactly, so the dynamics
         decide between sticking and reversing (see manipulator_accelerations). A Karnopp band
-        entered or left: nothing to reset (the crossing only ends the step there)."""
+        entered or left: nothing to reset (the crossing only ends the step there). p: the run's
+        record (None: the block's own)."""
+        p = self.runtime_kernels().params if p is None else p
         n = self.n
-        if self._has_limits:
+        if p.has_limits:
             for b, i in zip(*np.nonzero(mask[:, :n] | mask[:, n:2 * n])):
                 upper = mask[b, i]
-                xc[b, i] = self._q_max[b, i] if upper else self._q_min[b, i]
-                bounce = -self._restitution[b, i] * xc[b, n + i]
+                xc[b, i] = p.law[b, i, Q_MAX] if upper else p.law[b, i, Q_MIN]
+                bounce = -p.resets[b, i, RESTITUTION] * xc[b, n + i]
                 xc[b, n + i] = bounce if abs(bounce) >= STOP_CAPTURE_SPEED else 0.0
-        if self._exact_friction and not self._karnopp:
-            start = 2 * n if self._has_limits else 0
+        if p.exact and not self._karnopp:
+            start = 2 * n if p.has_limits else 0
             for b, i in zip(*np.nonzero(mask[:, start:start + n])):
                 xc[b, n + i] = 0.0
         return False
 
-    def closed_form_only(self) -> bool:
-        """True when the planar 2R's closed form alone gives qdd for every member and state: no
-        joint can stick (exact-sign friction with a static level, a Karnopp band) or rest on a
-        stop, and there is no wrench input, no LuGre state and no CRBA request."""
-        law = self._law
-        static = (law[:, :, FSP] > 0.0) | (law[:, :, FSN] > 0.0)
-        can_stick = bool(np.any(static & (law[:, :, EPS] == 0.0)))
-        return bool(self._use_cf and self.p.method != "crba" and not self._has_fext
-                    and not self._has_limits and not self._lugre and not self._karnopp
-                    and not can_stick)
-
     def kernels(self):
-        derivative = (manipulator_closed_form_derivative if self.closed_form_only()
-                      else manipulator_derivative)
+        derivative = manipulator_closed_form_derivative if self._cf_only else manipulator_derivative
         return Kernels(output=manipulator_output, partial_output=manipulator_partial_output,
                        derivative=derivative,
-                       zero_crossings=manipulator_zero_crossings if self.n_zc else None,
-                       params=self._p)
+                       zero_crossings=manipulator_zero_crossings if self.n_zc else None)
 
 
-def friction_law(block: RobotBlock, model: RobotModel):
-    """The block's per-joint law array (B, n, N_LAW) with the friction columns of its `friction`
-    law filled (the others neutral: no torque limit, damping, spring or stops), whether it has
-    friction, and whether its sign is exact with a nonzero Coulomb level (needs zero crossings)."""
-    p, n, B = block.p, block.n, block.batch
-    kind = p.friction
+def friction_law(block: RobotBlock, v):
+    """The per-joint law array (B, n, N_LAW) of the block's values v with the friction columns of
+    its `friction` law filled (the others neutral: no torque limit, damping, spring or stops),
+    whether it has friction, and whether its sign is exact with a nonzero Coulomb level (needs
+    zero crossings). The `model` law reads the robot file's coefficients."""
+    model, n, B = block.model, block.n, v.batch
+    kind = v.friction
     zeros = np.zeros((B, n))
-    if p.friction_smoothing is None:
+    if v.friction_smoothing is None:
         eps = np.full((B, n), model.friction_smoothing if kind == "model" else 0.0)
     else:
-        eps = block.rows("friction_smoothing")
-    vs, delta = block.rows("vs"), block.rows("delta")
+        eps = block.rows("friction_smoothing", v)
+    vs, delta = block.rows("vs", v), block.rows("delta", v)
     if kind == "none":
         Fv = Fcp = Fcn = zeros
     elif kind == "model":
@@ -491,10 +562,11 @@ def friction_law(block: RobotBlock, model: RobotModel):
         Fcp = np.broadcast_to(model.coulomb_pos, (B, n))
         Fcn = np.broadcast_to(-model.coulomb_neg, (B, n))
     else:
-        Fv, Fcp = block.rows("Fv"), block.rows("Fc")
+        Fv, Fcp = block.rows("Fv", v), block.rows("Fc", v)
         Fcn = Fcp
     dynamic = kind in ("lugre", "karnopp")
-    Fs = block.rows("Fs") if (kind in ("stribeck", "lugre", "karnopp") and p.Fs is not None) else Fcp
+    Fs = (block.rows("Fs", v) if (kind in ("stribeck", "lugre", "karnopp") and v.Fs is not None)
+          else Fcp)
     Fsn = Fs if kind in ("stribeck", "lugre", "karnopp") else Fcn
     if dynamic:
         eps = zeros                       # LuGre has no sign; Karnopp slips with the exact sign
@@ -506,13 +578,13 @@ def friction_law(block: RobotBlock, model: RobotModel):
         law[:, :, col] = value
     if kind == "lugre":
         law[:, :, FKIND] = KIND_LUGRE
-        law[:, :, SIGMA0] = block.rows("sigma0")
+        law[:, :, SIGMA0] = block.rows("sigma0", v)
         for col, key in ((SIGMA1, "sigma1"), (SIGMA2, "sigma2")):
-            law[:, :, col] = block.rows(key) if getattr(p, key) is not None else 0.0
+            law[:, :, col] = block.rows(key, v) if getattr(v, key) is not None else 0.0
         exact = False                     # no mode switch: pre-sliding is a spring
     elif kind == "karnopp":
         law[:, :, FKIND] = KIND_KARNOPP
-        law[:, :, DV] = block.rows("dv")
+        law[:, :, DV] = block.rows("dv", v)
         exact = True                      # the band edges |qd| = dv are zero crossings
     return law, has, exact
 
@@ -530,9 +602,11 @@ class _JointInputs(RobotBlock):
             self.joint_width(port, w)
         return {o: self.n for o in self.output_names()}
 
-    def kernel_params(self, law, has_friction):
-        model, data = self.model_data()
-        return (model, law, data, self._use_cf, has_friction)
+    def dynamics_record(self, v, law, has_friction):
+        """The block's record for the values v with this law."""
+        model, data = self.model_data(v)
+        return kernel_params(DynamicsParams, model=model, law=law, data=data, use_cf=self._use_cf,
+                             has_friction=has_friction)
 
 
 @register
@@ -557,18 +631,16 @@ class InverseDynamics(_JointInputs):
     outputs = ("tau",)
 
     def configure(self, in_widths, out_widths):
-        if self.p.include_friction:
-            law, has_friction, _ = friction_law(self, self.model)
-        else:
-            law, has_friction = neutral_law(self.batch, self.n), False
-        self._p = self.kernel_params(law, has_friction)
+        # friction: the law's kind decides; its rows are the record's (built here for their shapes)
+        self._has_friction = self.p.include_friction and friction_law(self, self.p)[1]
 
-    def output(self, t, xc, xd, u, y):
-        inverse_dynamics_rows(u[0], u[1], u[2], *self._p, y[0])
+    def record(self, v):
+        law = friction_law(self, v)[0] if self.p.include_friction else neutral_law(v.batch, self.n)
+        return self.dynamics_record(v, law, self._has_friction)
 
     def kernels(self):
         output = inverse_dynamics_closed_form_output if self._use_cf else inverse_dynamics_output
-        return Kernels(output=output, params=self._p)
+        return Kernels(output=output)
 
 
 @register
@@ -580,14 +652,11 @@ class GravityCompensation(_JointInputs):
     inputs = ("q",)
     outputs = ("tau",)
 
-    def configure(self, in_widths, out_widths):
-        self._p = self.kernel_params(neutral_law(self.batch, self.n), False)
-
-    def output(self, t, xc, xd, u, y):
-        gravity_compensation_rows(u[0], *self._p, y[0])
+    def record(self, v):
+        return self.dynamics_record(v, neutral_law(v.batch, self.n), False)
 
     def kernels(self):
-        return Kernels(output=gravity_compensation_output, params=self._p)
+        return Kernels(output=gravity_compensation_output)
 
 
 @register
@@ -608,22 +677,31 @@ class ComputedTorque(_JointInputs):
     outputs = ("tau",)
 
     def configure(self, in_widths, out_widths):
-        law = neutral_law(self.batch, self.n)
-        law[:, :, GAIN_P] = self.rows("Kp")
-        law[:, :, GAIN_D] = self.rows("Kd")
-        self._p = self.kernel_params(law, False)
+        for key in ("Kp", "Kd"):
+            self.rows(key)                       # their shapes (the values are the record's)
 
-    def output(self, t, xc, xd, u, y):
-        computed_torque_rows(u[0], u[1], u[2], u[3], u[4], *self._p, y[0])
+    def record(self, v):
+        law = neutral_law(v.batch, self.n)
+        law[:, :, GAIN_P] = self.rows("Kp", v)
+        law[:, :, GAIN_D] = self.rows("Kd", v)
+        return self.dynamics_record(v, law, False)
 
     def kernels(self):
-        return Kernels(output=computed_torque_output, params=self._p)
+        return Kernels(output=computed_torque_output)
 
 
 # ============================================================================ kinematics and energy
 
+class _Kinematics(RobotBlock):
+    """Robot block whose record is its Model and Data."""
+
+    def record(self, v):
+        model, data = self.model_data(v)
+        return kernel_params(KinematicsParams, model=model, data=data)
+
+
 @register
-class ForwardKinematics(RobotBlock):
+class ForwardKinematics(_Kinematics):
     """Tool pose in the base frame from q: position (3, m), rotation (9, row-major), pose (12:
     position then rotation, as the Manipulator's pose output)."""
 
@@ -637,18 +715,12 @@ class ForwardKinematics(RobotBlock):
         self.joint_width("q", in_widths.get("q"))
         return {"position": 3, "rotation": 9, "pose": 12}
 
-    def configure(self, in_widths, out_widths):
-        self._p = self.model_data()
-
-    def output(self, t, xc, xd, u, y):
-        forward_kinematics_rows(u[0], *self._p, *y)
-
     def kernels(self):
-        return Kernels(output=forward_kinematics_output, params=self._p)
+        return Kernels(output=forward_kinematics_output)
 
 
 @register
-class Jacobian(RobotBlock):
+class Jacobian(_Kinematics):
     """J(q): the 6 x n geometric Jacobian of the tool origin in the base frame, rows [v (m/s);
     w (rad/s)] per unit joint rate, flattened row-major into 6 n values (J[r, c] at r n + c)."""
 
@@ -662,18 +734,12 @@ class Jacobian(RobotBlock):
         self.joint_width("q", in_widths.get("q"))
         return {"J": 6 * self.n}
 
-    def configure(self, in_widths, out_widths):
-        self._p = self.model_data()
-
-    def output(self, t, xc, xd, u, y):
-        jacobian_rows(u[0], *self._p, y[0])
-
     def kernels(self):
-        return Kernels(output=jacobian_output, params=self._p)
+        return Kernels(output=jacobian_output)
 
 
 @register
-class Energy(RobotBlock):
+class Energy(_Kinematics):
     """Mechanical energy of the arm (J): kinetic qd^T M qd / 2 (rotor inertia included when on),
     potential -sum_i m_i gravity . p_com_i (zero with every centre of mass at the base origin), total.
 
@@ -689,11 +755,5 @@ class Energy(RobotBlock):
             self.joint_width(port, w)
         return {"kinetic": 1, "potential": 1, "total": 1}
 
-    def configure(self, in_widths, out_widths):
-        self._p = self.model_data()
-
-    def output(self, t, xc, xd, u, y):
-        energy_rows(u[0], u[1], *self._p, *y)
-
     def kernels(self):
-        return Kernels(output=energy_output, params=self._p)
+        return Kernels(output=energy_output)

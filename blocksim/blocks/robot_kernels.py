@@ -1,17 +1,19 @@
-"""Compiled kernels of the robot blocks (`robot`): they map the blocks' ports and parameter rows
+"""Compiled kernels of the robot blocks (`robot`): they map the blocks' ports and parameter records
 onto the robot's physics in `models` (forward dynamics under the joint law in `models.plant`,
 inverse dynamics and kinematics on the Model/Data of `models.model_data`).
 
-Every robot block's parameter tuple is (model, law, data, flags...): the members' Model, the
-per-joint law (B, n, N_LAW) of `models.joint_law`, the Data workspace, then the block's flags.
-The Python methods of the blocks call the same functions with the same tuple as the compiled
-adapters (`*_output`, ...), so both modes compute identical numbers. The adapters only unpack the
-tuples (a tuple costs as much as an array to pass from Python); the small inner helpers (the
-joint law, the closed-form 2R) are inlined, the n-joint RNEA/ABA/CRBA stay calls.
+Every robot block's parameter record (`ManipulatorParams`, `DynamicsParams`, `KinematicsParams`,
+declared below) holds the members' Model, the per-joint law (B, n, N_LAW) of `models.joint_law`
+where the block has one, the Data workspace, then the block's flags, read by name (`p.model`).
+Block's default methods (interpreted mode) and the generated code (compiled mode) run the same
+kernels with the same record, so both modes compute identical numbers. The adapters (`*_output`,
+...) only unpack the record (numba passes a named tuple as the plain tuple it is); the small inner
+helpers (the joint law, the closed-form 2R) are inlined, the n-joint RNEA/ABA/CRBA stay calls.
 """
 from __future__ import annotations
 
 import math
+from collections import namedtuple
 
 from numba import njit
 
@@ -40,6 +42,16 @@ def _holds(memo, b, start, x, count):
 
 
 # ============================================================================ Manipulator
+
+ManipulatorParams = namedtuple(
+    "ManipulatorParams", "model law data use_cf crba has_fext has_friction has_limits exact resets")
+"""The Manipulator's record: Model, law (B, n, N_LAW), Data; use_cf (closed-form 2R), crba
+(forward dynamics by CRBA), has_fext (the wrench input is wired), has_friction, has_limits (joint
+stops, zero crossings), exact (exact-sign friction or Karnopp band edges: zero crossings); resets
+(B, n, 3), the values only the Python-side methods read, columns RESET_Q0, RESET_QD0 (the initial
+state) and RESTITUTION (the bounce off a stop)."""
+
+RESET_Q0, RESET_QD0, RESTITUTION = range(3)
 
 @njit(cache=True, error_model="numpy", inline="always")
 def manipulator_accelerations(xc, tau, fext, model, law, data, use_cf, crba, has_fext,
@@ -139,8 +151,8 @@ def manipulator_rates(xc, tau, fext, dxc, model, law, data, use_cf, crba, has_fe
 
 @njit(cache=True, error_model="numpy", inline="always")
 def manipulator_output(t, xc, xd, u, y, p):
-    manipulator_outputs(xc, u[0], u[1], y[0], y[1], y[2], y[3], p[0], p[1], p[2], p[3], p[4], p[5],
-                        p[6], p[7], True, True, True)
+    manipulator_outputs(xc, u[0], u[1], y[0], y[1], y[2], y[3], p.model, p.law, p.data, p.use_cf,
+                        p.crba, p.has_fext, p.has_friction, p.has_limits, True, True, True)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -148,15 +160,17 @@ def manipulator_partial_output(t, xc, xd, u, y, p, want):
     """Only the outputs flagged in want (q, qd, qdd, pose); q and qd are one copy, so either
     flag brings both."""
     if want[2] or want[3]:
-        manipulator_outputs(xc, u[0], u[1], y[0], y[1], y[2], y[3], p[0], p[1], p[2], p[3], p[4],
-                            p[5], p[6], p[7], want[0] or want[1], want[2], want[3])
+        manipulator_outputs(xc, u[0], u[1], y[0], y[1], y[2], y[3], p.model, p.law, p.data,
+                            p.use_cf, p.crba, p.has_fext, p.has_friction, p.has_limits,
+                            want[0] or want[1], want[2], want[3])
     else:
         _state_outputs(xc, y[0].shape[1], y[0], y[1])
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def manipulator_derivative(t, xc, xd, u, dxc, p):
-    manipulator_rates(xc, u[0], u[1], dxc, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7])
+    manipulator_rates(xc, u[0], u[1], dxc, p.model, p.law, p.data, p.use_cf, p.crba, p.has_fext,
+                      p.has_friction, p.has_limits)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -168,7 +182,7 @@ def manipulator_closed_form_derivative(t, xc, xd, u, dxc, p):
     of joint_law.effective_torque rather than calling plant.accelerations_closed_form, whose
     sticking, LuGre and Karnopp branches would be inlined too: 3 s more of W1's first compile
     (8.5 -> 11.4 s)."""
-    tau, model, law, has_friction = u[0], p[0], p[1], p[6]
+    tau, model, law, has_friction = u[0], p.model, p.law, p.has_friction
     for b in range(xc.shape[0]):
         q1 = xc[b, 0]
         q2 = xc[b, 1]
@@ -189,10 +203,14 @@ def manipulator_closed_form_derivative(t, xc, xd, u, dxc, p):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def manipulator_zero_crossings(t, xc, xd, u, g, p):
-    crossings(xc, p[1], p[7], p[8], g)
+    crossings(xc, p.law, p.has_limits, p.exact, g)
 
 
 # ============================================================================ inverse dynamics family
+
+DynamicsParams = namedtuple("DynamicsParams", "model law data use_cf has_friction")
+"""The record of InverseDynamics, GravityCompensation and ComputedTorque: Model, law (B, n,
+N_LAW: friction columns, ComputedTorque's gains), Data, use_cf (closed-form 2R), has_friction."""
 
 @njit(cache=True, error_model="numpy")
 def _rnea_general(b, q, qd, qdd, model, data, tau):
@@ -241,7 +259,8 @@ def inverse_dynamics_rows(q, qd, qdd, model, law, data, use_cf, has_friction, ta
 
 @njit(cache=True, error_model="numpy", inline="always")
 def inverse_dynamics_output(t, xc, xd, u, y, p):
-    inverse_dynamics_rows(u[0], u[1], u[2], p[0], p[1], p[2], p[3], p[4], y[0])
+    inverse_dynamics_rows(u[0], u[1], u[2], p.model, p.law, p.data, p.use_cf, p.has_friction,
+                          y[0])
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -262,7 +281,8 @@ def inverse_dynamics_closed_form_output(t, xc, xd, u, y, p):
     friction term, copies its torque: a sweep over the plant or the gains with one reference and
     one nominal feedforward evaluates the feedforward once per stage (same bits: it is a
     deterministic function of those numbers)."""
-    q, qd, qdd, model, law, has_friction, tau = u[0], u[1], u[2], p[0], p[1], p[4], y[0]
+    q, qd, qdd, tau = u[0], u[1], u[2], y[0]
+    model, law, has_friction = p.model, p.law, p.has_friction
     shared = model[1].shape[0] == 1 and not has_friction
     for b in range(q.shape[0]):
         if (shared and b > 0 and _same_as_previous_member(q, b)
@@ -284,7 +304,7 @@ def gravity_compensation_rows(q, model, law, data, use_cf, has_friction, tau):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def gravity_compensation_output(t, xc, xd, u, y, p):
-    gravity_compensation_rows(u[0], p[0], p[1], p[2], p[3], p[4], y[0])
+    gravity_compensation_rows(u[0], p.model, p.law, p.data, p.use_cf, p.has_friction, y[0])
 
 
 @njit(cache=True, error_model="numpy")
@@ -301,10 +321,14 @@ def computed_torque_rows(q_d, qd_d, qdd_d, q, qd, model, law, data, use_cf, has_
 
 @njit(cache=True, error_model="numpy", inline="always")
 def computed_torque_output(t, xc, xd, u, y, p):
-    computed_torque_rows(u[0], u[1], u[2], u[3], u[4], p[0], p[1], p[2], p[3], p[4], y[0])
+    computed_torque_rows(u[0], u[1], u[2], u[3], u[4], p.model, p.law, p.data, p.use_cf,
+                         p.has_friction, y[0])
 
 
 # ============================================================================ kinematics and energy
+
+KinematicsParams = namedtuple("KinematicsParams", "model data")
+"""The record of ForwardKinematics, Jacobian and Energy: Model and Data."""
 
 @njit(cache=True, error_model="numpy")
 def forward_kinematics_rows(q, model, data, position, rotation, pose):
@@ -319,7 +343,7 @@ def forward_kinematics_rows(q, model, data, position, rotation, pose):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def forward_kinematics_output(t, xc, xd, u, y, p):
-    forward_kinematics_rows(u[0], p[0], p[1], y[0], y[1], y[2])
+    forward_kinematics_rows(u[0], p.model, p.data, y[0], y[1], y[2])
 
 
 @njit(cache=True, error_model="numpy")
@@ -331,7 +355,7 @@ def jacobian_rows(q, model, data, J):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def jacobian_output(t, xc, xd, u, y, p):
-    jacobian_rows(u[0], p[0], p[1], y[0])
+    jacobian_rows(u[0], p.model, p.data, y[0])
 
 
 @njit(cache=True, error_model="numpy")
@@ -346,4 +370,4 @@ def energy_rows(q, qd, model, data, kinetic, potential, total):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def energy_output(t, xc, xd, u, y, p):
-    energy_rows(u[0], u[1], p[0], p[1], y[0], y[1], y[2])
+    energy_rows(u[0], u[1], p.model, p.data, y[0], y[1], y[2])
