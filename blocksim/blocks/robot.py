@@ -247,7 +247,6 @@ class RobotBlock(Block):
 
     params = {**ROBOT_PARAMS}
     uses_closed_form = False
-    values_are_data = True
 
     def robot_of(self, v) -> RobotModel:
         """The robot of the values v with its link overrides (kept: the same object each time)."""
