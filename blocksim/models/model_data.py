@@ -6,19 +6,19 @@ Model = (jtype, rows): jtype (n,) int64 the joint types (0 revolute about the bo
 1 prismatic along it), shared by every member; rows (Bm, model_size(n)) float64, one row of float
 fields per member (Bm is 1 when every batch member has the same robot, else B; member b reads row
 `member(model, b)`). The fields of a row, read by the accessors of the same name:
-    xtree        (n, 12)  joint i's placement in body frame i - 1 (R row-major, then p in m)
     tool         (12,)    tool frame in the last body frame (the layout of an xtree row)
-    inertia      (n, 10)  body i's ten inertial parameters about its origin
-    armature     (n,)     reflected rotor inertia N^2 Jm on M's diagonal (0 when off)
     gravity      (3,)     gravity in the base frame (m/s^2)
     closed_form  (11,)    the planar 2R closed-form parameters (`planar2r`), zeros when unused
+    xtree        (n, 12)  joint i's placement in body frame i - 1 (R row-major, then p in m)
+    inertia      (n, 10)  body i's ten inertial parameters about its origin
+    armature     (n,)     reflected rotor inertia N^2 Jm on M's diagonal (0 when off)
 Layouts and frames are those of `rigid_body_kernels` (body frame i is joint i's frame after its
 motion).
 
 Data: one float64 array of data_size(n, B) for n joints and batch B, its fields read by accessors:
+    f1         (1, 6)            one member's tool wrench
     ws         (n + 1, WS_COLS)  the rigid-body kernels' workspace
     joint      (10, n)           per-call joint rows, named by the row constants below (Q1 ... STUCK)
-    f1         (1, 6)            one member's tool wrench
     mass       (1, n, n)         one member's mass matrix
     chol       (n, n)            its Cholesky factor on the free joints
     poses      (n + 2, 12)       body poses in the base frame, then two scratch poses
@@ -28,9 +28,12 @@ Data: one float64 array of data_size(n, B) for n joints and batch B, its fields 
     pose_memo  (B, n + 13)       its last tool pose per member: valid flag, q (n), pose (12)
 
 Each layout is written once, as its fields' sizes in order (`_model_sizes`, `_data_sizes`); a
-field's offset is the sum of the sizes before it. A new datum (a second tool frame, a loop-closure
-constraint) is one new field: its size in that list, its constant and its accessor; `check`
-follows from the sizes.
+field's offset is the sum of the sizes before it. Those sums are taken once, at import, as integer
+coefficients of n and B (`MODEL_LAYOUT`, `DATA_LAYOUT`): numba folds these constants into each
+accessor, so a field costs a multiply-add by n at most and nothing at all before the fields that
+grow with n (the tool, gravity and closed form of a Model row; the wrench of a Data). A new datum
+(a second tool frame, a loop-closure constraint) is one new field: its size in that list, its
+constant and its accessor; `check` follows from the sizes.
 
 Why this form, measured (numba 0.68, 2 shared cores; the first table is `benchmarks/dynamics.py
 --forms`). The Puma 560's RNEA at B = 1 through a thin function reading its model in each form,
@@ -62,11 +65,13 @@ from . import rigid_body_kernels as rbk
 
 WS_COLS = rbk.WS_COLS
 
-#: Fields of a Model row, in layout order (`_model_sizes`).
-XTREE, TOOL, INERTIA, ARMATURE, GRAVITY, CLOSED_FORM = range(6)
+#: Fields of a Model row, in layout order (`_model_sizes`): the fixed-size fields first, so their
+#: offsets do not depend on n.
+TOOL, GRAVITY, CLOSED_FORM, XTREE, INERTIA, ARMATURE = range(6)
 
-#: Fields of a Data array, in layout order (`_data_sizes`).
-WS, JOINT, F1, MASS, CHOL, POSES, V, ACC_MEMO, POSE_MEMO = range(9)
+#: Fields of a Data array, in layout order (`_data_sizes`): fixed size, then growing with n, then
+#: per member.
+F1, WS, JOINT, MASS, CHOL, POSES, V, ACC_MEMO, POSE_MEMO = range(9)
 
 #: Rows of the joint field: one member's q, qd, effective torque (or qdd), zeros, result, bias
 #: torque c + G, the constrained solve's right-hand side and solution, and the free and stuck flags.
@@ -77,26 +82,50 @@ N_JOINT_ROWS = 10
 N_CLOSED_FORM = 11
 
 
-@njit(cache=True, error_model="numpy", inline="always")
 def _model_sizes(n):
     """Sizes of a Model row's fields for n joints, in the order of the field constants."""
-    return (12 * n, 12, 10 * n, n, 3, N_CLOSED_FORM)
+    return (12, 3, N_CLOSED_FORM, 12 * n, 10 * n, n)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
 def _data_sizes(n, B):
     """Sizes of a Data array's fields for n joints and batch B, in the order of the constants."""
-    return ((n + 1) * WS_COLS, N_JOINT_ROWS * n, 6, n * n, n * n, 12 * (n + 2), B * n,
+    return (6, (n + 1) * WS_COLS, N_JOINT_ROWS * n, n * n, n * n, 12 * (n + 2), B * n,
             B * (5 * n + 7), B * (n + 13))
 
 
+def _coefficients(sizes) -> tuple:
+    """Each field's (start, size) as integer coefficients of the monomials 1, n, n^2, B, n B,
+    n^2 B, from `sizes(n, B)`: the layout's offsets as constants (numba folds the constant tuples
+    into the accessors' code: an offset costs a multiply-add by n, or nothing for a field before
+    every n-sized one). Raises unless every size is such a polynomial."""
+    def coefficients(f):
+        c0, c2 = f(0), (f(2) - 2 * f(1) + f(0)) // 2
+        return (c0, f(1) - c0 - c2, c2)
+
+    count = len(sizes(0, 0))
+    out, start = [], (0,) * 6
+    for j in range(count):
+        low = coefficients(lambda n: sizes(n, 0)[j])
+        per_member = coefficients(lambda n: sizes(n, 1)[j] - sizes(n, 0)[j])
+        size = low + per_member
+        for n in range(8):
+            for B in range(4):
+                if _at.py_func(size, n, B) != sizes(n, B)[j]:
+                    raise ValueError(f"field {j}'s size is not a polynomial a(n) + B b(n) of degree 2")
+        out.append((start, size))
+        start = tuple(s + c for s, c in zip(start, size))
+    return tuple(out)
+
+
 @njit(cache=True, error_model="numpy", inline="always")
-def _start(sizes, field):
-    """Offset of a field: the sum of the sizes before it."""
-    start = 0
-    for j in range(field):
-        start += sizes[j]
-    return start
+def _at(c, n, B):
+    """The value at n joints and batch B of the coefficients c of 1, n, n^2, B, n B, n^2 B."""
+    return c[0] + n * (c[1] + n * c[2]) + B * (c[3] + n * (c[4] + n * c[5]))
+
+
+#: (start, size) coefficients of each field (`_coefficients`), for the accessors.
+MODEL_LAYOUT = _coefficients(lambda n, B: _model_sizes(n))
+DATA_LAYOUT = _coefficients(_data_sizes)
 
 
 def model_size(n: int) -> int:
@@ -118,109 +147,109 @@ def member(model, b):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _field(model, k, field):
-    """Field `field` of member row k, flat."""
-    sizes = _model_sizes(model[0].shape[0])
-    start = _start(sizes, field)
-    return model[1][k, start:start + sizes[field]]
+def _field(model, k, layout):
+    """The field of member row k at `layout` (a MODEL_LAYOUT entry), flat."""
+    n = model[0].shape[0]
+    start = _at(layout[0], n, 0)
+    return model[1][k, start:start + _at(layout[1], n, 0)]
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def xtree(model, k):
-    return _field(model, k, XTREE).reshape((model[0].shape[0], 12))
+    return _field(model, k, MODEL_LAYOUT[XTREE]).reshape((model[0].shape[0], 12))
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def tool(model, k):
-    return _field(model, k, TOOL)
+    return _field(model, k, MODEL_LAYOUT[TOOL])
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def inertia(model, k):
-    return _field(model, k, INERTIA).reshape((model[0].shape[0], 10))
+    return _field(model, k, MODEL_LAYOUT[INERTIA]).reshape((model[0].shape[0], 10))
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def armature(model, k):
-    return _field(model, k, ARMATURE)
+    return _field(model, k, MODEL_LAYOUT[ARMATURE])
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def gravity(model, k):
-    return _field(model, k, GRAVITY)
+    return _field(model, k, MODEL_LAYOUT[GRAVITY])
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def closed_form(model, k):
-    return _field(model, k, CLOSED_FORM)
+    return _field(model, k, MODEL_LAYOUT[CLOSED_FORM])
 
 
 # ----------------------------------------------------------------------------- Data accessors
 
 @njit(cache=True, error_model="numpy", inline="always")
-def _part(data, n, B, field):
-    """Field `field` of a Data array, flat (B only matters for the per-member fields)."""
-    sizes = _data_sizes(n, B)
-    start = _start(sizes, field)
-    return data[start:start + sizes[field]]
+def _part(data, n, B, layout):
+    """The field of a Data array at `layout` (a DATA_LAYOUT entry), flat (B only matters for the
+    per-member fields)."""
+    start = _at(layout[0], n, B)
+    return data[start:start + _at(layout[1], n, B)]
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def ws(data, n):
-    return _part(data, n, 0, WS).reshape((n + 1, WS_COLS))
+    return _part(data, n, 0, DATA_LAYOUT[WS]).reshape((n + 1, WS_COLS))
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def joint_row(data, n, r):
     """Joint row r (Q1 ... STUCK) as a (1, n) view: the batch of one the kernels take."""
-    return _part(data, n, 0, JOINT)[r * n:(r + 1) * n].reshape((1, n))
+    return _part(data, n, 0, DATA_LAYOUT[JOINT])[r * n:(r + 1) * n].reshape((1, n))
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def joint_vector(data, n, r):
     """Joint row r as an (n,) view."""
-    return _part(data, n, 0, JOINT)[r * n:(r + 1) * n]
+    return _part(data, n, 0, DATA_LAYOUT[JOINT])[r * n:(r + 1) * n]
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def f1(data, n):
-    return _part(data, n, 0, F1).reshape((1, 6))
+    return _part(data, n, 0, DATA_LAYOUT[F1]).reshape((1, 6))
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def no_fext(data, n):
     """A (0, 6) wrench array: no external wrench."""
-    return _part(data, n, 0, F1)[:0].reshape((0, 6))
+    return _part(data, n, 0, DATA_LAYOUT[F1])[:0].reshape((0, 6))
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def mass(data, n):
-    return _part(data, n, 0, MASS).reshape((1, n, n))
+    return _part(data, n, 0, DATA_LAYOUT[MASS]).reshape((1, n, n))
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def chol(data, n):
-    return _part(data, n, 0, CHOL).reshape((n, n))
+    return _part(data, n, 0, DATA_LAYOUT[CHOL]).reshape((n, n))
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def poses(data, n):
-    return _part(data, n, 0, POSES).reshape((n + 2, 12))
+    return _part(data, n, 0, DATA_LAYOUT[POSES]).reshape((n + 2, 12))
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def v(data, n, B):
-    return _part(data, n, B, V).reshape((B, n))
+    return _part(data, n, B, DATA_LAYOUT[V]).reshape((B, n))
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def acc_memo(data, n, B):
-    return _part(data, n, B, ACC_MEMO).reshape((B, 5 * n + 7))
+    return _part(data, n, B, DATA_LAYOUT[ACC_MEMO]).reshape((B, 5 * n + 7))
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def pose_memo(data, n, B):
-    return _part(data, n, B, POSE_MEMO).reshape((B, n + 13))
+    return _part(data, n, B, DATA_LAYOUT[POSE_MEMO]).reshape((B, n + 13))
 
 
 # ----------------------------------------------------------------------------- building, checking
