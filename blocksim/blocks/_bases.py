@@ -19,8 +19,8 @@ def times_within(values, t0: float, t1: float) -> list[float]:
 
 class Elementwise(Block):
     """A map applied channel by channel: width = the input's, or the vector parameters' when the
-    input is a scalar (it expands). configure() leaves each of `width_params` as a (B, width)
-    row in `self.rows[key]`."""
+    input is a scalar (it expands). `rows_of(values)` gives each of `width_params` as a
+    (B, width) row, for the subclass's record."""
 
     width_params: tuple[str, ...] = ()
 
@@ -38,7 +38,7 @@ class Elementwise(Block):
         return {"out": max(w, pw)}
 
     def configure(self, in_widths, out_widths):
-        self.rows = self.rows_of(self.p)
+        self.rows_of(self.p)      # a parameter that fits no row fails here, where errors are located
 
     def rows_of(self, v) -> dict[str, np.ndarray]:
         """Each of `width_params` of the values v as a writable C-contiguous (B, width) row."""
@@ -54,7 +54,7 @@ class JointBlock(Block):
     one vector input or parameter is known, so that a current loop closed through a motor resolves.
 
     `width_params` are the array parameters that may be per-joint vectors (None values skipped);
-    configure() leaves each of them as a (B, width) row in `self.rows[key]`.
+    configure() sets `self.width`, and `rows_of(values)` gives each of them as a (B, width) row.
     """
 
     width_params: tuple[str, ...] = ()
@@ -91,7 +91,7 @@ class JointBlock(Block):
 
     def configure(self, in_widths, out_widths):
         self.width = max(out_widths.values())
-        self.rows = self.rows_of(self.p)
+        self.rows_of(self.p)      # a parameter that fits no row fails here, where errors are located
 
     def rows_of(self, v) -> dict[str, np.ndarray]:
         """Each of `width_params` of the values v (None values skipped) as a (B, width) row."""
