@@ -161,3 +161,22 @@ def test_a_block_that_keeps_its_values_in_itself_runs_whole_and_refuses_new_valu
         "simulation.solver": "rk4", "simulation.step": 0.01, "simulation.mode": "compiled",
         "parameters.c": 0.8}))
     np.testing.assert_array_equal(sim.run()["x.out"][0], slower["x.out"])
+
+
+def test_the_saved_diagram_of_a_run_carries_the_values_it_was_given(tmp_path):
+    """Nothing lost: a run after set_parameters saves the values shared by every member in its
+    diagram (the workspace value and the block parameters that follow it), per-member ones in
+    its metadata."""
+    import yaml
+
+    sim = blocksim.Simulator(blocksim.load(MSD, set=FIXED), batch={"x.x0": [1.0, 2.0]})
+    sim.set_parameters({"parameters.k": 9.0, "damper.gain": -0.8},
+                       batch={"v.x0": [0.0, 0.5]})
+    result = sim.run()
+    result.save(tmp_path / "run")
+    saved = yaml.safe_load((tmp_path / "run" / "diagram.yaml").read_text())
+    assert saved["parameters"]["k"] == 9.0 and saved["blocks"]["spring"]["gain"] == -9.0
+    assert saved["blocks"]["damper"]["gain"] == -0.8
+    assert saved["blocks"]["v"]["x0"] == 0.0            # the file's: it varies per member
+    assert result.metadata["overrides"]["v.x0"] == "[0.0, 0.5]"
+    assert result.metadata["overrides"]["parameters.k"] == "9.0"

@@ -94,16 +94,28 @@ class Diagram:
                 out[(name, param)] = BatchValue(values)
         return out
 
-    def resolved_yaml(self, simulation: dict[str, Any] | None = None) -> str:
+    def resolved_yaml(self, simulation: dict[str, Any] | None = None,
+                      values: dict[str, Any] | None = None) -> str:
         """The diagram after variants, overrides and expressions, as YAML (saved with each run).
-        simulation: keys of the simulation section a run was given anew (keyword settings)."""
+        simulation: keys of the simulation section a run was given anew (keyword settings);
+        values: {"block.param" or "parameters.X": value} a run was given anew, one value for
+        every member (Simulator.set_parameters)."""
         spec = self.spec
+        values = values or {}
+        blocks = {n: {"type": b.type, **_plain(b.params)} for n, b in spec.blocks.items()}
+        parameters = _plain(spec.parameters)
+        for key, value in values.items():
+            head, _, name = key.partition(".")
+            if head == "parameters":
+                parameters[name] = _plain(value)
+            else:
+                blocks[head][name] = _plain(value)
         doc = {
             "blocksim": spec.version,
             "name": spec.name,
             "variant": spec.variant,
-            "parameters": _plain(spec.parameters),
-            "blocks": {n: {"type": b.type, **_plain(b.params)} for n, b in spec.blocks.items()},
+            "parameters": parameters,
+            "blocks": blocks,
             "connections": [
                 f"{c.src.block}{'.' + c.src.port if c.src.port else ''} -> "
                 f"{c.dst.block}{'.' + c.dst.port if c.dst.port else ''}" for c in spec.connections],

@@ -117,6 +117,7 @@ class Simulator:
         self._workspace = {k: list(v) for k, v in (batch or {}).items() if k.startswith("parameters.")}
         self._threads = thread_count(self.settings, threads)
         self.values_set: dict[str, Any] = {}     # set_parameters' values, for the run's record
+        self._saved: dict[str, Any] = {}         # ... those shared by every member: saved diagram
         self.whole = diagram.compile(batch)
         self.parts = self._parts(self.whole)
         self._runs = 0
@@ -188,6 +189,19 @@ class Simulator:
             self._workspace = workspace
         self.values_set.update({key: (m[0] if values and key in values else m)
                                 for key, m in given.items()})
+        for (b, p), value in changes.items():      # the saved diagram: values shared by all
+            members = value.values if isinstance(value, BatchValue) else [value]
+            shared = all(np.array_equal(np.asarray(members[0]), np.asarray(m))
+                         for m in members[1:])
+            if shared:
+                self._saved[f"{b}.{p}"] = members[0]
+            else:
+                self._saved.pop(f"{b}.{p}", None)    # per member: the metadata has them
+        for key, members in workspace.items():
+            if all(np.array_equal(np.asarray(members[0]), np.asarray(m)) for m in members[1:]):
+                self._saved[key] = members[0]
+            else:
+                self._saved.pop(key, None)
 
     def _block_param(self, key: str) -> tuple[str, str]:
         block, _, param = key.partition(".")
@@ -220,8 +234,8 @@ class Simulator:
         overrides.update(self.values_set)
         meta.update(diagram=str(diagram.path), variant=diagram.variant,
                     solver=self.settings.solver, overrides={k: str(v) for k, v in overrides.items()})
-        text = functools.partial(diagram.resolved_yaml, self.keywords) if self.keywords \
-            else diagram.resolved_yaml
+        text = functools.partial(diagram.resolved_yaml, self.keywords, dict(self._saved)) \
+            if self.keywords or self._saved else diagram.resolved_yaml
         return Result(out.t, out.signals, batch=self.batch, batched=self.batched,
                       events=out.events, stats=out.stats, interrupted=out.interrupted,
                       stopped_by=out.stopped_by, diagram=text, metadata=meta,
