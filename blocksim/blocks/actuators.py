@@ -336,7 +336,7 @@ class LuGreFriction(ActuatorBlock):
         return [f"z[{j}]" for j in range(self.n_xc)], []
 
     def initial_state(self, xc, xd, p=None):
-        p = self.runtime_kernels().params if p is None else p
+        p = self.own_record(p)
         xc[...] = p.x0
 
     def kernels(self):
@@ -437,7 +437,7 @@ class DCMotor(ActuatorBlock):
         return [f"i[{j}]" for j in range(self.n_xc)], []
 
     def initial_state(self, xc, xd, p=None):
-        p = self.runtime_kernels().params if p is None else p
+        p = self.own_record(p)
         xc[...] = p.x0
 
     def kernels(self):
@@ -578,7 +578,7 @@ class PMSM(ActuatorBlock):
         return [f"id[{j}]" for j in range(w)] + [f"iq[{j}]" for j in range(w)], []
 
     def initial_state(self, xc, xd, p=None):
-        p = self.runtime_kernels().params if p is None else p
+        p = self.own_record(p)
         xc[...] = p.x0
 
     def kernels(self):
@@ -832,7 +832,7 @@ class CurrentController(ActuatorBlock):
     def gains_of(self, p=None) -> dict[str, np.ndarray]:
         """The gains of the record p (the block's own by default), (B, n) each: Kp_d, Ki_d,
         Kp_q, Ki_q (after bandwidth tuning)."""
-        p = self.runtime_kernels().params if p is None else p
+        p = self.own_record(p)
         return {name: np.ascontiguousarray(p.coeffs[:, :, k])
                 for name, k in zip(("Kp_d", "Ki_d", "Kp_q", "Ki_q"),
                                    (CC_KPD, CC_KID, CC_KPQ, CC_KIQ))}

@@ -377,6 +377,11 @@ class Block:
         block's own, `runtime_kernels().params`). The default: no record (NO_PARAMS)."""
         return NO_PARAMS
 
+    def own_record(self, p=None) -> tuple:
+        """p, the run's record, or the block's own (that of the values it was built with) when
+        p is None: what a Python-side call reads its values from."""
+        return self.runtime_kernels().params if p is None else p
+
     def check_values(self, v: Params) -> None:
         """Checks of values against each other (lower <= upper, positive masses; raise
         ParameterError): for the file's values when the block is built, and for new values of a
@@ -514,7 +519,7 @@ class Block:
         k = self.runtime_kernels()
         if k is None or k.output is None:
             raise NotImplementedError(f"{self.type_name}.output")
-        k.output(t, xc, xd, u, y, k.params if p is None else p)
+        k.output(t, xc, xd, u, y, self.own_record(p))
 
     def derivative(self, t: float, xc, xd, u, dxc, p=None) -> None:
         """dxc = dx/dt: the derivative kernel, or 0 without one."""
@@ -522,7 +527,7 @@ class Block:
         if k is None or k.derivative is None:
             dxc[...] = 0.0
         else:
-            k.derivative(t, xc, xd, u, dxc, k.params if p is None else p)
+            k.derivative(t, xc, xd, u, dxc, self.own_record(p))
 
     def update(self, t: float, xc, xd, u, p=None) -> None:
         """Update xd in place: discrete blocks at their sample hits; continuous blocks that have
@@ -530,13 +535,13 @@ class Block:
         kernel; nothing without one."""
         k = self.runtime_kernels()
         if k is not None and k.update is not None:
-            k.update(t, xc, xd, u, k.params if p is None else p)
+            k.update(t, xc, xd, u, self.own_record(p))
 
     def zero_crossings(self, t: float, xc, xd, u, g, p=None) -> None:
         """Event functions (B, n_zc); only called when n_zc > 0. The zero-crossing kernel."""
         k = self.runtime_kernels()
         if k is not None and k.zero_crossings is not None:
-            k.zero_crossings(t, xc, xd, u, g, k.params if p is None else p)
+            k.zero_crossings(t, xc, xd, u, g, self.own_record(p))
 
     def bind(self, method: str, args: tuple, p=None) -> tuple[Any, tuple]:
         """(fn, full args) such that fn(t, *full) does what getattr(self, method)(t, *args, p)
@@ -551,7 +556,7 @@ class Block:
         kernel = None if k is None else getattr(k, method)
         if kernel is None or getattr(type(self), method) is not getattr(Block, method):
             return getattr(self, method), (args if p is None else args + (p,))
-        full = args + (k.params if p is None else p,)
+        full = args + (self.own_record(p),)
         return entry_point(kernel, full), full
 
     def on_event(self, t: float, xc, xd, u, mask, p=None) -> bool:

@@ -148,14 +148,14 @@ class Integrator(Block):
         return [f"x[{i}]" for i in range(self.n_xc)], ["x0 loaded"] * self.n_xd
 
     def initial_state(self, xc, xd, p=None):
-        p = self.runtime_kernels().params if p is None else p
+        p = self.own_record(p)
         clamp_rows(p.x0, p.lower, p.upper, xc)
         xd[...] = 0.0
 
     def start_value(self, u, out, p=None):
         """x0 (parameter or input port) within the limits, into out (B, width); p: the run's
         record (None: the block's own)."""
-        p = self.runtime_kernels().params if p is None else p
+        p = self.own_record(p)
         x0 = u[self._index["x0"]] if self._external else p.x0
         clamp_rows(x0, p.lower, p.upper, out)
 
@@ -168,7 +168,7 @@ class Integrator(Block):
                        zero_crossings=integrator_zc if self.n_zc else None)
 
     def on_event(self, t, xc, xd, u, mask, p=None):
-        p = self.runtime_kernels().params if p is None else p
+        p = self.own_record(p)
         width = self.n_xc
         if self._has_limits:
             hit = mask[:, :width] | mask[:, width:2 * width]
@@ -350,7 +350,7 @@ class LinearSystem(Block):
         return kernel_params(LinearParams, A=A, B=Bm, C=C, D=D, x0=x0)
 
     def initial_state(self, xc, xd, p=None):
-        p = self.runtime_kernels().params if p is None else p
+        p = self.own_record(p)
         xc[...] = p.x0
 
     def kernels(self):

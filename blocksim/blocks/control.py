@@ -304,7 +304,7 @@ class PID(Block):
         return (names, []) if not self.is_discrete else ([], names)
 
     def initial_state(self, xc, xd, p=None):
-        p = self.runtime_kernels().params if p is None else p
+        p = self.own_record(p)
         x = xd if self.is_discrete else xc
         w = p.z0.shape[1]
         x[:, :w] = p.z0

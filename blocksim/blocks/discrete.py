@@ -59,7 +59,7 @@ class UnitDelay(Block):
         return kernel_params(DelayParams, x0=self.param_as_row("x0", self.n_xd, v))
 
     def initial_state(self, xc, xd, p=None):
-        p = self.runtime_kernels().params if p is None else p
+        p = self.own_record(p)
         xd[...] = p.x0
 
     def kernels(self):
@@ -192,7 +192,7 @@ class DiscreteIntegrator(Block):
                              x0=np.clip(self.param_as_row("x0", width, v), lower, upper))
 
     def initial_state(self, xc, xd, p=None):
-        p = self.runtime_kernels().params if p is None else p
+        p = self.own_record(p)
         xd[...] = p.x0
 
     def kernels(self):
@@ -243,7 +243,7 @@ class DiscreteLinearSystem(Block):
                              scratch=np.zeros((v.batch, self.n_xd)), x0=x0)
 
     def initial_state(self, xc, xd, p=None):
-        p = self.runtime_kernels().params if p is None else p
+        p = self.own_record(p)
         xd[...] = p.x0
 
     def kernels(self):

@@ -507,7 +507,7 @@ class Manipulator(RobotBlock):
 
     def initial_state(self, xc, xd, p=None):
         """q0, qd0 of the run's record p (None: the block's own); LuGre bristles at rest."""
-        p = self.runtime_kernels().params if p is None else p
+        p = self.own_record(p)
         n = self.n
         xc[:, :n] = p.resets[:, :, RESET_Q0]
         xc[:, n:2 * n] = p.resets[:, :, RESET_QD0]
@@ -520,7 +520,7 @@ class Manipulator(RobotBlock):
         decide between sticking and reversing (see manipulator_accelerations). A Karnopp band
         entered or left: nothing to reset (the crossing only ends the step there). p: the run's
         record (None: the block's own)."""
-        p = self.runtime_kernels().params if p is None else p
+        p = self.own_record(p)
         n = self.n
         if p.has_limits:
             for b, i in zip(*np.nonzero(mask[:, :n] | mask[:, n:2 * n])):

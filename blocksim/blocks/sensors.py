@@ -214,7 +214,7 @@ class SampleDelay(JointBlock):
 
     def initial_state(self, xc, xd, p=None):
         """The N stored samples all x0, of the run's record p (None: the block's own)."""
-        p = self.runtime_kernels().params if p is None else p
+        p = self.own_record(p)
         xd[...] = np.tile(p.x0, self.p.delay)
 
     def kernels(self):

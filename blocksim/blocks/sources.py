@@ -79,10 +79,6 @@ class TimeSource(Block):
     def kernels(self):
         return Kernels(output=self.output_kernel)
 
-    def own_record(self, p):
-        """p, or the block's own record when p is None (a Python-side call without a run's)."""
-        return self.runtime_kernels().params if p is None else p
-
 
 # ---- Step, Ramp, Sine, Chirp ----------------------------------------------------------------------
 
@@ -417,7 +413,7 @@ class FromFile(Block):
 
     def output(self, t, xc, xd, u, y, p=None):
         # Python-only part: interpreted mode raises the located error at the offending time
-        p = self.runtime_kernels().params if p is None else p
+        p = self.own_record(p)
         if p.check:
             if t < p.earliest or t > p.latest:
                 lo, hi = float(p.times[0]), float(p.times[-1])
@@ -429,7 +425,7 @@ class FromFile(Block):
         return Kernels(output=from_file_output, update=no_update if self._check else None)
 
     def breakpoints(self, t0, t1, p=None):
-        p = self.runtime_kernels().params if p is None else p
+        p = self.own_record(p)
         if p.method != 1:
             return []
         return times_within(p.times, t0, t1)

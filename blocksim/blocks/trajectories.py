@@ -51,10 +51,6 @@ class Trajectory(Block):
     def kernels(self):
         return Kernels(output=self.output_kernel)
 
-    def own_record(self, p):
-        """p, or the block's own record when p is None (a Python-side call without a run's)."""
-        return self.runtime_kernels().params if p is None else p
-
     def row(self, key, v):
         """An array parameter of the values v as (B, width) for the kernels (a scalar repeated
         over the joints)."""
