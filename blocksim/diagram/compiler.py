@@ -92,7 +92,7 @@ class CompiledDiagram:
                     "values, Block.record); load the diagram again with the new value",
                     where=self.spec.blocks[name].where, block=name)
             try:
-                values[name] = self.blocks[name].changed_values(values[name], given)
+                values[name] = blk.changed_values(values[name], given)
             except BlocksimError as err:
                 raise err.located(where=self.spec.blocks[name].where, block=name)
         return replace(self, values=values)

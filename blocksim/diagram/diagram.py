@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+import pickle
 from pathlib import Path
 from typing import Any
 
@@ -80,11 +81,17 @@ class Diagram:
         ({"parameters.X": [value per member]}): {(block, param): BatchValue} for each parameter
         whose expression gives, in some member, another value than in the file (the file's
         expressions evaluated once per member)."""
-        members = []
+        members, specs = [], {}
         for k in range(size):
-            member_overrides = dict(self.overrides)
-            member_overrides.update({key: values[k] for key, values in workspace.items()})
-            members.append(load_spec(self.path, variant=self.variant, overrides=member_overrides))
+            member = {key: values[k] for key, values in workspace.items()}
+            try:                                    # members with the same values share a spec
+                seen = pickle.dumps(sorted(member.items()))
+            except (pickle.PicklingError, TypeError, AttributeError):
+                seen = k
+            if seen not in specs:
+                specs[seen] = load_spec(self.path, variant=self.variant,
+                                        overrides={**self.overrides, **member})
+            members.append(specs[seen])
         out = {}
         for name, bspec in self.spec.blocks.items():
             for param, value in bspec.params.items():

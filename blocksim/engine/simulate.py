@@ -118,6 +118,7 @@ class Simulator:
         self._threads = thread_count(self.settings, threads)
         self.values_set: dict[str, Any] = {}     # set_parameters' values, for the run's record
         self._saved: dict[str, Any] = {}         # ... those shared by every member: saved diagram
+        self._followed: set | None = None        # block parameters the workspace values move
         self.whole = diagram.compile(batch)
         self.parts = self._parts(self.whole)
         self._runs = 0
@@ -152,8 +153,9 @@ class Simulator:
         changes every block parameter whose expression uses it. Array parameters only, of their
         old shape, checked as the file's values are; a value that would change a block's
         structure (a method, a period, a limit appearing where there was none) raises a
-        ParameterError saying to load the diagram again, and leaves the Simulator as it was. The blocks, wiring and compiled code stay; each run() after
-        this one uses the new values (Drake: new numeric parameters in the same Context)."""
+        ParameterError saying to load the diagram again, and leaves the Simulator as it was.
+        The blocks, wiring and compiled code stay; each run() after this one uses the new
+        values (Drake: new numeric parameters in the same Context)."""
         changes: dict[tuple[str, str], Any] = {}
         workspace: dict[str, list] = {}
         given = {key: [value] * self.batch for key, value in (values or {}).items()}
@@ -172,11 +174,12 @@ class Simulator:
                 changes[self._block_param(key)] = BatchValue(members)
         if workspace:
             # the expressions that use them follow: every block parameter they change
-            before = self.diagram.workspace_values(self._workspace, self.batch) \
-                if self._workspace else {}
+            if self._followed is None:
+                self._followed = set(self.diagram.workspace_values(self._workspace, self.batch)) \
+                    if self._workspace else set()
             workspace = {**self._workspace, **workspace}
             followed = self.diagram.workspace_values(workspace, self.batch)
-            for b, p in before.keys() - followed.keys():     # back to the file's value
+            for b, p in self._followed - followed.keys():     # back to the file's value
                 followed[(b, p)] = self.diagram.spec.blocks[b].params[p]
             for key, value in followed.items():
                 changes.setdefault(key, value)
@@ -187,17 +190,14 @@ class Simulator:
         self.whole = whole
         if workspace:
             self._workspace = workspace
+            self._followed = {key for key, value in followed.items()
+                              if isinstance(value, BatchValue)}
         self.values_set.update({key: (m[0] if values and key in values else m)
                                 for key, m in given.items()})
-        for (b, p), value in changes.items():      # the saved diagram: values shared by all
-            members = value.values if isinstance(value, BatchValue) else [value]
-            shared = all(np.array_equal(np.asarray(members[0]), np.asarray(m))
-                         for m in members[1:])
-            if shared:
-                self._saved[f"{b}.{p}"] = members[0]
-            else:
-                self._saved.pop(f"{b}.{p}", None)    # per member: the metadata has them
-        for key, members in workspace.items():
+        # the saved diagram holds the values every member shares; the metadata has the others
+        shared = {f"{b}.{p}": (v.values if isinstance(v, BatchValue) else [v])
+                  for (b, p), v in changes.items()}
+        for key, members in {**shared, **workspace}.items():
             if all(np.array_equal(np.asarray(members[0]), np.asarray(m)) for m in members[1:]):
                 self._saved[key] = members[0]
             else:
