@@ -149,18 +149,19 @@ def cmd_simulate(args) -> int:
 def cmd_check(args) -> int:
     import blocksim
 
-    from .engine.scheduler import Simulation, run_settings
+    from .engine.plan import make_plan
+    from .engine.scheduler import run_settings
     from .engine.simulate import logged_signals
     d = blocksim.load(args.diagram, variant=args.variant, set=parse_sets(args.set))
     cd = d.compile()
     settings = run_settings(d.settings, d.log_settings, cd)
-    sim = Simulation(cd, settings, logged_signals(cd, d.log_settings))
+    plan = make_plan(cd, settings, logged_signals(cd, d.log_settings))
     print(f"{args.diagram}: '{d.name}' is valid"
           + (f" (variant {args.variant})" if args.variant else ""))
     print(f"\nsolver {settings.solver}, t = {float(settings.start):g}..{float(settings.stop):g} s"
           + (f", step {settings.step} s" if settings.step is not None else "")
-          + f", base tick {sim.timebase.tick} s, log every {settings.log_every} s "
-          f"({len(sim.log_grid)} samples)")
+          + f", base tick {plan.timebase.tick} s, log every {settings.log_every} s "
+          f"({len(plan.log_grid)} samples)")
     print("\nexecution order (sorted by direct feedthrough):")
     for k, call in enumerate(cd.calls, 1):
         blk = cd.blocks[call.block]

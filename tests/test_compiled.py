@@ -115,7 +115,7 @@ def test_w1_compiled_batch_equals_interpreted_single_runs():
     gains = [[400.0, 200.0], [200.0, 100.0], [800.0, 50.0]]
     batch = blocksim.simulate(d, batch={"pid.Kp": gains})
     assert batch.stats["mode"] == "compiled"
-    source = Path(make_simulation(d.compile({"pid.Kp": gains})).module.__file__).read_text()
+    source = Path(make_simulation(d.compile({"pid.Kp": gains})).backend.module.__file__).read_text()
     for kernel in ("manipulator_partial_output", "manipulator_closed_form_derivative",
                    "inverse_dynamics_closed_form_output"):
         assert kernel in source

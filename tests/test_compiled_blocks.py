@@ -19,7 +19,7 @@ import blocksim
 from blockcheck import BlockCheck
 from modecheck import assert_same, signal_changes
 from blocksim.blocks import REGISTRY
-from blocksim.engine.compiled import _import_name
+from blocksim.engine.numba_backend import _import_name
 from blocksim.errors import BlocksimError
 
 CORE_MODULES = {f"blocksim.blocks.{m}" for m in

@@ -270,7 +270,7 @@ def test_parameter_and_wiring_errors():
 
 
 def test_continuous_compiled_form_is_importable_and_computes_the_same():
-    from blocksim.engine.compiled import _import_name
+    from blocksim.engine.numba_backend import _import_name
     blk = pid({"Kp": [400.0, 200.0], "Ki": [100.0, 50.0], "Kd": [40.0, 20.0], "upper": 50.0,
                "antiwindup": "back_calculation"})
     k = blk.block.runtime_kernels()

@@ -109,9 +109,9 @@ def test_the_parts_of_a_split_batch_share_the_whole_batchs_blocks():
     assert [sim.cd.first_member for sim in split.parts] == [0, 32]
     one = blocksim.Simulator(d, batch=batch, threads=1).run()
     np.testing.assert_array_equal(split.run()["x.out"], one["x.out"])
-    module = split.parts[0].module
+    module = split.parts[0].backend.module
     split.set_parameters(batch={"parameters.k": [2.0] * 64})
-    assert split.parts[0].module is module           # new values, the same compiled code
+    assert split.parts[0].backend.module is module           # new values, the same compiled code
     reference = blocksim.simulate(blocksim.load(MSD, set={
         "simulation.mode": "compiled", "simulation.solver": "rk4", "simulation.step": 0.01,
         "parameters.k": 2.0}))

@@ -306,7 +306,7 @@ def test_bad_parameters_are_reported():
 def test_compiled_form_is_importable_and_computes_the_same(case):
     """Compiled mode calls Kernels.output by module and name with the block's parameter tuple (a full
     compiled run of SineTrajectory is in test_pid; compiling one diagram per generator is slow)."""
-    from blocksim.engine.compiled import _import_name
+    from blocksim.engine.numba_backend import _import_name
     blk = source(*CASES[case])
     k = blk.block.runtime_kernels()
     module, name = _import_name(k.output)

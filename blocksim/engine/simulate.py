@@ -58,9 +58,10 @@ def make_simulation(cd, settings: SimulationSettings | None = None, log: LogSett
     logged = logged_signals(cd, log)
     if settings.mode == "interpreted":
         return Simulation(cd, run, logged)
-    from .compiled import CompiledSimulation, missing_kernels
-    compiled = functools.lru_cache(maxsize=1)(lambda: CompiledSimulation(cd, run, logged))
-    choice = choose_mode(settings, missing_kernels(cd), lambda: compiled().is_cached(),
+    from .numba_backend import NumbaBackend, missing_kernels
+    compiled = functools.lru_cache(maxsize=1)(
+        lambda: Simulation(cd, run, logged, backend=NumbaBackend))
+    choice = choose_mode(settings, missing_kernels(cd), lambda: compiled().backend.is_cached(),
                          lambda: estimated_interpreted_time(cd, run, whole_batch or cd.batch))
     if choice.tell:
         _tell_once(cd.spec.file, choice.reason)

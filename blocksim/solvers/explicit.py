@@ -4,12 +4,12 @@ from __future__ import annotations
 import math
 from typing import ClassVar
 
-import numba
 import numpy as np
 
 from blocksim.errors import SolverError
 from blocksim.solvers.base import (BOUND_SNAP_FRACTION, MIN_STEP_SPACINGS, Interpolant, Solver,
                                    select_initial_step)
+from blocksim.solvers.stages import memberwise_error_norm, memberwise_stage_sum
 from blocksim.solvers.tableaux import (BogackiShampineTableau, DOP853Tableau, DormandPrinceTableau,
                                        EulerTableau, HeunTableau, Kutta3Tableau, MidpointTableau,
                                        RK4Tableau, Tableau)
@@ -20,48 +20,6 @@ MIN_FACTOR = 0.2
 """Smallest factor by which one error estimate may shrink the step."""
 MAX_FACTOR = 10.0
 """Largest factor by which one error estimate may grow the step."""
-DOP853_E3_WEIGHT = 0.01
-"""Weight of DOP853's 3rd-order estimate in its combined error norm (Hairer's dop853.f)."""
-
-
-# The stage arithmetic is done by these kernels, one element at a time in a fixed order, so that every
-# batch member gets bit-for-bit the result of a run on its own (BLAS dot products do not promise that).
-
-@numba.njit(cache=True, error_model="numpy", inline="always")
-def _combine(base, h, weights, stages, count, out):
-    """out[k] = base[k] + h * sum_{j < count} weights[j] * stages[j, k]  (zero weights skipped).
-
-    Also called by the code blocksim.engine.compiled generates: keep this signature. out must
-    not overlap base or stages. The sum is accumulated in out one stage at a time (each pass a
-    plain loop over k that the compiler vectorises), in the same order as a per-element sum, so
-    the rounding is the same.
-    """
-    n = out.shape[0]
-    for k in range(n):
-        out[k] = 0.0
-    for j in range(count):
-        w = weights[j]
-        if w != 0.0:
-            row = stages[j]
-            for k in range(n):
-                out[k] += w * row[k]
-    for k in range(n):
-        out[k] = base[k] + h * out[k]
-
-
-@numba.njit(cache=True, error_model="numpy")
-def _scaled_square_sum(weights, stages, count, x, x_new, rtol, atol):
-    """sum_k ((weights . stages[:, k]) / (atol + rtol * max(|x[k]|, |x_new[k]|)))**2."""
-    total = 0.0
-    for k in range(x.shape[0]):
-        acc = 0.0
-        for j in range(count):
-            w = weights[j]
-            if w != 0.0:
-                acc += w * stages[j, k]
-        ratio = acc / (atol + rtol * max(abs(x[k]), abs(x_new[k])))
-        total += ratio * ratio
-    return total
 
 
 def rk_step(evaluate, t: float, t_new: float, x: np.ndarray, f0: np.ndarray, tableau: type[Tableau],
@@ -79,11 +37,11 @@ def rk_step(evaluate, t: float, t_new: float, x: np.ndarray, f0: np.ndarray, tab
     K[0] = f0
     for i in range(1, tableau.n_stages):
         x_stage = np.empty_like(x)
-        _combine(x_flat, h, tableau.A[i], stages, i, x_stage.reshape(-1))
+        memberwise_stage_sum(x_flat, h, tableau.A[i], stages, i, x_stage.reshape(-1))
         c = tableau.c[i]
         K[i] = evaluate(t_new if c == 1.0 else min(t + c * h, t_new), x_stage)
     x_new = np.empty_like(x)
-    _combine(x_flat, h, tableau.b, stages, tableau.n_stages, x_new.reshape(-1))
+    memberwise_stage_sum(x_flat, h, tableau.b, stages, tableau.n_stages, x_new.reshape(-1))
     return x_new
 
 
@@ -202,7 +160,7 @@ class RungeKutta(Solver):
         zero = np.zeros(stages.shape[1])
         Q = np.empty((len(tab.P_rows),) + self.x.shape)
         for j, weights in enumerate(tab.P_rows):
-            _combine(zero, h, weights, stages, len(weights), Q[j].reshape(-1))
+            memberwise_stage_sum(zero, h, weights, stages, len(weights), Q[j].reshape(-1))
         return PowerSeriesInterpolant(self.t_old, h, self.x_old, Q)
 
     def _extend_stages(self, K: np.ndarray, h: float) -> np.ndarray:
@@ -216,7 +174,7 @@ class RungeKutta(Solver):
         for r, (a, c) in enumerate(zip(tab.A_dense, tab.c_dense)):
             i = n_main + r
             x_stage = np.empty_like(self.x)
-            _combine(x_old, h, a, stages, i, x_stage.reshape(-1))
+            memberwise_stage_sum(x_old, h, a, stages, i, x_stage.reshape(-1))
             K_ext[i] = self._eval(self.t_old + c * h, x_stage)
         return K_ext
 
@@ -301,22 +259,15 @@ class AdaptiveRungeKutta(RungeKutta):
         self._accept(t_new, x_new, K)
 
     def _error_norm(self, K: np.ndarray, h: float, x: np.ndarray, x_new: np.ndarray) -> float:
-        """Scaled RMS error of the step (DOP853: Hairer's combination of its two estimates)."""
+        """Scaled RMS error of the step (solvers.stages.memberwise_error_norm)."""
         tab = self.tableau
-        stages = K.reshape(K.shape[0], -1)
-        x, x_new = x.reshape(-1), x_new.reshape(-1)
-        size = x.size
-        if size == 0:
-            return 0.0
-        sq5 = _scaled_square_sum(tab.E, stages, len(tab.E), x, x_new, self.rtol, self.atol)
-        if tab.E3 is None:
-            error = abs(h) * math.sqrt(sq5 / size)
-        else:
-            sq3 = _scaled_square_sum(tab.E3, stages, len(tab.E3), x, x_new, self.rtol, self.atol)
-            if sq5 == 0.0 and sq3 == 0.0:
-                return 0.0
-            error = abs(h) * sq5 / math.sqrt((sq5 + DOP853_E3_WEIGHT * sq3) * size)
-        return error if math.isfinite(error) else math.inf
+        return memberwise_error_norm(tab.E, _NO_WEIGHTS if tab.E3 is None else tab.E3,
+                                     K.reshape(K.shape[0], -1), h, x.reshape(-1),
+                                     x_new.reshape(-1), self.rtol, self.atol)
+
+
+_NO_WEIGHTS = np.zeros(0)
+"""The second error estimate of a tableau that has none (memberwise_error_norm's E3)."""
 
 
 class Euler(FixedStepRungeKutta):

@@ -1,0 +1,465 @@
+"""The numba backend: a plan rendered as one generated, numba-compiled module (compiled mode).
+
+The generator writes a Python module that calls every block's kernels (Block.kernels()) as the
+plan of the run says (engine/plan.py), over the run's signal and state arrays; numba compiles
+it, and the module is kept in an on-disk cache keyed by the generated text, that is by the
+diagram's structure (block kernels, wiring, state layout, rates), never by parameter values: a
+new gain or mass reuses the compiled code. Its entry points outputs, derivatives, updates and
+zero_crossings serve the scheduler's time loop (adaptive and event runs); run_fixed is the
+rendering of the phases of a major step (engine/major_step.py) as a whole fixed-step loop (major
+steps, exact hits, Runge-Kutta stages, logging) for runs without zero crossings, returning to
+Python between chunks only for the progress bar and Ctrl-C.
+
+Cache folder: $BLOCKSIM_CACHE_DIR, else ~/.cache/blocksim (numba's own cache sits beside the
+generated files, in __pycache__). Delete the folder to force recompilation.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import importlib.util
+import os
+import re
+import sys
+import time as _time
+from pathlib import Path
+
+import numpy as np
+
+from ..blocks._kernels import entry_point
+from ..blocks.base import Kernels
+from ..solvers import SOLVERS
+from .context import RunContext
+from .major_step import phase_handlers
+from .plan import EVERY_STEP, OutputStep, RunPlan
+from .progress import Progress
+from .run_output import RunOutput
+
+CHUNK_SECONDS = 0.2
+"""Wall time between returns to Python in the compiled fixed-step loop (progress, Ctrl-C)."""
+
+GENERATOR_VERSION = 7
+"""Bumped whenever the generated code's form changes, so old cache entries are not reused."""
+
+
+def cache_dir() -> Path:
+    """Where generated modules and numba's compiled code are kept (BLOCKSIM_CACHE_DIR overrides)."""
+    root = os.environ.get("BLOCKSIM_CACHE_DIR") or Path.home() / ".cache" / "blocksim"
+    return Path(root) / "compiled"
+
+
+@functools.lru_cache(maxsize=1)
+def library_fingerprint() -> str:
+    """A hash of blocksim's own source files (paths, sizes, modification times): generated modules
+    are keyed by it too, so a changed kernel is never served stale from the cache."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha1(GENERATOR_VERSION.to_bytes(4, "little"))
+    for path in sorted(root.rglob("*.py")):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(root)}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+    return digest.hexdigest()[:16]
+
+
+def missing_kernels(cd) -> list[str]:
+    """Blocks that keep a compiled diagram from compiled mode: 'name (Type): what is missing'
+    (the rule is Kernels.missing)."""
+    problems = []
+    for name, blk in cd.blocks.items():
+        lacking = Kernels.missing(blk, cd.sample_times[name]) if blk.enabled else []
+        if lacking:
+            problems.append(f"{name} ({blk.type_name}): no compiled {', '.join(lacking)}")
+    return problems
+
+
+def _import_name(fn) -> tuple[str, str]:
+    """(module, name) under which a kernel can be imported by the generated code."""
+    py = getattr(fn, "py_func", fn)
+    module, name = py.__module__, py.__name__
+    if getattr(importlib.import_module(module), name, None) is not fn:
+        raise TypeError(f"kernel {module}.{name} is not a module-level function")
+    return module, name
+
+
+class Generator:
+    """Writes the source of one plan's compiled module.
+
+    Every entry point is written out flat, block call by block call: run_fixed holds the whole
+    fixed-step loop (major outputs, logging, updates and every Runge-Kutta stage's minor outputs
+    and derivatives) in one function, so numba infers and LLVM optimises each call site once
+    (nesting step functions made every level re-optimise all the code below it), and the kernels,
+    declared inline, cost no call at all. outputs, derivatives, updates and zero_crossings serve
+    the scheduler's loop (adaptive and event runs) and are compiled only when it calls them.
+
+    An output call of which only some outputs are read (OutputStep.wanted) uses the block's
+    partial_output kernel when it has one.
+    """
+
+    def __init__(self, plan: RunPlan, blocks: dict, records: dict):
+        self.plan = plan
+        self.imports: dict[tuple[str, str], str] = {}
+        self.params: list[tuple] = []        # the blocks' parameter records, as they are
+        self.param_index: dict[str, int] = {}
+        self.kernels = {}
+        for name in plan.order:
+            blk = blocks[name]
+            if blk.enabled:
+                k = blk.runtime_kernels()
+                if k is not None:
+                    self.kernels[name] = k
+                    self.param_index[name] = len(self.params)
+                    self.params.append(records.get(name, k.params))
+
+    def _fn(self, fn) -> str:
+        key = _import_name(fn)
+        if key not in self.imports:
+            self.imports[key] = f"_k{len(self.imports)}"
+        return self.imports[key]
+
+    def _args(self, name: str, extra: str | None, t: str = "t", dxc: str = "dxc") -> str:
+        plan = self.plan
+        a, b = plan.xc_slices[name]
+        c, d = plan.xd_slices[name]
+        us = "".join(f"s[{i}], " for i in plan.inputs_of[name])
+        args = [t, f"xc[:, {a}:{b}]", f"xd[:, {c}:{d}]", f"({us})"]
+        if extra == "y":
+            args.append("(" + "".join(f"s[{i}], " for i in plan.outputs_of[name]) + ")")
+        elif extra == "dxc":
+            args.append(f"{dxc}[:, {a}:{b}]")
+        elif extra == "g":
+            e, f = plan.zc_slices[name]
+            args.append(f"g[:, {e}:{f}]")
+        args.append(f"p[{self.param_index[name]}]")
+        return ", ".join(args)
+
+    def _output_call(self, step: OutputStep, t: str) -> str:
+        k = self.kernels[step.block]
+        if k.partial_output is not None and not all(step.wanted):
+            flags = "(" + "".join(f"{w}, " for w in step.wanted) + ")"
+            return f"{self._fn(k.partial_output)}({self._args(step.block, 'y', t)}, {flags})"
+        return f"{self._fn(k.output)}({self._args(step.block, 'y', t)})"
+
+    def output_body(self, major: str | None, t: str = "t", minor: str = "stage",
+                    stage_guard: str | None = None, lazy: bool = False) -> list[str]:
+        """Statements computing the outputs in sorted order. major: the expression telling a major
+        step (discrete blocks then run at their hits, held blocks every time), or None for minor
+        evaluations alone. minor: which varying blocks run at minor evaluations: "stage" (those a
+        solver stage reads) or "all" (for logging and zero crossings between major steps).
+        stage_guard: a condition on the stage-read blocks' calls (the loop's "not the first
+        stage", when that stage repeats the major step). lazy: calls a reader needs at some major
+        steps only run at those (the fixed-step loop, which knows log_now)."""
+        lines = []
+        for step in self.plan.output_steps:
+            stage = step.varies if minor == "all" else step.at_stages
+            if major is None and not stage:
+                continue
+            text = self._output_call(step, t)
+            if major is not None and step.rate != EVERY_STEP:
+                lines += [f"if {major} and hits[{step.rate}]:", "    " + text]
+            elif major is not None and not stage and lazy and step.lazy:
+                atoms = [f"hits[{r}]" for r in step.when_rates] + \
+                    (["log_now"] if step.when_logged else [])
+                lines += [f"if {major} and ({' or '.join(atoms)}):", "    " + text]
+            elif major is not None and not stage:
+                lines += [f"if {major}:", "    " + text]
+            elif stage_guard is not None:
+                lines += [f"if {stage_guard}:", "    " + text]
+            else:
+                lines.append(text)
+        return lines
+
+    def derivative_body(self, t: str = "t", dxc: str = "dxc") -> list[str]:
+        """The derivative calls, writing into the (B, n_xc) array named dxc."""
+        return [f"{self._fn(self.kernels[name].derivative)}({self._args(name, 'dxc', t, dxc)})"
+                for name in self.plan.derivatives]
+
+    def update_body(self) -> list[str]:
+        lines = []
+        for u in self.plan.updates:
+            call = f"{self._fn(self.kernels[u.block].update)}({self._args(u.block, None)})"
+            lines += [call] if u.rate == EVERY_STEP else [f"if hits[{u.rate}]:", "    " + call]
+        return lines
+
+    def record_body(self) -> list[str]:
+        return [f"copy_to_log(logs[{j}], log_pos, s[{slot}])"
+                for j, (_, slot) in enumerate(self.plan.log)]
+
+    def zero_crossing_body(self) -> list[str]:
+        return [f"{self._fn(self.kernels[name].zero_crossings)}({self._args(name, 'g')})"
+                for name in self.plan.crossings]
+
+    # ---- the phases of a major step in the fixed-step loop (engine/major_step.py) ---------------
+    # "outputs" and "advance" are the loop's frame (the outputs of the major pass and of every
+    # stage are one block of calls; advance is the Runge-Kutta step); the phases between them
+    # are rendered in MAJOR_STEP's order inside the loop's major pass, at 16 spaces.
+    def _render_events_at_t(self) -> list[str]:
+        if self.plan.crossings:
+            raise NotImplementedError("the fixed-step loop runs plans without zero crossings")
+        return []
+
+    def _render_log(self) -> list[str]:
+        return ["if log_now:"] + _indent(self.record_body(), 4) + ["    log_pos += 1"]
+
+    def _render_updates(self) -> list[str]:
+        return self.update_body()
+
+    def _render_finite_check(self) -> list[str]:
+        return ["if not (all_finite(xc) and all_finite(xd)):", "    return 2, k, log_pos"]
+
+    def _render_stop(self) -> list[str]:
+        return ["if k == last_k:", "    return 1, k, log_pos"]
+
+    def fixed_loop(self) -> str:
+        """run_fixed: the phases of MAJOR_STEP rendered, in order, as one fixed-step loop."""
+        frame = {"outputs": "frame", "advance": "frame"}
+        phases = phase_handlers("numba backend", lambda name: frame.get(name) or getattr(
+            self, "_render_" + name, None))
+        if phases[0][0] != "outputs" or phases[-1][0] != "advance":
+            raise NotImplementedError("the fixed-step loop's frame puts outputs first and the "
+                                      "advance last")
+        major = []
+        for name, render in phases[1:-1]:
+            major += [f"# {name}"] + render()
+        guard = "i != 0" if self.plan.first_stage_repeats_major else None
+        # the loop reads the tuples' items from locals unpacked once at entry (an item taken from
+        # a tuple costs a reference count each time)
+        return FIXED_LOOP.format(
+            unpack=_block([f"s_{i} = s[{i}]" for i in range(len(self.plan.slots))]
+                          + [f"p_{i} = p[{i}]" for i in range(len(self.params))], 4),
+            outputs=_unpacked(_block(self.output_body("major", "ti", stage_guard=guard,
+                                                      lazy=True), 12)),
+            major_phases=_unpacked(_block(major, 16)),
+            derivatives=_unpacked(_block(self.derivative_body("ti", "K[i]"), 12)))
+
+    def source(self) -> str:
+        functions = [
+            ("def outputs(t, hits, major, xc, xd, s, p):", self.output_body("major", minor="all")),
+            ("def derivatives(t, xc, xd, dxc, s, p):",
+             self.output_body(None) + self.derivative_body()),
+            ("def updates(t, hits, xc, xd, s, p):", self.update_body()),
+            ("def zero_crossings(t, xc, xd, g, s, p):", self.zero_crossing_body()),
+        ]
+        fixed = "" if self.plan.crossings else self.fixed_loop()
+        lines = [f'"""Generated by blocksim (generator {GENERATOR_VERSION}) for one diagram '
+                 'structure; do not edit."""',
+                 f"# library fingerprint {library_fingerprint()}",
+                 "import numpy as np", "from numba import njit",
+                 "from blocksim.solvers.stages import memberwise_stage_sum",
+                 "from blocksim.engine.loops import all_finite, copy1d, copy_to_log, rate_hits"]
+        for (module, name), alias in sorted(self.imports.items(), key=lambda kv: kv[1]):
+            lines.append(f"from {module} import {name} as {alias}")
+        for header, stmts in functions:
+            lines += ["", "", "@njit(cache=True, error_model='numpy')", header]
+            lines += _indent(stmts, 4) or ["    pass"]
+        return "\n".join(lines) + "\n" + fixed
+
+
+def _indent(stmts: list[str], spaces: int) -> list[str]:
+    return [" " * spaces + st for st in stmts]
+
+
+def _unpacked(text: str) -> str:
+    """s[i] and p[i] written as the locals s_i and p_i."""
+    return re.sub(r"\b([sp])\[(\d+)\]", r"\1_\2", text)
+
+
+def _block(stmts: list[str], spaces: int) -> str:
+    """Statements as an indented block of source ('pass' when there are none)."""
+    return "\n".join(_indent(stmts or ["pass"], spaces))
+
+
+FIXED_LOOP = """
+
+@njit(cache=True, error_model='numpy', nogil=True)
+def run_fixed(k0, k1, last_k, num0, dnum, den, step_ticks, t_stop, per, off, hits,
+              xc, xd, dxc, s, p, logs, log_stride, log_pos, A, b, c, K, x0):
+    \"\"\"Major steps k0..k1-1 on the fixed grid, each the phases of blocksim's major step
+    (engine/major_step.py) followed by one explicit Runge-Kutta step of xc (the arithmetic of
+    solvers.explicit.rk_step with solvers.stages.memberwise_stage_sum; the stage states are
+    combined straight into xc, which x0 keeps the step's start of, and the derivatives written
+    straight into the stage rows K[i]; dxc is left alone).
+
+    Pass i = -1 of the inner loop is the major step (outputs with discrete hits, then the phases
+    after them), passes 0.. are the Runge-Kutta stages (minor outputs, derivatives): every block
+    call is written once, which is what numba's compile time grows with.
+
+    Returns (status, next k, log position): status 0 = chunk done, 1 = reached the stop time,
+    2 = a state became NaN/Inf at step k (the caller names the block).\"\"\"
+{unpack}
+    n_stages = b.shape[0]
+    stages = K.reshape((K.shape[0], -1))
+    x0_flat = x0.reshape(-1)
+    xc_flat = xc.reshape(-1)
+    k = k0
+    while k < k1:
+        n = k * step_ticks
+        t = t_stop if k == last_k else (num0 + n * dnum) / den
+        t_new = t
+        h = 0.0
+        rate_hits(n, per, off, hits)
+        log_now = k % log_stride == 0 or k == last_k
+        for i in range(-1, n_stages):
+            major = i < 0
+            ti = t
+            if i > 0:
+                memberwise_stage_sum(x0_flat, h, A[i], stages, i, xc_flat)
+                ti = t_new if c[i] == 1.0 else min(t + c[i] * h, t_new)
+            # outputs
+{outputs}
+            if major:
+{major_phases}
+                # advance
+                t_new = t_stop if k + 1 == last_k else (num0 + (k + 1) * step_ticks * dnum) / den
+                if xc.shape[1] == 0:
+                    break
+                h = t_new - t
+                copy1d(x0_flat, xc_flat)
+                continue
+{derivatives}
+        if xc.shape[1] > 0:
+            memberwise_stage_sum(x0_flat, h, b, stages, n_stages, xc_flat)
+        k += 1
+    return 0, k, log_pos
+"""
+
+
+def load_module(source: str):
+    """Import the generated module from the cache (writing it once); numba caches its machine code."""
+    digest = hashlib.sha1(source.encode()).hexdigest()[:20]
+    name = f"blocksim_diagram_{digest}"
+    if name in sys.modules:
+        return sys.modules[name]
+    folder = cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.py"
+    if not path.exists() or path.read_text() != source:
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(source)
+        os.replace(tmp, path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class NumbaBackend:
+    """Evaluations of a plan in its generated module (the PythonBackend's methods, with the same
+    numbers), and the whole fixed-step loop (run_loop) where the run allows it."""
+
+    mode = "compiled"
+
+    def __init__(self, plan: RunPlan, context: RunContext, blocks: dict, records: dict):
+        gen = Generator(plan, blocks, records)
+        self.plan = plan
+        self._blocks, self._records = blocks, records
+        self.context = context
+        self.module = load_module(gen.source())
+        self.s = context.signals
+        self.p = tuple(gen.params)
+        self.nohits = np.zeros(len(plan.timebase.rates), dtype=np.bool_)
+        self._entries: dict[str, object] = {}
+        solver = SOLVERS[plan.solver]
+        self.runs_whole_loop = not (solver.adaptive or plan.crossings
+                                    or not hasattr(solver, "tableau"))
+        """True when the run is the compiled fixed-step loop: every member then steps on the
+        same grid with nothing shared (no adaptive step size, no event), so a batch may be split
+        into parts run apart (Simulator's threads) with the same numbers."""
+
+    def is_cached(self) -> bool:
+        """True when numba has compiled code for this module on disk (any signature)."""
+        folder = Path(self.module.__file__).parent / "__pycache__"
+        name = self.module.__name__
+        entry = "run_fixed" if self.runs_whole_loop else "derivatives"
+        return any(folder.glob(f"{name}.{entry}-*.nbi"))
+
+    def _entry(self, name: str, args: tuple):
+        """The module's function `name` bound to the types of (t, *args) at its first call (the
+        scheduler's loop calls it every step; numba's typing of the records would cost more)."""
+        fn = self._entries.get(name)
+        if fn is None:
+            fn = self._entries[name] = entry_point(getattr(self.module, name), args)
+        return fn
+
+    def constant_outputs(self, t: float) -> None:
+        """The constant blocks' outputs, once at the start (in Python: they are computed once)."""
+        ctx = self.context
+        for name in self.plan.constant_outputs:
+            xc, xd, u, y, _, _ = ctx.views[name]
+            record = self._records.get(name)
+            self._blocks[name].output(t, xc, xd, u, y, *(() if record is None else (record,)))
+
+    def outputs_major(self, t, hits):
+        ctx = self.context
+        args = (hits, True, ctx.xc, ctx.xd, self.s, self.p)
+        self._entry("outputs", args)(t, *args)
+
+    def outputs_minor(self, t):
+        ctx = self.context
+        args = (self.nohits, False, ctx.xc, ctx.xd, self.s, self.p)
+        self._entry("outputs", args)(t, *args)
+
+    def rhs(self, t, x):
+        ctx = self.context
+        np.copyto(ctx.xc, x)
+        args = (ctx.xc, ctx.xd, ctx.dxc, self.s, self.p)
+        self._entry("derivatives", args)(t, *args)
+        return ctx.dxc.copy()
+
+    def zero_crossings(self, t):
+        ctx = self.context
+        args = (ctx.xc, ctx.xd, ctx.g, self.s, self.p)
+        self._entry("zero_crossings", args)(t, *args)
+        return ctx.g.copy()
+
+    def run_updates(self, t, hits):
+        ctx = self.context
+        args = (hits, ctx.xc, ctx.xd, self.s, self.p)
+        self._entry("updates", args)(t, *args)
+
+    def run_loop(self, sim) -> RunOutput | None:
+        """The run of Simulation sim (started: initial states and constant outputs set) in
+        run_fixed, chunk by chunk; None when its times are beyond exact float integers (the
+        scheduler's loop then runs it)."""
+        s, tb, ctx = sim.settings, self.plan.timebase, self.context
+        tableau = SOLVERS[s.solver].tableau
+        step_ticks = int(s.step / tb.tick)
+        span = (s.stop - s.start) / s.step
+        last_k = int(span) if span.denominator == 1 else int(span) + 1
+        num0, dnum, den = tb.integer_form
+        if max(abs(num0), abs(dnum) * step_ticks * (last_k + 1), den) >= 2 ** 53:
+            return None
+        log_stride = int(s.log_every / s.step)
+        per = np.array([r.period for r in tb.rates], dtype=np.int64)
+        off = np.array([r.offset for r in tb.rates], dtype=np.int64)
+        hits = np.zeros(len(tb.rates), dtype=np.bool_)
+        B, n = ctx.xc.shape
+        K = np.zeros((len(tableau.b) + 1, B, n))
+        x0 = np.zeros((B, n))
+        logs = tuple(sim.recorder.data[name] for name, _ in sim.recorder.sources)
+        progress = Progress(s.start, s.stop, s.progress)
+        k, log_pos, status, interrupted = 0, 0, 0, False
+        chunk = 64
+        try:
+            while status == 0:
+                if sim.stop_requested:
+                    interrupted = True
+                    break
+                started = _time.perf_counter()
+                status, k, log_pos = self.module.run_fixed(
+                    k, min(k + chunk, last_k + 1), last_k, num0, dnum, den, step_ticks,
+                    float(s.stop), per, off, hits, ctx.xc, ctx.xd, ctx.dxc, self.s, self.p,
+                    logs, log_stride, log_pos, tableau.A, tableau.b, tableau.c, K, x0)
+                elapsed = _time.perf_counter() - started
+                chunk = max(16, int(chunk * min(4.0, CHUNK_SECONDS / max(elapsed, 1e-6))))
+                progress.update(float(s.start) + k * float(s.step), force=True)
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            progress.close()
+        sim.recorder.count = log_pos
+        if status == 2:
+            sim.check_finite(tb.time(k * step_ticks) if k != last_k else float(s.stop))
+        t_log, data = sim.recorder.finished()
+        stats = {"major_steps": k + 1, "nsteps": k, "mode": "compiled"}
+        return RunOutput(t_log, data, [], stats, interrupted, None)
