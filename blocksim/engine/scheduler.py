@@ -31,6 +31,10 @@ FIXED_STEP_DEFAULT_DIVISIONS = 1000
 ADAPTIVE_LOG_POINTS = 1001
 """Without log.every, an adaptive run logs on this many evenly spaced points."""
 
+PROBE_STEP = 1e-8
+"""Relative time step (of max(1, |t|) s) at which a crossing function that sits exactly on zero
+is evaluated to learn the direction it leaves in (Simulation._baseline)."""
+
 
 @dataclass(frozen=True)
 class RunSettings:
@@ -228,7 +232,7 @@ class Simulation:
                     return False
                 self.backend.outputs_major(t, step.hits)
                 g_now = self.backend.zero_crossings(t)
-        step.g_prev = g_now
+        step.g_prev = self._baseline(t, g_now)
         return True
 
     def _phase_log(self, step: _Step) -> bool:
@@ -318,6 +322,31 @@ class Simulation:
                 stop = True
                 self.stopped_by = name
         return stop
+
+    def _baseline(self, t: float, g: np.ndarray) -> np.ndarray:
+        """The crossing functions' baseline at t, against which the next values are judged: g,
+        with each component that is exactly zero (a reset put it there, or it starts there)
+        replaced by its value a moment later along the dynamics, so that its sign is the
+        direction it leaves in: a function that leaves zero and comes back within one step
+        crosses (the second bounce of a ball on a stop), one that leaves and stays away does
+        not. A component that does not move stays at zero (no crossing until it has a sign).
+
+        The moment is PROBE_STEP * max(1, |t|) s, along x + dt f(t, x); the context's state and
+        outputs at t are restored afterwards."""
+        zero = g == 0.0
+        if not zero.any():
+            return g
+        ctx = self.context
+        x = ctx.xc.copy()
+        dt = PROBE_STEP * max(1.0, abs(t))
+        with np.errstate(all="ignore"):
+            if self.plan.n_xc:
+                np.copyto(ctx.xc, x + dt * self.backend.rhs(t, x))
+            self.backend.outputs_minor(t + dt)
+            later = self.backend.zero_crossings(t + dt)
+        np.copyto(ctx.xc, x)
+        self.backend.outputs_minor(t)
+        return np.where(zero & np.isfinite(later), later, g)
 
     def _stop_requested_at_start(self, t: float) -> bool:
         for name in self.plan.crossings:
@@ -421,7 +450,7 @@ class Simulation:
             np.copyto(self.xc, solver.x)
             self.check_finite(t_new)
             if g_new is not None:
-                g_prev = g_new
+                g_prev = self._baseline(t_new, g_new)
             if t_new >= t1:
                 return t1, None, g_new
 
