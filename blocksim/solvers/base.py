@@ -40,6 +40,9 @@ class Solver(abc.ABC):
        both ends.
     3. Override `_forget_derivative()` to drop every cached derivative or stage (called by restart()).
     4. Call fun only through `_eval()` so that nfev counts every evaluation.
+    5. Evaluate fun only in step() (and dense_output()), never in __init__, restart() or set_bound(): fun may
+       leave the state it was called with in its caller's buffers (the engine's right-hand side writes it
+       into the run's state), and the caller reads them after building or restarting a solver.
     Time is in seconds (the diagram's time unit); x is whatever the diagram's states are.
     """
 

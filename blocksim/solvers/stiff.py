@@ -10,8 +10,14 @@ from blocksim.solvers.base import FINISHED, MIN_STEP_SPACINGS, Interpolant, Solv
 
 
 class ScipyStiffSolver(Solver):
-    """Wraps a scipy.integrate OdeSolver: the (B, n) state is flattened to B * n, the solver is rebuilt by
+    """Wraps a scipy.integrate OdeSolver: the (B, n) state is flattened to B * n, the solver is rebuilt after
     restart() (its history and Jacobian start afresh), SciPy's failures become SolverError.
+
+    SciPy's solver is built at the first step() after construction, restart() or a set_bound() before any
+    step, never in them: building it evaluates fun at (t, x), at a probe for the first step size and at
+    finite-difference probes for the Jacobian, and fun may leave the state it was called with in its
+    caller's buffers (the engine's right-hand side does), which the caller reads after building or
+    restarting a solver (Solver rule 5).
 
     Batch members are assumed independent (fun's member k reads only x[k]), so the finite-difference
     Jacobian is estimated block-diagonally: n evaluations of fun instead of B * n.
@@ -31,7 +37,14 @@ class ScipyStiffSolver(Solver):
         if self.fixed_step:
             raise SolverError(f"solver {self.name} has no fixed-step mode; use an explicit solver "
                               "(euler, heun, midpoint, rk3, rk4) or fixed_step with rk23/dopri5/dop853")
-        self._solver = self._build(self.initial_step)
+        self._solver = None                      # SciPy's solver, built by _scipy() at the next step
+        self._first_step = self.initial_step     # the step (s) that build tries first (None: SciPy's choice)
+
+    def _scipy(self):
+        """SciPy's solver from (t, x) to t_bound, built now if restart() or set_bound() dropped it."""
+        if self._solver is None:
+            self._solver = self._build(self._first_step)
+        return self._solver
 
     def _flat_fun(self, t: float, y: np.ndarray) -> np.ndarray:
         return np.asarray(self._eval(t, y.reshape(self.x.shape)), dtype=float).reshape(-1)
@@ -53,7 +66,7 @@ class ScipyStiffSolver(Solver):
                                 first_step=first_step, **self._batch_options())
 
     def _step_impl(self) -> None:
-        solver = self._solver
+        solver = self._scipy()
         message = solver.step()
         if solver.status == "failed":
             self._fail(f"SciPy's {self.scipy_class.__name__} failed: {message}", self._suggested_step())
@@ -69,18 +82,21 @@ class ScipyStiffSolver(Solver):
         return lambda t: inner(t).reshape(shape)
 
     def _suggested_step(self) -> float | None:
-        """The step (s) SciPy would try next, or the last one taken."""
+        """The step (s) SciPy would try next, or the last one taken; before a build, the one it will try."""
+        if self._solver is None:
+            return self._first_step
         h = getattr(self._solver, "h_abs", None)
         return h if h is not None else self._solver.step_size
 
     def _forget_derivative(self) -> None:
-        self._solver = self._build(self._suggested_step() or self.initial_step)
+        self._first_step = self._suggested_step() or self.initial_step
+        self._solver = None
 
     def set_bound(self, t_bound: float) -> None:
         super().set_bound(t_bound)
-        if self._solver.t_old is None:
-            # No step yet: rebuild, so that SciPy chooses its first step for the new interval.
-            self._solver = self._build(self.initial_step)
+        if self._solver is None or self._solver.t_old is None:
+            # No step yet: build at the next step, so that SciPy chooses its first step for the new interval.
+            self._solver, self._first_step = None, self.initial_step
             return
         self._solver.t_bound = self.t_bound
         self._solver.status = "finished" if self.status == FINISHED else "running"
@@ -121,7 +137,7 @@ class LSODA(ScipyStiffSolver):
         return {"lband": n - 1, "uband": n - 1}   # a block-diagonal Jacobian lies in this band
 
     def _suggested_step(self) -> float | None:
-        return self._solver.step_size
+        return self._first_step if self._solver is None else self._solver.step_size
 
     def _move_critical_time(self) -> None:
         # SciPy's LSODA keeps the critical time (no stepping past it) in LSODA's work array rwork[0];
