@@ -132,6 +132,8 @@ blocks:
   sw:    {type: Switch, threshold: 0.1, criteria: ">"}
   lim:   {type: Integrator, x0: [0.0, 0.1], lower: -0.15, upper: 0.2, reset: rising}
   ext:   {type: Integrator, initial_condition: external, reset: either}
+  bnc:   {type: Integrator, initial_condition: external, reset: rising, state_port: true}
+  rbnc:  {type: Gain, gain: -0.5}
   stop:  {type: StopSimulation}
   late:  {type: Step, time: 0.9}
 connections:
@@ -147,6 +149,10 @@ connections:
   - sn -> ext.in
   - c -> ext.x0
   - sg -> ext.reset
+  - sw -> bnc.in
+  - sn -> bnc.reset
+  - bnc.state -> rbnc
+  - rbnc -> bnc.x0
   - late -> stop
 simulation: {stop_time: 1.2, solver: rk4, step: 0.01}
 """
@@ -187,7 +193,9 @@ CONFIGS = {
     "DiscreteTransferFunction": [{"period": 0.1, "num": [1.0], "den": [1.0, -0.5]}],
     "DiscreteStateSpace": [{"period": 0.1, "A": [[0.5]], "B": [[1.0, 2.0]], "C": [1.0]}],
     "Integrator": [{}, {"lower": -1.0, "reset": "rising"},
-                   {"initial_condition": "external", "reset": "either", "upper": 2.0}],
+                   {"initial_condition": "external", "reset": "either", "upper": 2.0},
+                   {"state_port": True, "reset": "falling", "lower": -1.0},
+                   {"state_port": True, "initial_condition": "external", "reset": "rising"}],
 }
 
 
@@ -254,7 +262,8 @@ def test_compiled_equals_interpreted(tmp_path, diagram, solver):
         assert a.stopped_by == b.stopped_by == "stop"
         assert a.t[-1] == pytest.approx(0.9)
         assert [(e.block, e.index) for e in a.events] == [(e.block, e.index) for e in b.events]
-        assert {e.block for e in a.events} >= {"sat", "dz", "ab", "sg", "sw", "lim", "ext"}
+        assert {e.block for e in a.events} >= {"sat", "dz", "ab", "sg", "sw", "lim", "ext",
+                                               "bnc"}
 
 
 def compiled_specializations():

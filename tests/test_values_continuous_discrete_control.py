@@ -121,7 +121,7 @@ def test_new_values_of_the_same_structure_reach_initial_state_and_on_event_throu
     np.testing.assert_array_equal(check.xc, [[0.5, 1.0]])          # x0 within the limits
     v = blk.changed_values(blk.p, {"x0": [-0.5, 0.25], "upper": 0.0})
     record = blk.record(v)
-    xc, xd = np.zeros((1, 2)), np.zeros((1, 0))
+    xc, xd = np.zeros((1, 2)), np.zeros((1, blk.n_xd))                # its limit modes
     blk.initial_state(xc, xd, record)
     np.testing.assert_array_equal(xc, [[-0.5, 0.0]])
     xc[...] = [[3.0, 3.0]]

@@ -17,24 +17,44 @@ RESET_DIRECTIONS = {"rising": 1, "falling": -1, "either": 0}
 
 # ---- Integrator -------------------------------------------------------------------------------------
 
-IntegratorParams = namedtuple("IntegratorParams", "lower upper has_limits reset_port x0_port x0")
+IntegratorParams = namedtuple("IntegratorParams",
+                              "lower upper has_limits reset_port x0_port x0 on_limit held")
 """Integrator kernels' record: the limits (B, w) (+-inf: none), whether any is finite, the
-indices in u of the `reset` and `x0` inputs (-1: not there), and the x0 parameter (B, w) (read by
-initial_state and a reset, not by the kernels)."""
+indices in u of the `reset` and `x0` inputs (-1: not there), the x0 parameter (B, w) (read by
+initial_state and a reset, not by the kernels), and the first columns in xd of the per-channel
+`on limit` modes (-1: no limits) and of the state port's `state held` flag, followed by the held
+state (-1: no state port)."""
 
 
 @njit(cache=True, inline="always")
-def limited_rate_kernel(x, u, lower, upper, dx):
-    """dx = u, except 0 where x sits on a limit and u pushes outward (x >= upper and u > 0, or
-    x <= lower and u < 0): the state stops at the limit and leaves as soon as u points back in."""
+def limited_rate_kernel(x, xd, on_limit, u, lower, upper, dx):
+    """dx = u, except 0 where the channel is on a limit (its mode xd[:, on_limit + i], set at
+    major steps and events) and u pushes outward (x >= upper and u > 0, or x <= lower and
+    u < 0): the state stops at the limit and leaves as soon as u points back in. A channel that
+    is not on a limit integrates u on in every solver stage, also beyond a limit before the
+    crossing's event clamps it there: the step's dynamics stay smooth and the crossing is located
+    on them. on_limit < 0: no limits, dx = u."""
     wu = u.shape[1]
     for b in range(dx.shape[0]):
         for i in range(dx.shape[1]):
             v = u[b, i if wu > 1 else 0]
-            if (v > 0.0 and x[b, i] >= upper[b, i]) or (v < 0.0 and x[b, i] <= lower[b, i]):
+            if on_limit >= 0 and xd[b, on_limit + i] != 0.0 and \
+                    ((v > 0.0 and x[b, i] >= upper[b, i]) or (v < 0.0 and x[b, i] <= lower[b, i])):
                 dx[b, i] = 0.0
             else:
                 dx[b, i] = v
+
+
+@njit(cache=True, inline="always")
+def mark_on_limit(x, u, lower, upper, on_limit, xd):
+    """The channels' modes: on a limit where x is at (or beyond) one and u pushes outward, else
+    free (a state on a limit that u pushes back in leaves it in the next step)."""
+    wu = u.shape[1]
+    for b in range(x.shape[0]):
+        for i in range(x.shape[1]):
+            v = u[b, i if wu > 1 else 0]
+            on = (v > 0.0 and x[b, i] >= upper[b, i]) or (v < 0.0 and x[b, i] <= lower[b, i])
+            xd[b, on_limit + i] = 1.0 if on else 0.0
 
 
 @njit(cache=True, inline="always")
@@ -59,16 +79,29 @@ class Integrator(Block):
 
     Limits are exact: crossings x - upper (rising) and x - lower (falling) put a major step on the
     instant the state reaches a limit, `on_event` clamps it there, and the state stays exactly on
-    the limit while u pushes outward; it leaves as soon as u points back inside.
+    the limit while u pushes outward; it leaves as soon as u points back inside. Whether a channel
+    is on a limit is a mode (the discrete state `on limit[i]`), as Simulink's: set where an event
+    leaves the state on a limit, judged again at every major step (on a limit while u pushes
+    outward), and held inside steps. A free channel integrates u in every solver stage, also beyond a limit before the
+    crossing's event, so the crossing is located on smooth dynamics (the output is clamped all
+    the same); a channel on a limit stops there while u pushes outward.
     Reset (`reset`: rising | falling | either): input port `reset` (width 1: all channels, or one
     per channel); when it crosses zero in that direction the state restarts from x0.
     `initial_condition: external` takes x0 from the input port `x0` instead of the parameter (read
     at the first major step and at each reset; the output reads it directly until then); whether
     it has been read is the discrete state `x0 loaded` (per batch member).
+
+    `state_port: true` adds the output `state` (units of y), as Simulink's state port: it equals
+    `out` except at the major step of a reset, where `out` shows the reset value and `state` the
+    value just before it (and, with an external x0, at the first major step, where `out` shows the
+    x0 input and `state` the state before it is loaded: the x0 parameter). `state` reads neither
+    x0 nor reset directly, so feeding it back to x0 is no algebraic loop: a bouncing ball's
+    velocity restarts from x0 = -e * state. The value before a reset is kept in the discrete
+    states `state held` and `held x[i]` from the reset until the updates of its major step.
     """
 
     type_name = "Integrator"
-    summary = "integrates its input: x' = u, y = x (limits, reset, external x0)"
+    summary = "integrates its input: x' = u, y = x (limits, reset, external x0, state port)"
     params = {"x0": Param(0.0, "units of y", "initial state (scalar or vector)"),
               "lower": Param(-np.inf, "units of y", "lower limit of the state (may be -inf)",
                              allow_inf=True),
@@ -78,7 +111,10 @@ class Integrator(Block):
                              kind="str", choices=RESETS),
               "initial_condition": Param("internal", "-", "x0 from the parameter (internal) or the "
                                          "input port x0 (external)", kind="str",
-                                         choices=("internal", "external"))}
+                                         choices=("internal", "external")),
+              "state_port": Param(False, "-", "add the output `state` (units of y): the state "
+                                  "before any reset, read neither from x0 nor from reset, so it "
+                                  "may feed x0", kind="bool")}
     sample = "continuous"
     direct_feedthrough = False
 
@@ -87,7 +123,7 @@ class Integrator(Block):
             raise ParameterError("lower must be <= upper", block=self.name)
 
     def structure(self, v):
-        """Whether any limit is finite: the limit crossings exist."""
+        """Whether any limit is finite: the limit crossings (and modes) exist."""
         return self.limited(v)
 
     @staticmethod
@@ -97,6 +133,7 @@ class Integrator(Block):
     def setup(self):
         self._param_width = common_width(self, ("x0", "lower", "upper"))
         self._external = self.p.initial_condition == "external"
+        self._state_port = self.p.state_port
         self._has_limits = self.limited(self.p)
 
     def input_names(self):
@@ -107,14 +144,18 @@ class Integrator(Block):
             names.append("x0")
         return names
 
+    def output_names(self):
+        return ["out", "state"] if self._state_port else ["out"]
+
     def feedthrough(self):
+        # the state port reads no input directly: only `out` shows the x0 input before it loads
         return {("x0", "out")} if self._external else set()
 
     def resolve_widths(self, in_widths):
         known = [w for w in in_widths.values() if w is not None] + [self._param_width]
         width = max(known)
         if any(w is None for w in in_widths.values()):
-            return {"out": width if width > 1 else None}
+            return {o: width if width > 1 else None for o in self.output_names()}
         for port, w in in_widths.items():
             if w not in (1, width):
                 raise WidthError(f"input has width {w}, the state has width {width}",
@@ -122,12 +163,18 @@ class Integrator(Block):
         if self._param_width not in (1, width):
             raise ParameterError(f"x0 / lower / upper have {self._param_width} elements, the input "
                                  f"has width {width}", block=self.name)
-        return {"out": width}
+        return {o: width for o in self.output_names()}
 
     def configure(self, in_widths, out_widths):
         width = out_widths["out"]
         self.n_xc = width
-        self.n_xd = 1 if self._external else 0
+        # xd: [x0 loaded] (external x0), [on limit[0..w-1]] (limits), [state held,
+        # held x[0..w-1]] (state port)
+        n = 1 if self._external else 0
+        self._on_limit = n if self._has_limits else -1
+        n += width if self._has_limits else 0
+        self._held = n if self._state_port else -1
+        self.n_xd = n + (1 + width if self._state_port else 0)
         self._index = {name: k for k, name in enumerate(self.input_names())}
         self._reset_width = in_widths.get("reset", 0)
         directions = [1] * width + [-1] * width if self._has_limits else []
@@ -142,15 +189,31 @@ class Integrator(Block):
                              has_limits=self._has_limits,
                              reset_port=self._index.get("reset", -1),
                              x0_port=self._index.get("x0", -1),
-                             x0=self.param_as_row("x0", width, v))
+                             x0=self.param_as_row("x0", width, v),
+                             on_limit=self._on_limit, held=self._held)
 
     def state_names(self):
-        return [f"x[{i}]" for i in range(self.n_xc)], ["x0 loaded"] * self.n_xd
+        width = self.n_xc
+        discrete = ["x0 loaded"] if self._external else []
+        if self._has_limits:
+            discrete += [f"on limit[{i}]" for i in range(width)]
+        if self._state_port:
+            discrete += ["state held"] + [f"held x[{i}]" for i in range(width)]
+        return [f"x[{i}]" for i in range(width)], discrete
 
     def initial_state(self, xc, xd, p=None):
         p = self.own_record(p)
         clamp_rows(p.x0, p.lower, p.upper, xc)
         xd[...] = 0.0
+        self.modes_at_limits(xc, xd, p)
+
+    def modes_at_limits(self, xc, xd, p):
+        """Each channel's mode: on a limit where the state is at one (or beyond), whatever the
+        input. At the start and at an event, until the updates of that major step judge again
+        with the input (on a limit only while u pushes outward)."""
+        if self._has_limits:
+            a = self._on_limit
+            xd[:, a:a + self.n_xc] = (xc <= p.lower) | (xc >= p.upper)
 
     def start_value(self, u, out, p=None):
         """x0 (parameter or input port) within the limits, into out (B, width); p: the run's
@@ -160,11 +223,12 @@ class Integrator(Block):
         clamp_rows(x0, p.lower, p.upper, out)
 
     def kernels(self):
-        if self._external:
-            return Kernels(output=integrator_external_output, derivative=integrator_derivative,
-                           update=integrator_external_update,
-                           zero_crossings=integrator_zc if self.n_zc else None)
-        return Kernels(output=integrator_output, derivative=integrator_derivative,
+        output = integrator_external_output if self._external else integrator_output
+        if self._state_port:
+            output = integrator_external_state_output if self._external \
+                else integrator_state_output
+        return Kernels(output=output, derivative=integrator_derivative,
+                       update=integrator_update if self.n_xd else None,
                        zero_crossings=integrator_zc if self.n_zc else None)
 
     def on_event(self, t, xc, xd, u, mask, p=None):
@@ -178,9 +242,19 @@ class Integrator(Block):
             resets = mask[:, self.n_zc - self._reset_width:]
             if self._reset_width == 1:
                 resets = np.repeat(resets, width, axis=1)
+            if self._state_port:
+                # the state port shows, until this major step's updates, the output the block
+                # would have had without the reset
+                h = self._held
+                members = resets.any(axis=1) & (xd[:, h] == 0.0)    # a second reset at t: kept
+                xd[members, h] = 1.0
+                xd[members, h + 1:h + 1 + width] = np.clip(xc, p.lower, p.upper)[members]
             start = np.empty_like(xc)
             self.start_value(u, start, p)
             xc[resets] = start[resets]
+        # the modes at once, for the crossings' baseline at t: a state a clamp or a reset put on a
+        # limit stays there while u pushes outward
+        self.modes_at_limits(xc, xd, p)
         return False
 
 
@@ -204,7 +278,32 @@ def integrator_external_output(t, xc, xd, u, y, p):
 
 
 @njit(cache=True, inline="always")
-def integrator_external_update(t, xc, xd, u, p):
+def state_port_rows(xc, xd, p, out):
+    """The state port: the value held at a reset (while its flag is set), else the state within
+    the limits."""
+    h = p.held
+    lower, upper = p.lower, p.upper
+    for b in range(out.shape[0]):
+        held = xd[b, h] != 0.0
+        for i in range(out.shape[1]):
+            v = xd[b, h + 1 + i] if held else xc[b, i]
+            out[b, i] = lower[b, i] if v < lower[b, i] else (upper[b, i] if v > upper[b, i] else v)
+
+
+@njit(cache=True, inline="always")
+def integrator_state_output(t, xc, xd, u, y, p):
+    clamp_rows(xc, p.lower, p.upper, y[0])
+    state_port_rows(xc, xd, p, y[1])
+
+
+@njit(cache=True, inline="always")
+def integrator_external_state_output(t, xc, xd, u, y, p):
+    integrator_external_output(t, xc, xd, u, y, p)
+    state_port_rows(xc, xd, p, y[1])
+
+
+@njit(cache=True, inline="always")
+def load_x0(xc, xd, u, p):
     """At the first major step: the state starts from the x0 input (within the limits)."""
     x0 = u[p.x0_port]
     w0 = x0.shape[1]
@@ -218,8 +317,21 @@ def integrator_external_update(t, xc, xd, u, p):
 
 
 @njit(cache=True, inline="always")
+def integrator_update(t, xc, xd, u, p):
+    """At every major step: an external x0 loaded (at the first), the channels' limit modes from
+    where the state is, and the state port following the state again."""
+    if p.x0_port >= 0:
+        load_x0(xc, xd, u, p)
+    if p.on_limit >= 0:
+        mark_on_limit(xc, u[0], p.lower, p.upper, p.on_limit, xd)
+    if p.held >= 0:
+        for b in range(xd.shape[0]):
+            xd[b, p.held] = 0.0
+
+
+@njit(cache=True, inline="always")
 def integrator_derivative(t, xc, xd, u, dxc, p):
-    limited_rate_kernel(xc, u[0], p.lower, p.upper, dxc)
+    limited_rate_kernel(xc, xd, p.on_limit, u[0], p.lower, p.upper, dxc)
 
 
 @njit(cache=True, inline="always")
