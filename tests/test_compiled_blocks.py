@@ -132,6 +132,7 @@ blocks:
   sw:    {type: Switch, threshold: 0.1, criteria: ">"}
   lim:   {type: Integrator, x0: [0.0, 0.1], lower: -0.15, upper: 0.2, reset: rising}
   ext:   {type: Integrator, initial_condition: external, reset: either}
+  rly:   {type: Relay, switch_on: [0.3, 0.2], switch_off: -0.2, on_value: 1.5, off_value: -0.5}
   bnc:   {type: Integrator, initial_condition: external, reset: rising, state_port: true}
   rbnc:  {type: Gain, gain: -0.5}
   stop:  {type: StopSimulation}
@@ -149,7 +150,8 @@ connections:
   - sn -> ext.in
   - c -> ext.x0
   - sg -> ext.reset
-  - sw -> bnc.in
+  - sn -> rly
+  - rly -> bnc.in
   - sn -> bnc.reset
   - bnc.state -> rbnc
   - rbnc -> bnc.x0
@@ -196,6 +198,9 @@ CONFIGS = {
                    {"initial_condition": "external", "reset": "either", "upper": 2.0},
                    {"state_port": True, "reset": "falling", "lower": -1.0},
                    {"state_port": True, "initial_condition": "external", "reset": "rising"}],
+    "Relay": [{"switch_on": 0.5, "switch_off": -0.5, "on_value": 2.0, "off_value": -1.0},
+              {"switch_on": [0.2, 1.0], "switch_off": 0.0, "on_value": [1.0, 3.0],
+               "initial_state": "on"}],
 }
 
 
@@ -263,7 +268,7 @@ def test_compiled_equals_interpreted(tmp_path, diagram, solver):
         assert a.t[-1] == pytest.approx(0.9)
         assert [(e.block, e.index) for e in a.events] == [(e.block, e.index) for e in b.events]
         assert {e.block for e in a.events} >= {"sat", "dz", "ab", "sg", "sw", "lim", "ext",
-                                               "bnc"}
+                                               "rly", "bnc"}
 
 
 def compiled_specializations():

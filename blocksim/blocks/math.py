@@ -570,3 +570,140 @@ class Sign(KinkAtZero):
     type_name = "Sign"
     summary = "sign of the input (-1, 0, 1)"
     is_sign = True
+
+
+# ---- Relay: on/off with hysteresis, its mode held between located crossings ----------------------
+
+RelayParams = namedtuple("RelayParams", "on off on_value off_value initial_on")
+"""Relay kernels' record: the switch-on and switch-off points (B, w) in the input's units, the
+output when on and when off (B, w) in the output's units, and whether the relay starts on when
+its first input lies between the switch points."""
+
+
+@njit(cache=True, inline="always")
+def relay_is_on(u, xd, b, i, p):
+    """Member b's channel i is on: its held mode once the relay has started (xd[b, w] set), else
+    the start rule: on at or above switch_on, off at or below switch_off, else the initial
+    state."""
+    w = xd.shape[1] - 1
+    if xd[b, w] != 0.0:
+        return xd[b, i] != 0.0
+    v = u[b, i if u.shape[1] > 1 else 0]
+    if v >= p.on[b, i]:
+        return True
+    if v <= p.off[b, i]:
+        return False
+    return p.initial_on
+
+
+@njit(cache=True, inline="always")
+def relay_output(t, xc, xd, u, y, p):
+    """y = on_value where the relay is on, else off_value."""
+    x, out = u[0], y[0]
+    for b in range(out.shape[0]):
+        for i in range(out.shape[1]):
+            out[b, i] = p.on_value[b, i] if relay_is_on(x, xd, b, i, p) else p.off_value[b, i]
+
+
+@njit(cache=True, inline="always")
+def relay_update(t, xc, xd, u, p):
+    """At the first major step: the mode starts from the start rule (later updates keep it; only a
+    located crossing changes it, in on_event)."""
+    x = u[0]
+    w = xd.shape[1] - 1
+    for b in range(xd.shape[0]):
+        if xd[b, w] == 0.0:
+            for i in range(w):
+                xd[b, i] = 1.0 if relay_is_on(x, xd, b, i, p) else 0.0
+            xd[b, w] = 1.0
+
+
+@njit(cache=True, inline="always")
+def relay_zc(t, xc, xd, u, g, p):
+    """g[:, i] = u - switch_on while off (rising: it switches on), 1 while on; g[:, w + i] =
+    u - switch_off while on (falling: it switches off), -1 while off. The mode only changes at an
+    event, so a function that does not apply keeps a sign from which it cannot cross."""
+    x = u[0]
+    w = xd.shape[1] - 1
+    for b in range(g.shape[0]):
+        for i in range(w):
+            v = x[b, i if x.shape[1] > 1 else 0]
+            if relay_is_on(x, xd, b, i, p):
+                g[b, i] = 1.0
+                g[b, w + i] = v - p.off[b, i]
+            else:
+                g[b, i] = v - p.on[b, i]
+                g[b, w + i] = -1.0
+
+
+@register
+class Relay(Elementwise):
+    """On/off with hysteresis, elementwise (Simulink's Relay): an off channel switches on when its
+    input rises to switch_on, an on channel switches off when its input falls to switch_off
+    (switch_off <= switch_on); the output is on_value or off_value.
+
+    The mode is a discrete state (`on[i]`, per member and channel) that changes only at a located
+    zero crossing (`on_event`), never inside a solver stage: u - switch_on (rising) while off,
+    u - switch_off (falling) while on. With an adaptive solver the switch is at the located
+    instant; with a fixed-step solver at the major step after the crossing (Simulink's
+    fixed-step rule). At the first major step the mode starts from the input: on at or above
+    switch_on, off at or below switch_off, else `initial_state` (the discrete state `started`
+    says it has; until then the output reads the input directly).
+    """
+
+    type_name = "Relay"
+    summary = "on/off with hysteresis: on at u >= switch_on, off at u <= switch_off"
+    params = {"switch_on": Param(0.0, "units of u", "input level at or above which an off relay "
+                                 "switches on (scalar or per element)"),
+              "switch_off": Param(0.0, "units of u", "input level at or below which an on relay "
+                                  "switches off, <= switch_on (scalar or per element)"),
+              "on_value": Param(1.0, "units of y", "output when on (scalar or per element)"),
+              "off_value": Param(0.0, "units of y", "output when off (scalar or per element)"),
+              "initial_state": Param("off", "-", "the mode when the first input lies between the "
+                                     "switch points", kind="str", choices=("off", "on"))}
+    width_params = ("switch_on", "switch_off", "on_value", "off_value")
+
+    def check_values(self, v):
+        off = v.switch_off.reshape(v.batch, -1)
+        on = v.switch_on.reshape(v.batch, -1)
+        if off.shape[1] not in (1, on.shape[1]) and on.shape[1] != 1:
+            return                    # vectors of two lengths: Elementwise.setup names them
+        bad = off > on
+        if np.any(bad):
+            member = int(np.flatnonzero(bad.any(axis=1))[0])
+            which = f" (batch member {v.first_member + member})" if v.batch > 1 else ""
+            raise ParameterError(
+                f"switch_off must be <= switch_on (the relay switches on at or above switch_on "
+                f"and off at or below switch_off), got switch_off {off[member].tolist()} and "
+                f"switch_on {on[member].tolist()}{which}", block=self.name)
+
+    def configure(self, in_widths, out_widths):
+        super().configure(in_widths, out_widths)
+        width = out_widths["out"]
+        self.n_xd = width + 1
+        self.n_zc = 2 * width
+        self.zc_directions = np.array([1] * width + [-1] * width, dtype=np.int64)
+
+    def record(self, v):
+        rows = self.rows_of(v)
+        return kernel_params(RelayParams, on=rows["switch_on"], off=rows["switch_off"],
+                             on_value=rows["on_value"], off_value=rows["off_value"],
+                             initial_on=v.initial_state == "on")
+
+    def state_names(self):
+        w = self.n_xd - 1
+        return [], [f"on[{i}]" for i in range(w)] + ["started"]
+
+    def kernels(self):
+        return Kernels(output=relay_output, update=relay_update, zero_crossings=relay_zc)
+
+    def on_event(self, t, xc, xd, u, mask, p=None):
+        """Switch the channels whose crossing applies: on where u - switch_on rose through zero
+        while off, off where u - switch_off fell through zero while on."""
+        self.update(t, xc, xd, u, p)        # started already in a run: the mode is kept
+        w = self.n_xd - 1
+        mode = xd[:, :w]
+        on = mode != 0.0
+        mode[mask[:, :w] & ~on] = 1.0
+        mode[mask[:, w:2 * w] & on] = 0.0
+        return False
