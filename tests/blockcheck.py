@@ -41,9 +41,14 @@ class BlockCheck:
                                               (self.batch, self.in_widths[p])), order="C")
                      for v, p in zip(values, self.inputs))
 
-    def output(self, t, *inputs):
-        """Outputs at t: one (B, width) array per output port (a single array for one port)."""
-        self.block.output(t, self.xc, self.xd, self.u(inputs), self.y)
+    def output(self, t, *inputs, major=True):
+        """Outputs at t: one (B, width) array per output port (a single array for one port). At
+        a major step (the default) the block's modes are set from these inputs first, as the
+        scheduler does; major=False evaluates with the modes held (a solver stage)."""
+        u = self.u(inputs)
+        if major:
+            self.block.modes(t, self.xc, self.xd, u)
+        self.block.output(t, self.xc, self.xd, u, self.y)
         ys = tuple(y.copy() for y in self.y)
         return ys[0] if len(ys) == 1 else ys
 

@@ -224,8 +224,10 @@ def test_every_core_block_type_has_kernels_for_what_compiled_mode_needs(tmp_path
                 needs.append("output")
             if blk.n_xc:
                 needs.append("derivative")
-            if kind == "discrete" or blk.n_xd:
+            if kind == "discrete" or blk.n_xd > blk.n_modes:
                 needs.append("update")
+            if blk.n_modes:
+                needs.append("modes")
             if blk.n_zc:
                 needs.append("zero_crossings")
             for part in needs:

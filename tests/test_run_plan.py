@@ -153,4 +153,4 @@ def test_a_solver_stage_computes_only_what_a_derivative_reads():
     sim = make_simulation(d.compile(), d.settings, d.log_settings)
     backend = sim.backend
     assert len(backend.stage) == len(sim.plan.stage_steps) < len(backend.minor)
-    assert len(backend.major) == len(sim.plan.output_steps)
+    assert len(backend.major) == len(sim.plan.output_steps) + sum(o.modes for o in sim.plan.output_steps)

@@ -25,7 +25,7 @@ from numba import njit
 from ..errors import ParameterError
 from ..models.foc import current_pi_axis, current_pi_dq, q_current_setpoint, tune_current_pi
 from ..models.friction import (karnopp_switching, karnopp_torque, lugre_bristle_rate, lugre_friction,
-                               stribeck_torque)
+                               sign_or_tanh, stribeck_signed, stribeck_torque)
 from ..models.motor import (dc_current_rate, dc_powers, dc_torque, electrical, pmsm_current_rates,
                             pmsm_powers, pmsm_torque)
 from ._bases import OFFSET, PERIOD, JointBlock
@@ -76,9 +76,43 @@ def static_friction_kernel(qd, P, tau, p_diss):
             p_diss[b, j] = f * v
 
 
+@njit(cache=True)
+def held_sign_friction_kernel(qd, P, sign, tau, p_diss):
+    """static_friction_kernel with the held sign (B, n) where the sign is exact (eps == 0)."""
+    wq = qd.shape[1]
+    for b in range(tau.shape[0]):
+        for j in range(tau.shape[1]):
+            v = qd[b, j if wq > 1 else 0]
+            eps = P[b, j, JF_EPS]
+            s = sign[b, j] if eps == 0.0 else sign_or_tanh(v, eps)
+            f = stribeck_signed(v, s, P[b, j, JF_FC], P[b, j, JF_FS], P[b, j, JF_VS],
+                                P[b, j, JF_DELTA], P[b, j, JF_FV])
+            tau[b, j] = f
+            p_diss[b, j] = f * v
+
+
+@njit(cache=True)
+def friction_sign_kernel(qd, sign):
+    """sign = sgn(qd) (B, n), the exact sign held until the next major step."""
+    wq = qd.shape[1]
+    for b in range(sign.shape[0]):
+        for j in range(sign.shape[1]):
+            sign[b, j] = sign_or_tanh(qd[b, j if wq > 1 else 0], 0.0)
+
+
 @njit(cache=True, inline="always")
 def joint_friction_output(t, xc, xd, u, y, p):
     static_friction_kernel(u[0], p.coeffs, y[0], y[1])
+
+
+@njit(cache=True, inline="always")
+def joint_friction_held_output(t, xc, xd, u, y, p):
+    held_sign_friction_kernel(u[0], p.coeffs, xd, y[0], y[1])
+
+
+@njit(cache=True, inline="always")
+def joint_friction_modes(t, xc, xd, u, p):
+    friction_sign_kernel(u[0], xd)
 
 
 @njit(cache=True, inline="always")
@@ -99,7 +133,8 @@ class JointFriction(ActuatorBlock):
         stribeck: tau = (Fc + (Fs - Fc) exp(-|qd / vs|^delta)) sgn(qd) + Fv qd
 
     With eps = 0 the sign is exact (sgn(0) = 0) and a zero crossing is declared at qd = 0, so an
-    adaptive solver steps onto the jump; eps > 0 replaces sgn(qd) by tanh(qd / eps) (smooth, for
+    adaptive solver steps onto the jump (the sign is a mode, held through the solver's stages
+    until then); eps > 0 replaces sgn(qd) by tanh(qd / eps) (smooth, for
     fixed-step solvers: W1's plant uses eps = 1e-3 rad/s). A joint that should come to rest under
     exact Coulomb friction chatters around qd = 0: use KarnoppFriction or LuGreFriction for sticking.
     Outputs tau (N m, to be subtracted from the driving torque) and p_diss = tau qd (W, >= 0), the
@@ -145,6 +180,7 @@ class JointFriction(ActuatorBlock):
         super().configure(in_widths, out_widths)
         self.n_zc = self.width if self.structure(self.p)[0] else 0
         self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
+        self.n_xd = self.n_modes = self.n_zc      # the exact sign of qd, held (Block.modes)
 
     def record(self, v):
         rows = self.rows_of(v)
@@ -152,9 +188,14 @@ class JointFriction(ActuatorBlock):
                                    rows.get("vs", np.ones((v.batch, self.width))),
                                    rows["delta"], rows["Fv"], rows["eps"]))
 
+    def state_names(self):
+        return [], [f"sign[{j}]" for j in range(self.n_xd)]
+
     def kernels(self):
-        return Kernels(output=joint_friction_output, update=no_update,
-                       zero_crossings=expand_zc if self.n_zc else None)
+        if self.n_zc:
+            return Kernels(output=joint_friction_held_output, update=no_update,
+                           zero_crossings=expand_zc, modes=joint_friction_modes)
+        return Kernels(output=joint_friction_output, update=no_update)
 
 
 # KarnoppFriction's packed parameter columns

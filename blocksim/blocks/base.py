@@ -14,6 +14,8 @@ Runtime method contract (all arrays are float64, C-contiguous views, shape (B, w
     derivative(t, xc, xd, u, dxc)   fill dxc (B, n_xc) in place
     update(t, xc, xd, u)            discrete update at a sample hit: overwrite xd (B, n_xd) in place
     zero_crossings(t, xc, xd, u, g) fill g (B, n_zc) in place; a sign change is an event
+    modes(t, xc, xd, u)             at major steps only: set the block's modes, the last n_modes
+                                    columns of xd, from its inputs (held through solver stages)
     on_event(t, xc, xd, u, mask)    after an event located at t: mask (B, n_zc) says which functions
                                     crossed; may change xc / xd in place (mode switches, resets);
                                     returns True to stop the simulation (terminal event)
@@ -238,6 +240,7 @@ class Block:
         self.out_widths: dict[str, int] = {}
         self.n_xc = 0
         self.n_xd = 0
+        self.n_modes = 0
         self.n_zc = 0
         self.zc_directions = np.zeros(0, dtype=np.int64)
         self._kernels: Kernels | None = None
@@ -537,6 +540,16 @@ class Block:
         if k is not None and k.update is not None:
             k.update(t, xc, xd, u, self.own_record(p))
 
+    def modes(self, t: float, xc, xd, u, p=None) -> None:
+        """Set the block's modes, the last n_modes columns of xd, from its inputs and states: at
+        major steps only (just before its output call there), so that solver stages and every
+        other evaluation between major steps use the mode of the last major step, and a mode
+        changes only at a major step: a located crossing's, under an adaptive solver (Simulink's
+        zero-crossing modes). The modes kernel; nothing without one."""
+        k = self.runtime_kernels()
+        if k is not None and k.modes is not None:
+            k.modes(t, xc, xd, u, self.own_record(p))
+
     def zero_crossings(self, t: float, xc, xd, u, g, p=None) -> None:
         """Event functions (B, n_zc); only called when n_zc > 0. The zero-crossing kernel."""
         k = self.runtime_kernels()
@@ -650,6 +663,8 @@ class Kernels:
         derivative(t, xc, xd, u, dxc, p)
         update(t, xc, xd, u, p)
         zero_crossings(t, xc, xd, u, g, p)
+        modes(t, xc, xd, u, p)               the block's modes (the last n_modes columns of xd)
+                                             from its inputs, at major steps only (Block.modes)
         partial_output(t, xc, xd, u, y, p, want)
                                              optional: only the outputs whose flag in `want` (a
                                              tuple of bools, in port order) is set
@@ -673,22 +688,26 @@ class Kernels:
     zero_crossings: Any = None
     params: tuple = NO_PARAMS
     partial_output: Any = None
+    modes: Any = None
 
     @staticmethod
     def missing(block: Block, sample: SampleTime) -> list[str]:
         """The kernels `block` (running at `sample`) needs and its kernels() lacks, in the order
         output, derivative, update, zero_crossings: outputs need an output kernel (unless the block
         is constant, computed once in Python), continuous states a derivative, discrete states an
-        update (as does a discrete block with an update method of its own), zero crossings a
-        zero-crossing kernel."""
+        update (as does a discrete block with an update method of its own), modes a modes kernel,
+        zero crossings a zero-crossing kernel."""
         k = block.runtime_kernels()
         needs = []
         if block.output_names() and sample.kind != "constant":
             needs.append("output")
         if block.n_xc:
             needs.append("derivative")
-        if block.n_xd or (sample.is_discrete and type(block).update is not Block.update):
+        if block.n_xd > block.n_modes or (sample.is_discrete
+                                          and type(block).update is not Block.update):
             needs.append("update")
+        if block.n_modes:
+            needs.append("modes")
         if block.n_zc:
             needs.append("zero_crossings")
         return [n for n in needs if k is None or getattr(k, n) is None]

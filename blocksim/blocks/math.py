@@ -11,7 +11,7 @@ from numba import njit
 from ..errors import ParameterError, WidthError
 from ..expressions.runtime import ExpressionCompiler, check_expression, run_program
 from ._bases import Elementwise
-from ._kernels import clamp_rows, fill_rows, kernel_params, scale_rows
+from ._kernels import fill_rows, kernel_params, scale_rows
 from .base import Block, Kernels, Param, numbered_ports, register
 
 
@@ -263,9 +263,11 @@ class Function(Block):
 # ---- memoryless nonlinearities ----------------------------------------------------------------------
 
 def kink_directions(block, width):
-    """Two crossings per channel (at the lower and the upper kink), either direction."""
+    """Two crossings per channel (at the lower and the upper kink), either direction, and one
+    mode per channel (the region: below, between, above; Block.modes)."""
     block.n_zc = 2 * width
     block.zc_directions = np.zeros(2 * width, dtype=np.int64)
+    block.n_xd = block.n_modes = width
 
 
 def exceeds(v, low, high):
@@ -301,13 +303,35 @@ def kinks_zc(t, xc, xd, u, g, p):
 
 
 @njit(cache=True, inline="always")
+def kinks_modes(t, xc, xd, u, p):
+    """The region of each channel, held until the next major step: xd = 1 at or above the
+    upper kink, -1 at or below the lower one, 0 between (Saturation, DeadZone)."""
+    x = u[0]
+    wu = x.shape[1]
+    lower, upper = p.lower, p.upper
+    for b in range(xd.shape[0]):
+        for i in range(xd.shape[1]):
+            v = x[b, i if wu > 1 else 0]
+            xd[b, i] = 1.0 if v >= upper[b, i] else (-1.0 if v <= lower[b, i] else 0.0)
+
+
+@njit(cache=True, inline="always")
 def saturation_output(t, xc, xd, u, y, p):
-    clamp_rows(u[0], p.lower, p.upper, y[0])
+    """y = the limit of the held region, or u between the limits (in a solver stage u may pass
+    a limit: the region changes at the located crossing)."""
+    x, out = u[0], y[0]
+    wu = x.shape[1]
+    for b in range(out.shape[0]):
+        for i in range(out.shape[1]):
+            m = xd[b, i]
+            out[b, i] = p.upper[b, i] if m > 0.0 else (
+                p.lower[b, i] if m < 0.0 else x[b, i if wu > 1 else 0])
 
 
 @register
 class Saturation(Elementwise):
-    """y = u clipped to [lower, upper]; crossings at both limits make the solver step onto them."""
+    """y = u clipped to [lower, upper]; crossings at both limits make the solver step onto them,
+    and the region (below, between, above) is a mode held through the solver's stages until then."""
 
     type_name = "Saturation"
     summary = "clip the input to [lower, upper]"
@@ -330,34 +354,28 @@ class Saturation(Elementwise):
         rows = self.rows_of(v)
         return KinkParams(rows["lower"], rows["upper"])
 
+    def state_names(self):
+        return [], [f"region[{i}]" for i in range(self.n_xd)]
+
     def kernels(self):
-        return Kernels(output=saturation_output, zero_crossings=kinks_zc)
-
-
-@njit(cache=True, inline="always")
-def dead_zone_kernel(u, start, end, y):
-    """y = 0 inside [start, end], u - end above, u - start below, elementwise."""
-    wu = u.shape[1]
-    for b in range(y.shape[0]):
-        for i in range(y.shape[1]):
-            v = u[b, i if wu > 1 else 0]
-            if v > end[b, i]:
-                y[b, i] = v - end[b, i]
-            elif v < start[b, i]:
-                y[b, i] = v - start[b, i]
-            else:
-                y[b, i] = 0.0
+        return Kernels(output=saturation_output, zero_crossings=kinks_zc, modes=kinks_modes)
 
 
 @njit(cache=True, inline="always")
 def dead_zone_output(t, xc, xd, u, y, p):
-    dead_zone_kernel(u[0], p.lower, p.upper, y[0])
+    """y = u - end, u - start or 0 by the held region (kinks_modes)."""
+    x, out = u[0], y[0]
+    wu = x.shape[1]
+    for b in range(out.shape[0]):
+        for i in range(out.shape[1]):
+            m, v = xd[b, i], x[b, i if wu > 1 else 0]
+            out[b, i] = v - p.upper[b, i] if m > 0.0 else (v - p.lower[b, i] if m < 0.0 else 0.0)
 
 
 @register
 class DeadZone(Elementwise):
     """y = 0 for start <= u <= end, u - end above it, u - start below it (continuous, kinks at both
-    ends, where crossings are declared)."""
+    ends, where crossings are declared; the region is a mode held through the solver's stages)."""
 
     type_name = "DeadZone"
     summary = "zero output inside [start, end], shifted input outside"
@@ -378,8 +396,11 @@ class DeadZone(Elementwise):
         rows = self.rows_of(v)
         return KinkParams(rows["start"], rows["end"])
 
+    def state_names(self):
+        return [], [f"region[{i}]" for i in range(self.n_xd)]
+
     def kernels(self):
-        return Kernels(output=dead_zone_output, zero_crossings=kinks_zc)
+        return Kernels(output=dead_zone_output, zero_crossings=kinks_zc, modes=kinks_modes)
 
 
 @njit(cache=True, inline="always")
@@ -528,7 +549,18 @@ AbsSignParams = namedtuple("AbsSignParams", "sign")
 
 @njit(cache=True, inline="always")
 def abs_sign_output(t, xc, xd, u, y, p):
-    abs_sign_kernel(u[0], p.sign, y[0])
+    """Sign: y = the held sign; Abs: y = held sign * u (in a solver stage u may pass zero: the
+    sign changes at the located crossing)."""
+    x, out = u[0], y[0]
+    for b in range(out.shape[0]):
+        for i in range(out.shape[1]):
+            out[b, i] = xd[b, i] if p.sign else xd[b, i] * x[b, i]
+
+
+@njit(cache=True, inline="always")
+def abs_sign_modes(t, xc, xd, u, p):
+    """xd = sign(u) in {-1, 0, 1}, held until the next major step."""
+    abs_sign_kernel(u[0], True, xd)
 
 
 @njit(cache=True, inline="always")
@@ -546,17 +578,22 @@ class KinkAtZero(Elementwise):
     def configure(self, in_widths, out_widths):
         self.n_zc = out_widths["out"]
         self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
+        self.n_xd = self.n_modes = self.n_zc       # the sign of u, held (Block.modes)
 
     def record(self, v):
         return AbsSignParams(bool(self.is_sign))
 
+    def state_names(self):
+        return [], [f"sign[{i}]" for i in range(self.n_xd)]
+
     def kernels(self):
-        return Kernels(output=abs_sign_output, zero_crossings=at_zero_zc)
+        return Kernels(output=abs_sign_output, zero_crossings=at_zero_zc, modes=abs_sign_modes)
 
 
 @register
 class Abs(KinkAtZero):
-    """y = |u| elementwise; a crossing at u = 0 puts a step on the kink."""
+    """y = |u| elementwise; a crossing at u = 0 puts a step on the kink (the sign of u is a mode,
+    held through the solver's stages until then)."""
 
     type_name = "Abs"
     summary = "absolute value"
@@ -565,7 +602,8 @@ class Abs(KinkAtZero):
 
 @register
 class Sign(KinkAtZero):
-    """y = sign(u) in {-1, 0, 1} elementwise; a crossing at u = 0 puts a step on the jump."""
+    """y = sign(u) in {-1, 0, 1} elementwise; a crossing at u = 0 puts a step on the jump (the
+    sign is a mode, held through the solver's stages until then)."""
 
     type_name = "Sign"
     summary = "sign of the input (-1, 0, 1)"

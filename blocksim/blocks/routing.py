@@ -202,21 +202,21 @@ CRITERIA = (">=", ">", "~=0")
 
 
 @njit(cache=True, inline="always")
-def switch_kernel(first, control, third, threshold, criterion, y):
-    """y = first where the control passes (criterion 0: c >= threshold, 1: c > threshold,
-    2: c != 0), else third; width-1 signals broadcast."""
-    w1, wc, w3, wt = first.shape[1], control.shape[1], third.shape[1], threshold.shape[1]
-    for b in range(y.shape[0]):
-        for i in range(y.shape[1]):
+def switch_passes(control, threshold, criterion, passed):
+    """passed = 1 where the control passes (criterion 0: c >= threshold, 1: c > threshold,
+    2: c != 0), else 0, per output channel; width-1 signals broadcast."""
+    wc, wt = control.shape[1], threshold.shape[1]
+    for b in range(passed.shape[0]):
+        for i in range(passed.shape[1]):
             c = control[b, i if wc > 1 else 0]
             th = threshold[b, i if wt > 1 else 0]
             if criterion == 0:
-                passed = c >= th
+                ok = c >= th
             elif criterion == 1:
-                passed = c > th
+                ok = c > th
             else:
-                passed = c != 0.0
-            y[b, i] = first[b, i if w1 > 1 else 0] if passed else third[b, i if w3 > 1 else 0]
+                ok = c != 0.0
+            passed[b, i] = 1.0 if ok else 0.0
 
 
 @njit(cache=True, inline="always")
@@ -235,7 +235,19 @@ SwitchParams = namedtuple("SwitchParams", "threshold criterion")
 
 @njit(cache=True, inline="always")
 def switch_output(t, xc, xd, u, y, p):
-    switch_kernel(u[0], u[1], u[2], p.threshold, p.criterion, y[0])
+    """y = in1 where the held mode passed, else in3 (the mode changes at a major step: the
+    located crossing's, under an adaptive solver)."""
+    first, third, out = u[0], u[2], y[0]
+    w1, w3 = first.shape[1], third.shape[1]
+    for b in range(out.shape[0]):
+        for i in range(out.shape[1]):
+            out[b, i] = first[b, i if w1 > 1 else 0] if xd[b, i] != 0.0 \
+                else third[b, i if w3 > 1 else 0]
+
+
+@njit(cache=True, inline="always")
+def switch_modes(t, xc, xd, u, p):
+    switch_passes(u[1], p.threshold, p.criterion, xd)
 
 
 @njit(cache=True, inline="always")
@@ -248,7 +260,8 @@ class Switch(Block):
     """out = in1 where the control in2 passes the criterion, else in3, elementwise.
 
     criteria: ">=" (in2 >= threshold), ">" (in2 > threshold) or "~=0" (in2 != 0). A crossing on
-    in2 - threshold (in2 for "~=0") makes the solver step onto the switching instant.
+    in2 - threshold (in2 for "~=0") makes the solver step onto the switching instant; which
+    input passes is a mode, held through the solver's stages until that instant.
     """
 
     type_name = "Switch"
@@ -281,10 +294,14 @@ class Switch(Block):
         threshold_width = int(np.prod(self.p.threshold.shape[1:], dtype=np.int64))
         self.n_zc = max(in_widths["in2"], threshold_width)
         self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
+        self.n_xd = self.n_modes = out_widths["out"]   # passed or not, held (Block.modes)
 
     def record(self, v):
         threshold = np.ascontiguousarray(v.threshold.reshape(v.batch, -1))
         return kernel_params(SwitchParams, threshold=threshold, criterion=self._criterion)
 
+    def state_names(self):
+        return [], [f"passed[{i}]" for i in range(self.n_xd)]
+
     def kernels(self):
-        return Kernels(output=switch_output, zero_crossings=switch_zc)
+        return Kernels(output=switch_output, zero_crossings=switch_zc, modes=switch_modes)

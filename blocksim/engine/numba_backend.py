@@ -154,6 +154,11 @@ class Generator:
             if major is None and not stage:
                 continue
             text = self._output_call(step, t)
+            if major is not None and step.modes:
+                # the modes first, at major steps only: every other evaluation holds them
+                modes = f"{self._fn(self.kernels[step.block].modes)}({self._args(step.block, None, t)})"
+                lines += [f"if {major}" + (f" and hits[{step.rate}]:" if step.rate != EVERY_STEP
+                                           else ":"), "    " + modes]
             if major is not None and step.rate != EVERY_STEP:
                 lines += [f"if {major} and hits[{step.rate}]:", "    " + text]
             elif major is not None and not stage and lazy and step.lazy:

@@ -47,7 +47,8 @@ class OutputStep:
     t); at_stages: recomputed at solver stages (it feeds, through varying blocks, a derivative);
     when_rates, when_logged: for a call its readers need at some major steps only (see
     RunPlan.output_steps), the rates whose hits need it and whether the log does; lazy: such a
-    call."""
+    call; modes: the block's modes are set just before this call at major steps (its last
+    output call, when it has modes: Block.modes)."""
 
     block: str
     serves: tuple[str, ...]
@@ -58,6 +59,7 @@ class OutputStep:
     lazy: bool = False
     when_rates: tuple[int, ...] = ()
     when_logged: bool = False
+    modes: bool = False
 
 
 @dataclass(frozen=True)
@@ -160,7 +162,8 @@ def make_plan(cd: CompiledDiagram, run, logged: dict[str, tuple[str, str]]) -> R
             order.append(call.block)
     facts = _Facts(cd, rate_index, {bp for bp in logged.values()})
     constant, steps = [], []
-    for call in cd.calls:
+    last_call = {call.block: k for k, call in enumerate(cd.calls)}
+    for k, call in enumerate(cd.calls):
         name, blk = call.block, cd.blocks[call.block]
         if not blk.enabled or not blk.output_names():
             continue
@@ -178,7 +181,8 @@ def make_plan(cd: CompiledDiagram, run, logged: dict[str, tuple[str, str]]) -> R
             varies=name in cd.varying, at_stages=name in facts.stage_read,
             lazy=when is not None,
             when_rates=tuple(sorted(r for r in (when or ()) if r != "log")),
-            when_logged=when is not None and "log" in when))
+            when_logged=when is not None and "log" in when,
+            modes=blk.n_modes > 0 and last_call[name] == k))
     updates = tuple(UpdateStep(n, rate_index[cd.sample_times[n]]
                                if cd.sample_times[n].kind == "discrete" else EVERY_STEP)
                     for n in order if n in enabled and facts.updates(n))

@@ -31,7 +31,11 @@ class PythonBackend:
         self.context = context
         self.constant = [bind(n, "output", views[n][:4]) for n in plan.constant_outputs]
         bound = [bind(o.block, "output", views[o.block][:4]) for o in plan.output_steps]
-        self.major = [(o.rate, *entry) for o, entry in zip(plan.output_steps, bound)]
+        self.major = []
+        for o, entry in zip(plan.output_steps, bound):
+            if o.modes:          # the modes first, at major steps only
+                self.major.append((o.rate, *bind(o.block, "modes", views[o.block][:3])))
+            self.major.append((o.rate, *entry))
         self.minor = [entry for o, entry in zip(plan.output_steps, bound) if o.varies]
         self.stage = [entry for o, entry in zip(plan.output_steps, bound) if o.at_stages]
         self.derivatives = [bind(n, "derivative", views[n][:3] + views[n][4:5])
@@ -47,7 +51,8 @@ class PythonBackend:
             fn(t, *args)
 
     def outputs_major(self, t: float, hits: np.ndarray) -> None:
-        """Outputs in sorted order; discrete blocks only where hits[rate] (else held)."""
+        """Outputs in sorted order, each block's modes set before its last call; discrete blocks
+        only where hits[rate] (else held)."""
         for rate, fn, args in self.major:
             if rate == EVERY_STEP or hits[rate]:
                 fn(t, *args)

@@ -31,6 +31,11 @@ FIXED_STEP_DEFAULT_DIVISIONS = 1000
 ADAPTIVE_LOG_POINTS = 1001
 """Without log.every, an adaptive run logs on this many evenly spaced points."""
 
+CROSSING_MAX_STEP_DIVISIONS = 50
+"""An adaptive run with zero-crossing functions and no max_step steps at most (stop - start) / this
+(Simulink's automatic max step): crossings are checked at step ends, and a mode held through the
+stages hides the crossing function's input from the step-size control."""
+
 PROBE_STEP = 1e-8
 """Relative time step (of max(1, |t|) s) at which a crossing function that sits exactly on zero
 is evaluated to learn the direction it leaves in (Simulation._baseline)."""
@@ -62,7 +67,8 @@ def run_settings(settings: SimulationSettings, log: LogSettings,
                  cd: CompiledDiagram) -> RunSettings:
     """The run's timing for a compiled diagram: a fixed-step solver without simulation.step takes
     the fastest discrete period (else 1/1000 of the span); log.every defaults to the fixed step,
-    or to 1/1000 of an adaptive run's span, and must be a multiple of a fixed step."""
+    or to 1/1000 of an adaptive run's span, and must be a multiple of a fixed step; an adaptive
+    run with zero crossings and no max_step takes 1/CROSSING_MAX_STEP_DIVISIONS of the span."""
     step = None
     if not settings.adaptive:
         step = settings.step
@@ -78,9 +84,12 @@ def run_settings(settings: SimulationSettings, log: LogSettings,
         raise SampleTimeError(
             f"log.every ({float(every)} s) must be a multiple of the fixed step ({float(step)} s)",
             where=log.where.get("every", settings.loc("step")))
+    max_step = settings.max_step
+    if settings.adaptive and cd.n_zc and max_step == float("inf"):
+        max_step = float(settings.stop - settings.start) / CROSSING_MAX_STEP_DIVISIONS
     return RunSettings(settings.start, settings.stop, settings.solver,
                        step if step is not None else settings.step, settings.rtol,
-                       settings.atol, settings.max_step, settings.zero_crossing_tol, every,
+                       settings.atol, max_step, settings.zero_crossing_tol, every,
                        settings.progress)
 
 
@@ -89,11 +98,13 @@ class _Step:
     after an event), the rates that hit there, the crossing functions' values after the last
     major step (None when there is no baseline), and the run's solver and counters."""
 
-    __slots__ = ("t", "n", "hits", "g_prev", "first", "solver", "adaptive", "stats", "progress")
+    __slots__ = ("t", "n", "hits", "g_prev", "leaving", "first", "solver", "adaptive", "stats",
+                 "progress")
 
     def __init__(self, t, n, hits, solver, adaptive, progress):
         self.t, self.n, self.hits = t, n, hits
         self.g_prev = None
+        self.leaving = False      # a crossing function leaves zero at t (Simulation._baseline)
         self.first = True
         self.solver, self.adaptive = solver, adaptive
         self.stats = {"major_steps": 0}
@@ -135,6 +146,8 @@ class Simulation:
         self._stop_tick = int(stop_ticks) if stop_ticks.denominator == 1 else stop_ticks
         step = self.plan.fixed_step
         self._step_ticks = None if step is None else int(step / tb.tick)
+        self._has_modes = any(o.modes for o in self.plan.output_steps)
+        self._no_hits = np.zeros(len(tb.rates), dtype=np.bool_)
 
     # the Context's arrays and the plan's time base, by their short names
     xc = property(lambda self: self.context.xc)
@@ -232,7 +245,7 @@ class Simulation:
                     return False
                 self.backend.outputs_major(t, step.hits)
                 g_now = self.backend.zero_crossings(t)
-        step.g_prev = self._baseline(t, g_now)
+        step.g_prev, step.leaving = self._baseline(t, g_now)
         return True
 
     def _phase_log(self, step: _Step) -> bool:
@@ -255,6 +268,9 @@ class Simulation:
 
     def _phase_advance(self, step: _Step) -> bool:
         t = step.t
+        if step.leaving and self._has_modes:
+            self._modes_ahead(t)
+        step.leaving = False
         next_tick, t_next = self._next_major_time(step.n, t)
         if step.adaptive:
             bp = next((b for b in self.breaks if t < b < t_next), None)
@@ -266,14 +282,16 @@ class Simulation:
         step.hits = self.hits_at(step.n)
         step.t = t_end
         if event_mask is not None:
-            # the event's major step: outputs at the event state, then its reactions; the next
-            # major step (at the same t) computes the outputs and the crossings' baseline again
+            # the event's major step: outputs at the event state (modes switch here), then its
+            # reactions; the next major step (at the same t) computes the outputs again, and a
+            # function the event did not fire that the switch or the reactions moved across zero
+            # (a mode's jump downstream) fires there, against its value before the event
             self.backend.outputs_major(t_end, step.hits)
             if self.fire_events(t_end, event_mask):
                 self.backend.outputs_major(t_end, step.hits)
                 self._finish_log(t_end)
                 return False
-            step.g_prev = None
+            step.g_prev = np.where(event_mask, np.nan, g_end)
         elif g_end is not None:
             step.g_prev = g_end
         return True
@@ -323,30 +341,50 @@ class Simulation:
                 self.stopped_by = name
         return stop
 
-    def _baseline(self, t: float, g: np.ndarray) -> np.ndarray:
+    def _baseline(self, t: float, g: np.ndarray) -> tuple[np.ndarray, bool]:
         """The crossing functions' baseline at t, against which the next values are judged: g,
         with each component that is exactly zero (a reset put it there, or it starts there)
         replaced by its value a moment later along the dynamics, so that its sign is the
         direction it leaves in: a function that leaves zero and comes back within one step
         crosses (the second bounce of a ball on a stop), one that leaves and stays away does
         not. A component that does not move stays at zero (no crossing until it has a sign).
+        Also returns whether some component leaves zero (the modes of the step ahead are then
+        those of a moment later: _modes_ahead).
 
         The moment is PROBE_STEP * max(1, |t|) s, along x + dt f(t, x); the context's state and
         outputs at t are restored afterwards."""
         zero = g == 0.0
         if not zero.any():
-            return g
+            return g, False
+        later = self._a_moment_later(t, lambda t_later: self.backend.zero_crossings(t_later))
+        leaves = zero & np.isfinite(later) & (later != 0.0)
+        return np.where(leaves, later, g), bool(leaves.any())
+
+    def _a_moment_later(self, t: float, evaluate, major: bool = False):
+        """evaluate(t + dt) with the outputs (minor evaluation; major: a major evaluation without
+        hits, which sets the modes) at t + dt along x + dt f(t, x), dt = PROBE_STEP max(1, |t|);
+        the state is restored and the outputs recomputed at t afterwards (with the modes then
+        held)."""
         ctx = self.context
         x = ctx.xc.copy()
         dt = PROBE_STEP * max(1.0, abs(t))
         with np.errstate(all="ignore"):
             if self.plan.n_xc:
                 np.copyto(ctx.xc, x + dt * self.backend.rhs(t, x))
-            self.backend.outputs_minor(t + dt)
-            later = self.backend.zero_crossings(t + dt)
+            if major:
+                self.backend.outputs_major(t + dt, self._no_hits)
+            else:
+                self.backend.outputs_minor(t + dt)
+            value = evaluate(t + dt)
         np.copyto(ctx.xc, x)
         self.backend.outputs_minor(t)
-        return np.where(zero & np.isfinite(later), later, g)
+        return value
+
+    def _modes_ahead(self, t: float) -> None:
+        """A crossing function left zero at t: the modes held through the step ahead are the
+        ones a moment after t (a Sign whose input starts at zero and rises holds +1 from t on,
+        not the 0 it shows at t)."""
+        self._a_moment_later(t, lambda t_later: None, major=True)
 
     def _stop_requested_at_start(self, t: float) -> bool:
         for name in self.plan.crossings:
@@ -405,7 +443,8 @@ class Simulation:
 
     # ---- integration between major steps --------------------------------------------------------
     def _advance(self, solver, t0: float, t1: float, adaptive: bool, g_prev):
-        """Integrate from t0 to t1. Returns (t_end, event mask or None, g at t_end or None).
+        """Integrate from t0 to t1. Returns (t_end, event mask or None, g at t_end or None; at an
+        event, g at the event before its reactions).
 
         Logs every grid time strictly inside the interval from dense output; stops early at the
         first located zero crossing (adaptive solvers). Fixed-step solvers make one step and
@@ -444,13 +483,16 @@ class Simulation:
                             self._log_until(dense, t_ev, inclusive=False)
                         np.copyto(self.xc, x_ev)
                         self.check_finite(t_ev)
-                        return t_ev, mask, None
+                        if t_ev != t_new:      # the functions at the event, before its reactions
+                            self.backend.outputs_minor(t_ev)
+                            g_new = self.backend.zero_crossings(t_ev)
+                        return t_ev, mask, g_new
             if dense is not None:
                 self._log_until(dense, min(t_new, t1), inclusive=t_new < t1)
             np.copyto(self.xc, solver.x)
             self.check_finite(t_new)
             if g_new is not None:
-                g_prev = self._baseline(t_new, g_new)
+                g_prev = self._baseline(t_new, g_new)[0]
             if t_new >= t1:
                 return t1, None, g_new
 
@@ -469,7 +511,7 @@ class Simulation:
                 if mask.any():
                     t_ev, mask = self._locate(lambda t: self.xc, t_prev, tp, g_prev, g)
                     self.backend.outputs_minor(t_ev)
-                    return t_ev, mask, None
+                    return t_ev, mask, self.backend.zero_crossings(t_ev)
             if tp >= t1:
                 return t1, None, g
             rec.record()

@@ -31,7 +31,7 @@ __all__ = [
     "StribeckFriction", "KarnoppFriction", "LuGreFriction",
     "viscous", "coulomb", "stribeck", "karnopp", "lugre_state_derivative", "lugre_torque",
     "lugre_steady_state_bristle", "dissipated_power", "lugre_dissipated_power",
-    "sign_or_tanh", "stribeck_level", "stribeck_torque", "karnopp_torque", "karnopp_switching",
+    "sign_or_tanh", "stribeck_level", "stribeck_torque", "stribeck_signed", "karnopp_torque", "karnopp_switching",
     "lugre_bristle_rate", "lugre_friction", "lugre_steady_bristle",
     "stribeck_into", "karnopp_into", "karnopp_zero_crossings_into", "velocity_zero_crossings_into",
     "lugre_state_derivative_into", "lugre_torque_into", "lugre_steady_state_bristle_into",
@@ -70,7 +70,14 @@ def stribeck_torque(v, Fc, Fs, vs, delta, Fv, smoothing):
     smoothing in rad/s); Fv the viscous coefficient, N m s/rad. Viscous-only and Coulomb + viscous
     maps are the cases Fc = Fs = 0 and Fs = Fc.
     """
-    return stribeck_level(v, Fc, Fs, vs, delta) * sign_or_tanh(v, smoothing) + Fv * v
+    return stribeck_signed(v, sign_or_tanh(v, smoothing), Fc, Fs, vs, delta, Fv)
+
+
+@njit(cache=True, inline="always")
+def stribeck_signed(v, sign, Fc, Fs, vs, delta, Fv):
+    """g(v) sign + Fv v, N m: stribeck_torque with the sign given (a mode held through a solver's
+    stages: +1, -1 or 0), v in rad/s."""
+    return stribeck_level(v, Fc, Fs, vs, delta) * sign + Fv * v
 
 
 @njit(cache=True, inline="always")
