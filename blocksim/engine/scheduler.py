@@ -440,6 +440,28 @@ class Simulation:
                     f"the derivative of continuous state {cd.blocks[name].state_names()[0][index]} "
                     f"became NaN/Inf at t = {t:.9g} s{self._member_text(member)} ({err.message})",
                     where=cd.spec.blocks[name].where, block=name) from None
+        self._blame_fastest(solver.x, err)
+
+    def _blame_fastest(self, x: np.ndarray, err: SolverError) -> None:
+        """A solver gave up with every state and derivative finite (a step size underflow: the
+        solution runs away, or a switch chatters): name the continuous state whose derivative is
+        largest against the tolerance, atol + rtol |x|, with its value and rate."""
+        s = self.settings
+        with np.errstate(all="ignore"):
+            rate = np.abs(self.context.dxc) / (s.atol + s.rtol * np.abs(x))
+        if not rate.size or not np.isfinite(rate).any():
+            return
+        member, column = np.unravel_index(np.nanargmax(rate), rate.shape)
+        cd = self.cd
+        for name in self.plan.order:
+            a, b = cd.xc_slices[name]
+            if a <= column < b:
+                state = cd.blocks[name].state_names()[0][column - a]
+                raise SolverError(
+                    f"continuous state {state}{self._member_text(member)} changes too fast to "
+                    f"follow (value {x[member, column]:.6g}, rate "
+                    f"{self.context.dxc[member, column]:.6g} per s): {err.message}",
+                    where=cd.spec.blocks[name].where, block=name) from None
 
     # ---- integration between major steps --------------------------------------------------------
     def _advance(self, solver, t0: float, t1: float, adaptive: bool, g_prev):

@@ -173,12 +173,12 @@ class Solver(abc.ABC):
     def _fail(self, reason: str, h: float | None = None) -> None:
         """Raise SolverError naming the solver, its tolerances, the time and the step size (s)."""
         step = "" if h is None else f" with step size {h:.3g} s"
-        raise SolverError(f"{self._describe()} cannot continue at t = {self.t:.17g} s{step}: {reason}")
+        raise SolverError(f"{self._describe()} cannot continue at t = {self.t:.12g} s{step}: {reason}")
 
     def _check_finite_state(self, x: np.ndarray, t: float) -> None:
         if not np.isfinite(x).all():
             bad = np.argwhere(~np.isfinite(x))[0]
-            raise SolverError(f"{self._describe()}: state at t = {t:.17g} s is not finite "
+            raise SolverError(f"{self._describe()}: state at t = {t:.12g} s is not finite "
                               f"(member {bad[0]}, state {bad[1]})")
 
 
