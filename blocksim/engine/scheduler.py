@@ -237,15 +237,18 @@ class Simulation:
                 self._finish_log(t)
                 return False
         g_now = self.backend.zero_crossings(t)
+        fired = None
         if step.g_prev is not None:
+            fired = np.isnan(step.g_prev)        # the functions an event at t has fired
             mask = self.crossed(step.g_prev, g_now)
             if mask.any():
                 if self.fire_events(t, mask):
                     self._finish_log(t)
                     return False
+                fired |= mask
                 self.backend.outputs_major(t, step.hits)
                 g_now = self.backend.zero_crossings(t)
-        step.g_prev, step.leaving = self._baseline(t, g_now)
+        step.g_prev, step.leaving = self._baseline(t, g_now, fired)
         return True
 
     def _phase_log(self, step: _Step) -> bool:
@@ -341,7 +344,7 @@ class Simulation:
                 self.stopped_by = name
         return stop
 
-    def _baseline(self, t: float, g: np.ndarray) -> tuple[np.ndarray, bool]:
+    def _baseline(self, t: float, g: np.ndarray, fired=None) -> tuple[np.ndarray, bool]:
         """The crossing functions' baseline at t, against which the next values are judged: g,
         with each component that is exactly zero (a reset put it there, or it starts there)
         replaced by its value a moment later along the dynamics, so that its sign is the
@@ -349,11 +352,16 @@ class Simulation:
         crosses (the second bounce of a ball on a stop), one that leaves and stays away does
         not. A component that does not move stays at zero (no crossing until it has a sign).
         Also returns whether some component leaves zero (the modes of the step ahead are then
-        those of a moment later: _modes_ahead).
+        those of a moment later: _modes_ahead). fired: (B, n_zc) mask of the functions an event
+        at t fired; they are within the location tolerance of zero, on its far side, and are
+        judged in the same way (the direction they leave in after the event's reaction), so a
+        reset that sends a function back does not hide its next crossing.
 
         The moment is PROBE_STEP * max(1, |t|) s, along x + dt f(t, x); the context's state and
         outputs at t are restored afterwards."""
         zero = g == 0.0
+        if fired is not None:
+            zero |= fired
         if not zero.any():
             return g, False
         later = self._a_moment_later(t, lambda t_later: self.backend.zero_crossings(t_later))
