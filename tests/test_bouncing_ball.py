@@ -82,6 +82,23 @@ def test_the_example_checks_and_runs_through_the_cli(tmp_path):
     assert metrics["first_apex"][0] == pytest.approx(E ** 2 * H, abs=1e-5)    # log grid 1 ms
     assert metrics["second_apex"][0] == pytest.approx(E ** 4 * H, abs=1e-5)
     assert metrics["final_position"][0] == pytest.approx(0.0687074610, abs=1e-9)
+    # the impacts against the analytic times, as the example's event_times metric says them
+    assert len(metrics["impact_time_error"]) == 6 and max(metrics["impact_time_error"]) < 1e-9
+
+
+def test_the_event_times_metric_counts_missing_events_as_infinitely_wrong():
+    from types import SimpleNamespace
+
+    from blocksim.engine.metrics import compute_metrics
+    from blocksim.errors import ParameterError
+    events = [SimpleNamespace(t=t, block="v", index=0, member=0) for t in (0.5, 1.25)]
+    result = SimpleNamespace(events=events, batch=1, batched=False, t=np.array([0.0, 2.0]))
+    spec = SimpleNamespace(where={}, metrics=[
+        {"name": "hits", "kind": "event_times", "block": "v", "reference": [0.5, 1.0, 1.5]}])
+    assert compute_metrics(spec, result) == {"hits": [0.0, 0.25, np.inf]}
+    spec.metrics[0].pop("block")
+    with pytest.raises(ParameterError, match="needs 'block' and 'reference'"):
+        compute_metrics(spec, result)
 
 
 # ---- the state port ---------------------------------------------------------------------------

@@ -3,6 +3,10 @@
 Each metric is `{name, kind, signal, reference, from, to, ...}`; `name` defaults to `kind`.
 Error kinds use e = reference - signal. Values are per element (per joint) in the signal's units
 (s for times, rad s for iae of an angle, and so on), or dimensionless for ratios.
+
+`event_times` reads the run's events instead of a signal: `{kind: event_times, block: NAME,
+reference: [t1, t2, ...]}` (s; `index`: only that event function of the block) gives, per
+reference time, |t_k - t_ref_k| in s for the block's k-th event (inf where the run has fewer).
 """
 from __future__ import annotations
 
@@ -12,7 +16,8 @@ from ..errors import ParameterError
 
 ERROR_KINDS = ("max_abs_error", "rms_error", "iae", "ise", "phase_lag", "amplitude_ratio")
 SIGNAL_KINDS = ("overshoot", "settling_time", "peak", "rms", "energy_drift", "final_value")
-KINDS = ERROR_KINDS + SIGNAL_KINDS
+EVENT_KINDS = ("event_times",)
+KINDS = ERROR_KINDS + SIGNAL_KINDS + EVENT_KINDS
 
 
 def _trapz(y: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -91,6 +96,9 @@ def compute_metrics(spec, result) -> dict:
             raise ParameterError(f"metric kind '{kind}' unknown{did_you_mean(str(kind), KINDS)}; kinds: "
                                  f"{', '.join(KINDS)}", where=where)
         name = item.get("name", kind)
+        if kind in EVENT_KINDS:
+            out[name] = _event_times(result, item, name, where)
+            continue
         if "signal" not in item:
             raise ParameterError(f"metric '{name}' needs 'signal'", where=where)
         if kind in ERROR_KINDS and "reference" not in item:
@@ -109,6 +117,32 @@ def compute_metrics(spec, result) -> dict:
             values.append(metric_values(kind, t[window], y, ref, item).tolist())
         out[name] = values if result.batched else values[0]
     return out
+
+
+def _event_times(result, item, name, where):
+    """The event_times metric: per reference time (s), |t_k - t_ref_k| of the block's k-th event
+    (inf where the run has fewer), per member for a batched run."""
+    block, index = item.get("block"), item.get("index")
+    reference = item.get("reference")
+    if block is None or not isinstance(reference, (list, tuple, np.ndarray)) or not len(reference):
+        raise ParameterError(f"metric '{name}' (event_times) needs 'block' and 'reference', a "
+                             "list of times (s)", where=where)
+    try:
+        ref = np.asarray([float(v) for v in np.ravel(reference)])
+    except (TypeError, ValueError):
+        raise ParameterError(f"metric '{name}': reference must be a list of times (s)",
+                             where=where) from None
+    members = range(result.batch) if result.batched else [0]
+    values = []
+    for m in members:
+        events = [e if isinstance(e, dict) else vars(e) for e in result.events]
+        times = [e["t"] for e in events if e["block"] == block and e["member"] == m
+                 and (index is None or e["index"] == int(index))]
+        got = np.full(len(ref), np.inf)
+        n = min(len(times), len(ref))
+        got[:n] = np.abs(np.asarray(times[:n]) - ref[:n])
+        values.append(got.tolist())
+    return values if result.batched else values[0]
 
 
 def _signal(result, name, where):
