@@ -162,6 +162,7 @@ def cmd_check(args) -> int:
           + (f", step {settings.step} s" if settings.step is not None else "")
           + f", base tick {plan.timebase.tick} s, log every {settings.log_every} s "
           f"({len(plan.log_grid)} samples)")
+    planned = {(o.block, o.serves): o for o in plan.output_steps}
     print("\nexecution order (sorted by direct feedthrough):")
     for k, call in enumerate(cd.calls, 1):
         blk = cd.blocks[call.block]
@@ -172,11 +173,21 @@ def cmd_check(args) -> int:
         if blk.n_xd:
             state.append(f"{blk.n_xd} discrete")
         widths = ", ".join(f"{p}:{w}" for p, w in cd.out_widths[call.block].items())
-        flags = ("" if blk.enabled else " (disabled)") + \
-                (" varies in minor steps" if call.block in cd.varying else "")
+        step = planned.get((call.block, tuple(call.serves)))
+        flags = [] if blk.enabled else ["disabled"]
+        if call.block in cd.varying:
+            flags.append("varies in minor steps")
+        if step is not None and step.at_stages:
+            flags.append("read at solver stages")
+        if blk.n_modes:
+            flags.append(f"holds {blk.n_modes} mode{'s' if blk.n_modes > 1 else ''} through "
+                         "the stages")
+        if step is None and blk.enabled and blk.output_names() \
+                and cd.sample_times[call.block].kind != "constant":
+            flags.append("not computed: nothing reads these outputs")
         print(f"  {k:3d}. {call.block:<22} {blk.type_name:<20} {str(cd.sample_times[call.block]):<28}"
-              f" out[{widths}]" + (f" states: {', '.join(state)}" if state else "") + flags
-              + split)
+              f" out[{widths}]" + (f" states: {', '.join(state)}" if state else "")
+              + "".join(f"; {f}" for f in flags) + split)
     print(f"\nstates: {cd.n_xc} continuous, {cd.n_xd} discrete, {cd.n_zc} zero-crossing functions")
     rates = sorted({str(st) for st in cd.sample_times.values()})
     print(f"rates: {', '.join(rates)}")

@@ -154,3 +154,38 @@ def test_a_solver_stage_computes_only_what_a_derivative_reads():
     backend = sim.backend
     assert len(backend.stage) == len(sim.plan.stage_steps) < len(backend.minor)
     assert len(backend.major) == len(sim.plan.output_steps) + sum(o.modes for o in sim.plan.output_steps)
+
+
+SIGNED = """
+blocksim: 1
+blocks:
+  wave: {type: Sine, frequency: 1.0}
+  s:    {type: Sign}
+  x:    {type: Integrator}
+connections: [wave -> s, s -> x]
+simulation: {stop_time: 1.0}
+"""
+
+
+def test_check_shows_the_plans_facts(tmp_path):
+    """`blocksim check` says, per call, what the plan knows: read at solver stages, modes held,
+    calls that nobody needs (W2's motor powers, not logged)."""
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parents[1]
+
+    def check(path):
+        proc = subprocess.run([sys.executable, str(root / "cli.py"), "check", str(path)],
+                              capture_output=True, text=True, timeout=300, cwd=root)
+        assert proc.returncode == 0, proc.stderr
+        return {line.split()[1]: line for line in proc.stdout.splitlines()
+                if line.strip()[:1].isdigit()}, proc.stdout
+
+    path = tmp_path / "signed.yaml"
+    path.write_text(SIGNED)
+    lines, _ = check(path)
+    assert "read at solver stages" in lines["s"] and "holds 1 mode through the stages" in lines["s"]
+    assert "read at solver stages" not in lines["x"]
+    _, text = check(W2)
+    skipped = [line for line in text.splitlines() if "not computed" in line]
+    assert skipped and all("act/motor" in line or "plant" in line for line in skipped)
