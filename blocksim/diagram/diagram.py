@@ -103,7 +103,8 @@ class Diagram:
 
     def resolved_yaml(self, simulation: dict[str, Any] | None = None,
                       values: dict[str, Any] | None = None) -> str:
-        """The diagram after variants, overrides and expressions, as YAML (saved with each run).
+        """The diagram after variants, overrides and expressions, as YAML (saved with each run, a
+        diagram file that runs again as it is).
         simulation: keys of the simulation section a run was given anew (keyword settings);
         values: {"block.param" or "parameters.X": value} a run was given anew, one value for
         every member (Simulator.set_parameters)."""
@@ -120,7 +121,6 @@ class Diagram:
         doc = {
             "blocksim": spec.version,
             "name": spec.name,
-            "variant": spec.variant,
             "parameters": parameters,
             "blocks": blocks,
             "connections": [
@@ -131,7 +131,11 @@ class Diagram:
             "scopes": _plain(spec.scopes),
             "metrics": _plain(spec.metrics),
         }
-        return yaml.safe_dump(doc, sort_keys=False, default_flow_style=None)
+        # a diagram file of its own, which runs again as it is: the variant is applied (and
+        # named in a comment, not a key the loader would refuse)
+        origin = f"# resolved from {self.path.name}" + \
+            (f", variant {spec.variant}" if spec.variant else "") + "\n"
+        return origin + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None)
 
 
 def _same(a, b) -> bool:
