@@ -532,15 +532,12 @@ class Quantizer(Elementwise):
 
 
 @njit(cache=True, inline="always")
-def abs_sign_kernel(u, sign, y):
-    """y = |u| (sign False) or sign(u) in {-1, 0, 1} (sign True), elementwise."""
+def sign_rows(u, y):
+    """y = sign(u) in {-1, 0, 1}, elementwise."""
     for b in range(y.shape[0]):
         for i in range(y.shape[1]):
             v = u[b, i]
-            if sign:
-                y[b, i] = 1.0 if v > 0.0 else (-1.0 if v < 0.0 else 0.0)
-            else:
-                y[b, i] = abs(v)
+            y[b, i] = 1.0 if v > 0.0 else (-1.0 if v < 0.0 else 0.0)
 
 
 AbsSignParams = namedtuple("AbsSignParams", "sign")
@@ -560,7 +557,7 @@ def abs_sign_output(t, xc, xd, u, y, p):
 @njit(cache=True, inline="always")
 def abs_sign_modes(t, xc, xd, u, p):
     """xd = sign(u) in {-1, 0, 1}, held until the next major step."""
-    abs_sign_kernel(u[0], True, xd)
+    sign_rows(u[0], xd)
 
 
 @njit(cache=True, inline="always")

@@ -12,7 +12,7 @@ from ..blocks import REGISTRY
 from ..blocks.base import Block, Params, SampleTime
 from ..errors import (BlocksimError, ParameterError, SourceLoc, UnknownBlockTypeError, WidthError,
                       WiringError, did_you_mean)
-from .graph import OutputCall, sorted_calls
+from .graph import OutputCall, block_order, sorted_calls
 from .rates import resolve_sample_times
 
 
@@ -291,10 +291,7 @@ def compile_diagram(spec, batch: int = 1,
         calls = sorted_calls(blocks, wires, file_order)
     except BlocksimError as err:
         raise err.located(where=SourceLoc(spec.file))
-    order = []
-    for call in calls:
-        if call.block not in order:
-            order.append(call.block)
+    order = block_order(calls)
     try:
         sample_times = resolve_sample_times(blocks, wires, order)
     except BlocksimError as err:

@@ -81,6 +81,11 @@ def sorted_calls(blocks: dict, wires: dict[tuple[str, str], tuple[str, str]],
         "feedthrough (UnitDelay, Integrator, a discrete block) or by feeding back a state output.")
 
 
+def block_order(calls: list[OutputCall]) -> list[str]:
+    """Every block once, in the order of its first output call."""
+    return list(dict.fromkeys(call.block for call in calls))
+
+
 def _try_order(blocks, wires, file_order, split: bool):
     """The calls in topological order, ties to the earliest in the file, or None on a cycle.
     The stdlib's graphlib sorts (a run's start-up does not import networkx for it); the heap

@@ -134,10 +134,10 @@ def _event_times(result, item, name, where):
                              where=where) from None
     members = range(result.batch) if result.batched else [0]
     values = []
+    events = [e for e in result.events
+              if e.block == block and (index is None or e.index == int(index))]
     for m in members:
-        events = [e if isinstance(e, dict) else vars(e) for e in result.events]
-        times = [e["t"] for e in events if e["block"] == block and e["member"] == m
-                 and (index is None or e["index"] == int(index))]
+        times = [e.t for e in events if e.member == m]
         got = np.full(len(ref), np.inf)
         n = min(len(times), len(ref))
         got[:n] = np.abs(np.asarray(times[:n]) - ref[:n])

@@ -352,12 +352,9 @@ class NumbaBackend:
     """Evaluations of a plan in its generated module (the PythonBackend's methods, with the same
     numbers), and the whole fixed-step loop (run_loop) where the run allows it."""
 
-    mode = "compiled"
-
     def __init__(self, plan: RunPlan, context: RunContext, blocks: dict, records: dict):
         gen = Generator(plan, blocks, records)
         self.plan = plan
-        self._blocks, self._records = blocks, records
         self.context = context
         self.module = load_module(gen.source())
         self.s = context.signals
@@ -385,14 +382,6 @@ class NumbaBackend:
         if fn is None:
             fn = self._entries[name] = entry_point(getattr(self.module, name), args)
         return fn
-
-    def constant_outputs(self, t: float) -> None:
-        """The constant blocks' outputs, once at the start (in Python: they are computed once)."""
-        ctx = self.context
-        for name in self.plan.constant_outputs:
-            xc, xd, u, y, _, _ = ctx.views[name]
-            record = self._records.get(name)
-            self._blocks[name].output(t, xc, xd, u, y, *(() if record is None else (record,)))
 
     def outputs_major(self, t, hits):
         ctx = self.context
@@ -428,7 +417,7 @@ class NumbaBackend:
         scheduler's loop then runs it)."""
         s, tb, ctx = sim.settings, self.plan.timebase, self.context
         tableau = SOLVERS[s.solver].tableau
-        step_ticks = int(s.step / tb.tick)
+        step_ticks = self.plan.step_ticks
         span = (s.stop - s.start) / s.step
         last_k = int(span) if span.denominator == 1 else int(span) + 1
         num0, dnum, den = tb.integer_form

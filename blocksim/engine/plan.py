@@ -16,7 +16,9 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..blocks.base import Block
 from ..diagram.compiler import CompiledDiagram
+from ..diagram.graph import block_order
 from ..diagram.rates import Timebase, make_timebase
 from ..solvers import SOLVERS
 from .recorder import log_times
@@ -119,14 +121,15 @@ class RunPlan:
         return tuple(o for o in self.output_steps if o.at_stages)
 
     @property
-    def minor_steps(self) -> tuple[OutputStep, ...]:
-        """The output calls of a minor evaluation between major steps (logging from dense output,
-        zero crossings): every varying call."""
-        return tuple(o for o in self.output_steps if o.varies)
+    def step_ticks(self) -> int | None:
+        """The fixed step in base ticks (None for an adaptive solver)."""
+        return None if self.fixed_step is None else int(self.fixed_step / self.timebase.tick)
 
-    def step_of(self, block: str) -> OutputStep:
-        """The (last) output call of a block."""
-        return [o for o in self.output_steps if o.block == block][-1]
+    @property
+    def stop_tick(self) -> int | Fraction:
+        """The stop time in base ticks: an int, or a Fraction when it is off the tick grid."""
+        ticks = (self.stop - self.start) / self.timebase.tick
+        return int(ticks) if ticks.denominator == 1 else ticks
 
 
 def make_plan(cd: CompiledDiagram, run, logged: dict[str, tuple[str, str]]) -> RunPlan:
@@ -156,10 +159,7 @@ def make_plan(cd: CompiledDiagram, run, logged: dict[str, tuple[str, str]]) -> R
         inputs_of[name] = tuple(inputs)
     log = tuple((signal, index[bp]) for signal, bp in logged.items())
 
-    order = []
-    for call in cd.calls:
-        if call.block not in order:
-            order.append(call.block)
+    order = block_order(cd.calls)
     facts = _Facts(cd, rate_index, {bp for bp in logged.values()})
     constant, steps = [], []
     last_call = {call.block: k for k, call in enumerate(cd.calls)}
@@ -224,7 +224,6 @@ class _Facts:
     def updates(self, name: str) -> bool:
         """A block whose update does something: discrete or with memory (n_xd > 0), and with an
         update kernel or an update method of its own."""
-        from ..blocks.base import Block
         blk = self.cd.blocks[name]
         if not (self.cd.sample_times[name].kind == "discrete" or blk.n_xd > 0):
             return False

@@ -18,7 +18,6 @@ class PythonBackend:
     blocks; records: the run's parameter records by block (Block.record; a block without one
     uses its own)."""
 
-    mode = "interpreted"
     runs_whole_loop = False
     """The scheduler's Python loop runs every major step (no loop of this backend's own)."""
 
@@ -29,7 +28,6 @@ class PythonBackend:
             return blocks[name].bind(method, args, records.get(name))
 
         self.context = context
-        self.constant = [bind(n, "output", views[n][:4]) for n in plan.constant_outputs]
         bound = [bind(o.block, "output", views[o.block][:4]) for o in plan.output_steps]
         self.major = []
         for o, entry in zip(plan.output_steps, bound):
@@ -44,11 +42,6 @@ class PythonBackend:
                         for u in plan.updates]
         self.crossings = [bind(n, "zero_crossings", views[n][:3] + views[n][5:])
                           for n in plan.crossings]
-
-    def constant_outputs(self, t: float) -> None:
-        """The constant blocks' outputs, once at the start."""
-        for fn, args in self.constant:
-            fn(t, *args)
 
     def outputs_major(self, t: float, hits: np.ndarray) -> None:
         """Outputs in sorted order, each block's modes set before its last call; discrete blocks

@@ -142,10 +142,6 @@ class Simulation:
         self._phases = tuple(handler for _, handler in phase_handlers(
             "scheduler", lambda name: getattr(self, "_phase_" + name, None)))
         tb = self.plan.timebase
-        stop_ticks = (settings.stop - settings.start) / tb.tick
-        self._stop_tick = int(stop_ticks) if stop_ticks.denominator == 1 else stop_ticks
-        step = self.plan.fixed_step
-        self._step_ticks = None if step is None else int(step / tb.tick)
         self._has_modes = any(o.modes for o in self.plan.output_steps)
         self._no_hits = np.zeros(len(tb.rates), dtype=np.bool_)
 
@@ -177,10 +173,12 @@ class Simulation:
         """The start of every run: initial states, then the constant blocks' outputs."""
         self.events = []
         self.stopped_by = None
+        views, blocks = self.context.views, self.cd.blocks
         for name in self.plan.order:
-            xc, xd, *_ = self.context.views[name]
-            self.cd.blocks[name].initial_state(xc, xd, *self._extra(name))
-        self.backend.constant_outputs(float(self.settings.start))
+            xc, xd, *_ = views[name]
+            blocks[name].initial_state(xc, xd, *self._extra(name))
+        for name in self.plan.constant_outputs:      # computed once, in Python, in both modes
+            blocks[name].output(float(self.settings.start), *views[name][:4], *self._extra(name))
 
     def run(self) -> RunOutput:
         """One run from the initial states: the backend's own loop when it has one for this run,
@@ -312,10 +310,11 @@ class Simulation:
         tb = self.plan.timebase
         if n is None:
             n = int((exact_time(t) - tb.start) / tb.tick)     # floor, for t >= start
-        next_tick = min([r.next_hit(n) for r in tb.rates] + [self._stop_tick])
-        if self._step_ticks is not None:
-            next_tick = min(next_tick, (n // self._step_ticks + 1) * self._step_ticks)
-        if next_tick == self._stop_tick:
+        stop_tick, step_ticks = self.plan.stop_tick, self.plan.step_ticks
+        next_tick = min([r.next_hit(n) for r in tb.rates] + [stop_tick])
+        if step_ticks is not None:
+            next_tick = min(next_tick, (n // step_ticks + 1) * step_ticks)
+        if next_tick == stop_tick:
             return next_tick, float(self.settings.stop)
         return next_tick, tb.time(next_tick)
 
@@ -521,10 +520,10 @@ class Simulation:
                 self._log_until(dense, min(t_new, t1), inclusive=t_new < t1)
             np.copyto(self.xc, solver.x)
             self.check_finite(t_new)
-            if g_new is not None:
-                g_prev = self._baseline(t_new, g_new)[0]
             if t_new >= t1:
                 return t1, None, g_new
+            if g_new is not None:
+                g_prev = self._baseline(t_new, g_new)[0]
 
     def _advance_stateless(self, t0: float, t1: float, g_prev):
         """_advance for a diagram without continuous states: outputs depend on t only, so the log
