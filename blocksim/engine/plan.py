@@ -12,6 +12,7 @@ step (engine/major_step.py), so what a run means is written once, here and there
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from fractions import Fraction
 
 import numpy as np
@@ -120,12 +121,12 @@ class RunPlan:
         """The output calls of a solver stage (before the derivatives)."""
         return tuple(o for o in self.output_steps if o.at_stages)
 
-    @property
+    @cached_property
     def step_ticks(self) -> int | None:
         """The fixed step in base ticks (None for an adaptive solver)."""
         return None if self.fixed_step is None else int(self.fixed_step / self.timebase.tick)
 
-    @property
+    @cached_property
     def stop_tick(self) -> int | Fraction:
         """The stop time in base ticks: an int, or a Fraction when it is off the tick grid."""
         ticks = (self.stop - self.start) / self.timebase.tick
