@@ -352,6 +352,8 @@ class NumbaBackend:
     """Evaluations of a plan in its generated module (the PythonBackend's methods, with the same
     numbers), and the whole fixed-step loop (run_loop) where the run allows it."""
 
+    mode = "compiled"
+
     def __init__(self, plan: RunPlan, context: RunContext, blocks: dict, records: dict):
         gen = Generator(plan, blocks, records)
         self.plan = plan

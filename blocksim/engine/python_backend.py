@@ -18,6 +18,7 @@ class PythonBackend:
     blocks; records: the run's parameter records by block (Block.record; a block without one
     uses its own)."""
 
+    mode = "interpreted"
     runs_whole_loop = False
     """The scheduler's Python loop runs every major step (no loop of this backend's own)."""
 
