@@ -51,7 +51,15 @@ def test_karnopp_block_sticks_inside_the_band_and_slips_outside():
     assert b.output(0.0, 5e-4, -3.0)[0][0, 0] == -2.0        # breakaway: clamped at Fs
     slip = b.output(0.0, 0.05, 0.0)[0][0, 0]
     assert slip == pytest.approx(1.0 + np.exp(-0.25), rel=1e-14)
+    # the region is a mode: a solver stage inside the band still slips, and the band edge, held
+    # as v - dv while slipping forwards, stays below zero once v has passed through the band
+    assert b.output(0.0, 5e-4, 1.5, major=False)[0][0, 0] == pytest.approx(
+        1.0 + np.exp(-(5e-4 / 0.1) ** 2), rel=1e-14)
+    np.testing.assert_allclose(b.zero_crossings(0.0, -0.05, 2.5), [[-0.051, 0.5]])
+    b.output(0.0, -0.05, 2.5)                                 # a major step: slipping backwards
     np.testing.assert_allclose(b.zero_crossings(0.0, -0.05, 2.5), [[0.049, 0.5]])
+    b.output(0.0, 5e-4, 2.5)                                  # sticking at +Fs
+    np.testing.assert_allclose(b.zero_crossings(0.0, 5e-4, -2.5), [[-5e-4, -4.5]])
 
 
 def test_lugre_block_derivative_and_torque_equal_the_model():
@@ -254,6 +262,7 @@ def test_karnopp_stick_slip_has_stick_phases_and_a_sawtooth_peaking_at_fs():
     assert F.min() == pytest.approx(2 * 1.0 - 2.0, abs=0.01)
     assert r["E_fric.out"].min() >= 0.0
     assert r.stats["events"] >= 9
+    assert r.stats["nrejected"] < 0.05 * r.stats["nsteps"]  # the region held: no step across a switch
 
 
 def test_lugre_is_a_spring_of_stiffness_sigma0_in_presliding_and_follows_stribeck_when_sliding():

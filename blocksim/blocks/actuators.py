@@ -24,8 +24,9 @@ from numba import njit
 
 from ..errors import ParameterError
 from ..models.foc import current_pi_axis, current_pi_dq, q_current_setpoint, tune_current_pi
-from ..models.friction import (karnopp_switching, karnopp_torque, lugre_bristle_rate, lugre_friction,
-                               sign_or_tanh, stribeck_signed, stribeck_torque)
+from ..models.friction import (karnopp_region, karnopp_switching_in, karnopp_torque_in,
+                               lugre_bristle_rate, lugre_friction, sign_or_tanh, stribeck_signed,
+                               stribeck_torque)
 from ..models.motor import (dc_current_rate, dc_powers, dc_torque, electrical, pmsm_current_rates,
                             pmsm_powers, pmsm_torque)
 from ._bases import OFFSET, PERIOD, JointBlock
@@ -203,40 +204,60 @@ KF_FC, KF_FS, KF_VS, KF_DELTA, KF_FV, KF_DV = range(6)
 
 
 @njit(cache=True)
-def karnopp_kernel(qd, tau_applied, P, tau, p_diss):
-    """karnopp_torque (N m) and its power tau qd (W); signals (B, n or 1), P (B, n, 6) columns KF_*."""
+def karnopp_kernel(qd, tau_applied, P, region, tau, p_diss):
+    """karnopp_torque_in the held region (B, n) (N m) and its power tau qd (W); signals (B, n or
+    1), P (B, n, 6) columns KF_*."""
     wq = qd.shape[1]
     wt = tau_applied.shape[1]
     for b in range(tau.shape[0]):
         for j in range(tau.shape[1]):
             v = qd[b, j if wq > 1 else 0]
-            f = karnopp_torque(v, tau_applied[b, j if wt > 1 else 0], P[b, j, KF_FC], P[b, j, KF_FS],
-                               P[b, j, KF_VS], P[b, j, KF_DELTA], P[b, j, KF_FV], P[b, j, KF_DV])
+            f = karnopp_torque_in(region[b, j], v, tau_applied[b, j if wt > 1 else 0],
+                                  P[b, j, KF_FC], P[b, j, KF_FS], P[b, j, KF_VS],
+                                  P[b, j, KF_DELTA], P[b, j, KF_FV])
             tau[b, j] = f
             p_diss[b, j] = f * v
 
 
 @njit(cache=True)
-def karnopp_crossings_kernel(qd, tau_applied, P, g):
-    """karnopp_switching: g[:, j] the band edge, g[:, n + j] the static limit."""
+def karnopp_regions_kernel(qd, tau_applied, P, region):
+    """region = karnopp_region per joint (B, n): sticking, sticking at the static limit, slipping."""
+    wq = qd.shape[1]
+    wt = tau_applied.shape[1]
+    for b in range(region.shape[0]):
+        for j in range(region.shape[1]):
+            region[b, j] = karnopp_region(qd[b, j if wq > 1 else 0],
+                                          tau_applied[b, j if wt > 1 else 0], P[b, j, KF_FS],
+                                          P[b, j, KF_DV])
+
+
+@njit(cache=True)
+def karnopp_crossings_kernel(qd, tau_applied, P, region, g):
+    """karnopp_switching_in the held region (B, n): g[:, j] the band edge, g[:, n + j] the static
+    limit."""
     n = P.shape[1]
     wq = qd.shape[1]
     wt = tau_applied.shape[1]
     for b in range(g.shape[0]):
         for j in range(n):
-            g[b, j], g[b, n + j] = karnopp_switching(qd[b, j if wq > 1 else 0],
-                                                     tau_applied[b, j if wt > 1 else 0],
-                                                     P[b, j, KF_FS], P[b, j, KF_DV])
+            g[b, j], g[b, n + j] = karnopp_switching_in(region[b, j], qd[b, j if wq > 1 else 0],
+                                                        tau_applied[b, j if wt > 1 else 0],
+                                                        P[b, j, KF_FS], P[b, j, KF_DV])
 
 
 @njit(cache=True, inline="always")
 def karnopp_output(t, xc, xd, u, y, p):
-    karnopp_kernel(u[0], u[1], p.coeffs, y[0], y[1])
+    karnopp_kernel(u[0], u[1], p.coeffs, xd, y[0], y[1])
+
+
+@njit(cache=True, inline="always")
+def karnopp_modes(t, xc, xd, u, p):
+    karnopp_regions_kernel(u[0], u[1], p.coeffs, xd)
 
 
 @njit(cache=True, inline="always")
 def karnopp_zc(t, xc, xd, u, g, p):
-    karnopp_crossings_kernel(u[0], u[1], p.coeffs, g)
+    karnopp_crossings_kernel(u[0], u[1], p.coeffs, xd, g)
 
 
 @register
@@ -275,6 +296,7 @@ class KarnoppFriction(ActuatorBlock):
         super().configure(in_widths, out_widths)
         self.n_zc = 2 * self.width
         self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
+        self.n_xd = self.n_modes = self.width    # the region per joint, held (Block.modes)
 
     def record(self, v):
         r = self.rows_of(v)
@@ -282,7 +304,11 @@ class KarnoppFriction(ActuatorBlock):
                                    r["dv"]))
 
     def kernels(self):
-        return Kernels(output=karnopp_output, update=no_update, zero_crossings=karnopp_zc)
+        return Kernels(output=karnopp_output, update=no_update, zero_crossings=karnopp_zc,
+                       modes=karnopp_modes)
+
+    def state_names(self):
+        return [], [f"region[{j}]" for j in range(self.n_xd)]
 
 
 # LuGreFriction's packed parameter columns

@@ -31,7 +31,9 @@ __all__ = [
     "StribeckFriction", "KarnoppFriction", "LuGreFriction",
     "viscous", "coulomb", "stribeck", "karnopp", "lugre_state_derivative", "lugre_torque",
     "lugre_steady_state_bristle", "dissipated_power", "lugre_dissipated_power",
-    "sign_or_tanh", "stribeck_level", "stribeck_torque", "stribeck_signed", "karnopp_torque", "karnopp_switching",
+    "sign_or_tanh", "stribeck_level", "stribeck_torque", "stribeck_signed", "karnopp_region", "karnopp_torque_in",
+    "karnopp_torque", "karnopp_switching",
+    "karnopp_switching_in",
     "lugre_bristle_rate", "lugre_friction", "lugre_steady_bristle",
     "stribeck_into", "karnopp_into", "karnopp_zero_crossings_into", "velocity_zero_crossings_into",
     "lugre_state_derivative_into", "lugre_torque_into", "lugre_steady_state_bristle_into",
@@ -88,16 +90,52 @@ def karnopp_torque(v, tau_applied, Fc, Fs, vs, delta, Fv, dv):
     (the net non-friction torque driving the joint, N m), clamped to +-Fs, so breakaway starts once
     |tau_applied| exceeds Fs. Outside the band it slips on stribeck_torque with the exact sign.
     """
+    return karnopp_torque_in(karnopp_region(v, tau_applied, Fs, dv), v, tau_applied, Fc, Fs, vs,
+                             delta, Fv)
+
+
+@njit(cache=True, inline="always")
+def karnopp_region(v, tau_applied, Fs, dv):
+    """Where the Karnopp law is at speed v (rad/s) and applied torque tau_applied (N m): 0 sticking
+    (|v| < dv) within the static limit, +-2 sticking at +-Fs (|tau_applied| > Fs), +-1 slipping
+    forwards or backwards (|v| >= dv). The mode a solver holds through its stages
+    (karnopp_torque_in)."""
     if abs(v) < dv:
-        return Fs if tau_applied > Fs else (-Fs if tau_applied < -Fs else tau_applied)
-    return stribeck_torque(v, Fc, Fs, vs, delta, Fv, 0.0)
+        return 2.0 if tau_applied > Fs else (-2.0 if tau_applied < -Fs else 0.0)
+    return 1.0 if v > 0.0 else -1.0
+
+
+@njit(cache=True, inline="always")
+def karnopp_torque_in(region, v, tau_applied, Fc, Fs, vs, delta, Fv):
+    """karnopp_torque in a given region (karnopp_region), N m: tau_applied sticking, +-Fs at the
+    static limit, the Stribeck curve with the region's sign slipping."""
+    if region == 0.0:
+        return tau_applied
+    if region == 2.0:
+        return Fs
+    if region == -2.0:
+        return -Fs
+    return stribeck_signed(v, region, Fc, Fs, vs, delta, Fv)
 
 
 @njit(cache=True, inline="always")
 def karnopp_switching(v, tau_applied, Fs, dv):
     """The two switching functions of the Karnopp law: (|v| - dv, rad/s: the stick band's edge;
     |tau_applied| - Fs, N m: the applied torque crossing the static limit)."""
-    return abs(v) - dv, abs(tau_applied) - Fs
+    return karnopp_switching_in(karnopp_region(v, tau_applied, Fs, dv), v, tau_applied, Fs, dv)
+
+
+@njit(cache=True, inline="always")
+def karnopp_switching_in(region, v, tau_applied, Fs, dv):
+    """karnopp_switching for a held region (karnopp_region): slipping at +-1 the band edge is
+    +-v - dv, which stays below zero once the speed has fallen into the band, even if it passes
+    through the band and beyond within one step (|v| - dv would rise again and hide the entry);
+    sticking at +-Fs the static limit is +-tau_applied - Fs. The values equal karnopp_switching's
+    wherever the region is the one the law gives."""
+    edge = region * v - dv if (region == 1.0 or region == -1.0) else abs(v) - dv
+    static = (0.5 * region * tau_applied - Fs if (region == 2.0 or region == -2.0)
+              else abs(tau_applied) - Fs)
+    return edge, static
 
 
 @njit(cache=True, inline="always")
