@@ -95,7 +95,7 @@ def cmd_simulate(args) -> int:
 
     import blocksim
 
-    from .engine.metrics import compute_metrics, format_table
+    from .engine.metrics import format_table
     sets = parse_sets(args.set)
     if args.mode:
         sets["simulation.mode"] = args.mode
@@ -119,7 +119,6 @@ def cmd_simulate(args) -> int:
         started = time.perf_counter()
         r = blocksim.simulate(d)
         wall = time.perf_counter() - started
-        r.metrics = compute_metrics(d.spec, r)
         results[label] = r
         all_metrics[label] = r.metrics
         if not args.quiet:
@@ -149,13 +148,16 @@ def cmd_simulate(args) -> int:
 def cmd_check(args) -> int:
     import blocksim
 
+    from .engine.metrics import check_metrics
     from .engine.plan import make_plan
     from .engine.scheduler import run_settings
     from .engine.simulate import logged_signals
     d = blocksim.load(args.diagram, variant=args.variant, set=parse_sets(args.set))
     cd = d.compile()
     settings = run_settings(d.settings, d.log_settings, cd)
-    plan = make_plan(cd, settings, logged_signals(cd, d.log_settings))
+    logged = logged_signals(cd, d.log_settings)
+    check_metrics(cd, logged)
+    plan = make_plan(cd, settings, logged)
     print(f"{args.diagram}: '{d.name}' is valid"
           + (f" (variant {args.variant})" if args.variant else ""))
     print(f"\nsolver {settings.solver}, t = {float(settings.start):g}..{float(settings.stop):g} s"

@@ -211,6 +211,18 @@ def test_function_evaluates_elementwise_with_indexing_vectors_and_time():
     assert not h.block.time_varying and f.block.time_varying
 
 
+def test_a_function_of_time_fed_by_a_constant_varies_with_time(tmp_path):
+    """Its drivers are all constant, but its output depends on t: it runs continuous (it was
+    taken as constant and logged exp(0) = 1 throughout)."""
+    import blocksim
+    path = tmp_path / "d.yaml"
+    path.write_text("blocksim: 1\nname: f of t\nblocks:\n  c: {type: Constant, value: 2.0}\n"
+                    "  f: {type: Function, expr: 'u * exp(-t)'}\nconnections:\n  - c -> f\n"
+                    "simulation: {stop_time: 1.0, solver: rk4, step: 0.01}\n")
+    r = blocksim.simulate(blocksim.load(path))
+    np.testing.assert_allclose(r["f.out"][:, 0], 2.0 * np.exp(-r.t), rtol=1e-15)
+
+
 @pytest.mark.parametrize("expr, message", [
     ("__import__('os').system('ls')", "attributes"),
     ("__import__('os')", "unknown function '__import__'"),

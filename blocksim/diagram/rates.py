@@ -14,8 +14,10 @@ def resolve_sample_times(blocks: dict, wires: dict, order: list[str]) -> dict[st
     """Each block's sample time, inherited ones taken from the blocks that drive them.
 
     An inherited block runs at the common rate of its drivers: constant when every driver is
-    constant, discrete when every non-constant driver has the same discrete rate, continuous
-    otherwise (mixed or continuous drivers, or nothing to inherit from in a feedback cycle).
+    constant (unless its outputs depend on the time itself or on a continuous state: then
+    continuous, as a Function of t fed by a Constant), discrete when every non-constant driver has
+    the same discrete rate, continuous otherwise (mixed or continuous drivers, or nothing to
+    inherit from in a feedback cycle).
     """
     times = {name: blk.sample_time() for name, blk in blocks.items()}
     drivers: dict[str, list[str]] = {name: [] for name in blocks}
@@ -30,6 +32,9 @@ def resolve_sample_times(blocks: dict, wires: dict, order: list[str]) -> dict[st
             if any(s.kind == "inherited" for s in srcs):
                 continue
             times[name] = _common_rate(srcs)
+            blk = blocks[name]
+            if times[name].kind == "constant" and (blk.time_varying or blk.n_xc > 0):
+                times[name] = SampleTime.continuous()
             pending.remove(name)
             changed = True
     for name in pending:

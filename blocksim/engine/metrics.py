@@ -85,24 +85,62 @@ def _lag(t: np.ndarray, y: np.ndarray, ref: np.ndarray) -> np.ndarray:
     return out
 
 
+def check_metrics(cd, logged) -> None:
+    """Refuse, before a run, a `metrics:` entry that compute_metrics would refuse after it: an
+    unknown kind, a missing signal or reference, a signal that names no block output or is not
+    logged, an event_times entry without a block that has event functions or without a list of
+    reference times. cd: the compiled diagram; logged: {'block.port': (block, port)} of the run."""
+    spec = cd.spec
+    for k, item in enumerate(spec.metrics):
+        where = spec.where.get(f"metrics[{k}]")
+        kind, name = _kind_and_name(item, where)
+        if kind in EVENT_KINDS:
+            _event_reference(item, name, where)
+            block = item.get("block")
+            if block not in cd.blocks or not cd.blocks[block].n_zc:
+                from ..errors import did_you_mean
+                hint = did_you_mean(str(block), cd.blocks) if block not in cd.blocks else ""
+                raise ParameterError(f"metric '{name}' (event_times): block '{block}' "
+                                     + ("has no event functions" if block in cd.blocks
+                                        else f"does not exist{hint}"), where=where)
+            continue
+        _needs_signal(item, kind, name, where)
+        for key in ("signal", "reference") if "reference" in item else ("signal",):
+            if not isinstance(item[key], str):
+                raise ParameterError(f"metric '{name}': {key} must name a logged signal as "
+                                     f"'block.port', got {item[key]!r}", where=where)
+            block, port = cd.resolve_signal(item[key], where)
+            if f"{block}.{port}" not in logged:
+                raise ParameterError(f"metric '{name}' reads {key} '{item[key]}', which is not "
+                                     f"logged (add it to log.signals)", where=where)
+
+
+def _kind_and_name(item, where) -> tuple[str, str]:
+    kind = item.get("kind")
+    if kind not in KINDS:
+        from ..errors import did_you_mean
+        raise ParameterError(f"metric kind '{kind}' unknown{did_you_mean(str(kind), KINDS)}; kinds: "
+                             f"{', '.join(KINDS)}", where=where)
+    return kind, item.get("name", kind)
+
+
+def _needs_signal(item, kind, name, where) -> None:
+    if "signal" not in item:
+        raise ParameterError(f"metric '{name}' needs 'signal'", where=where)
+    if kind in ERROR_KINDS and "reference" not in item:
+        raise ParameterError(f"metric '{name}' ({kind}) needs 'reference'", where=where)
+
+
 def compute_metrics(spec, result) -> dict:
     """{metric name: [value per element]} (batched runs: [[per element] per member])."""
     out = {}
     for k, item in enumerate(spec.metrics):
         where = spec.where.get(f"metrics[{k}]")
-        kind = item.get("kind")
-        if kind not in KINDS:
-            from ..errors import did_you_mean
-            raise ParameterError(f"metric kind '{kind}' unknown{did_you_mean(str(kind), KINDS)}; kinds: "
-                                 f"{', '.join(KINDS)}", where=where)
-        name = item.get("name", kind)
+        kind, name = _kind_and_name(item, where)
         if kind in EVENT_KINDS:
             out[name] = _event_times(result, item, name, where)
             continue
-        if "signal" not in item:
-            raise ParameterError(f"metric '{name}' needs 'signal'", where=where)
-        if kind in ERROR_KINDS and "reference" not in item:
-            raise ParameterError(f"metric '{name}' ({kind}) needs 'reference'", where=where)
+        _needs_signal(item, kind, name, where)
         t = result.t
         lo, hi = float(item.get("from", t[0])), float(item.get("to", t[-1]))
         window = (t >= lo - 1e-12) & (t <= hi + 1e-12)
@@ -123,15 +161,7 @@ def _event_times(result, item, name, where):
     """The event_times metric: per reference time (s), |t_k - t_ref_k| of the block's k-th event
     (inf where the run has fewer), per member for a batched run."""
     block, index = item.get("block"), item.get("index")
-    reference = item.get("reference")
-    if block is None or not isinstance(reference, (list, tuple, np.ndarray)) or not len(reference):
-        raise ParameterError(f"metric '{name}' (event_times) needs 'block' and 'reference', a "
-                             "list of times (s)", where=where)
-    try:
-        ref = np.asarray([float(v) for v in np.ravel(reference)])
-    except (TypeError, ValueError):
-        raise ParameterError(f"metric '{name}': reference must be a list of times (s)",
-                             where=where) from None
+    ref = _event_reference(item, name, where)
     members = range(result.batch) if result.batched else [0]
     values = []
     events = [e for e in result.events
@@ -143,6 +173,20 @@ def _event_times(result, item, name, where):
         got[:n] = np.abs(np.asarray(times[:n]) - ref[:n])
         values.append(got.tolist())
     return values if result.batched else values[0]
+
+
+def _event_reference(item, name, where) -> np.ndarray:
+    """The event_times metric's reference times (s), checked."""
+    reference = item.get("reference")
+    if item.get("block") is None or not isinstance(reference, (list, tuple, np.ndarray)) \
+            or not len(reference):
+        raise ParameterError(f"metric '{name}' (event_times) needs 'block' and 'reference', a "
+                             "list of times (s)", where=where)
+    try:
+        return np.asarray([float(v) for v in np.ravel(reference)])
+    except (TypeError, ValueError):
+        raise ParameterError(f"metric '{name}': reference must be a list of times (s)",
+                             where=where) from None
 
 
 def _signal(result, name, where):

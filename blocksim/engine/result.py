@@ -16,11 +16,13 @@ class Result:
     t:       (n,) log times in s
     r[name]: (n, width) for a plain run, (B, n, width) for a batch run; name is 'block.port'
     names:   the logged signal names
-    metrics: {metric: [value per joint]} once computed (empty otherwise)
+    metrics: {metric: [value per joint]} of the diagram's `metrics:` section (computed on first
+             use, so a sweep that never reads them pays nothing)
     """
 
     def __init__(self, t, signals, *, batch: int, batched: bool, events=(), stats=None,
-                 interrupted=False, stopped_by=None, diagram=None, metadata=None, aliases=None):
+                 interrupted=False, stopped_by=None, diagram=None, metadata=None, aliases=None,
+                 metrics=None):
         self.t = np.asarray(t)
         self._signals = signals
         self.batch = batch
@@ -31,8 +33,20 @@ class Result:
         self.stopped_by = stopped_by
         self._diagram = diagram
         self.metadata = dict(metadata or {})
-        self.metrics: dict[str, list[float]] = {}
+        self._metrics = {} if metrics is None else metrics
         self._aliases = dict(aliases or {})
+
+    @property
+    def metrics(self) -> dict[str, list]:
+        """{metric: [value per element]} (a batch: [[per element] per member]); computed from the
+        log on first use when the run gave a way to (metrics(result) -> dict)."""
+        if callable(self._metrics):
+            self._metrics = self._metrics(self)
+        return self._metrics
+
+    @metrics.setter
+    def metrics(self, value: dict[str, list]) -> None:
+        self._metrics = value
 
     @property
     def diagram(self) -> str | None:

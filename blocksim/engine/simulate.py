@@ -17,6 +17,7 @@ from ..blocks.base import BatchValue
 from ..diagram.diagram import Diagram
 from ..diagram.settings import LogSettings, SimulationSettings, log_settings, simulation_settings
 from ..errors import ParameterError, did_you_mean
+from .metrics import check_metrics, compute_metrics
 from .mode import choose_mode, estimated_interpreted_time
 from .result import Result, run_metadata
 from .scheduler import RunOutput, Simulation, run_settings
@@ -121,6 +122,7 @@ class Simulator:
         self._saved: dict[str, Any] = {}         # ... those shared by every member: saved diagram
         self._followed: set | None = None        # block parameters the workspace values move
         self.whole = diagram.compile(batch)
+        check_metrics(self.whole, logged_signals(self.whole, self.log))
         self.parts = self._parts(self.whole)
         self._runs = 0
         self.busy = threading.Lock()    # held by simulate() while it runs a remembered Simulator
@@ -240,7 +242,8 @@ class Simulator:
         return Result(out.t, out.signals, batch=self.batch, batched=self.batched,
                       events=out.events, stats=out.stats, interrupted=out.interrupted,
                       stopped_by=out.stopped_by, diagram=text, metadata=meta,
-                      aliases=self.cd.spec.aliases)
+                      aliases=self.cd.spec.aliases,
+                      metrics=functools.partial(compute_metrics, diagram.spec))
 
 
 def _run_parts(parts: list[Simulation]) -> RunOutput:
