@@ -16,15 +16,25 @@ from .settings import LogSettings, SimulationSettings, log_settings, simulation_
 from .spec import DiagramSpec, load_spec
 
 
+TEXT_NAME, DICT_NAME = "<text>", "<dict>"
+"""How a diagram given as YAML text or as a dict is named in messages (in place of a file)."""
+
+
 class Diagram:
     """A diagram file loaded with a variant and `set` overrides (precedence:
-    file < variant < set < batch). Stateless: compile it as often as you like."""
+    file < variant < set < batch). Stateless: compile it as often as you like.
 
-    def __init__(self, path, variant: str | None = None, overrides: dict[str, Any] | None = None):
+    text: the diagram's YAML itself (then `path` only names it in messages, and relative file
+    names in it are relative to the working directory)."""
+
+    def __init__(self, path, variant: str | None = None, overrides: dict[str, Any] | None = None,
+                 text: str | None = None):
         self.path = Path(path)
+        self.text = text
         self.variant = variant
         self.overrides = dict(overrides or {})
-        self.spec: DiagramSpec = load_spec(self.path, variant=variant, overrides=self.overrides)
+        self.spec: DiagramSpec = load_spec(self.path, variant=variant, overrides=self.overrides,
+                                           text=text, lines=str(path) != DICT_NAME)
 
     @functools.cached_property
     def settings(self) -> SimulationSettings:
@@ -45,7 +55,7 @@ class Diagram:
         return list(self.spec.variants)
 
     def with_variant(self, variant: str | None) -> "Diagram":
-        return Diagram(self.path, variant, self.overrides)
+        return Diagram(self.path, variant, self.overrides, self.text)
 
     def compile(self, batch: dict[str, list] | None = None) -> CompiledDiagram:
         """Compile for one run, or for a batch: {dotted key: [value per member]} (a part of a
@@ -90,7 +100,8 @@ class Diagram:
                 seen = k
             if seen not in specs:
                 specs[seen] = load_spec(self.path, variant=self.variant,
-                                        overrides={**self.overrides, **member})
+                                        overrides={**self.overrides, **member}, text=self.text,
+                                        lines=str(self.path) != DICT_NAME)
             members.append(specs[seen])
         out = {}
         for name, bspec in self.spec.blocks.items():
@@ -158,6 +169,40 @@ def _plain(value):
     return str(value)
 
 
-def load(path, variant: str | None = None, set: dict[str, Any] | None = None) -> Diagram:  # noqa: A002
-    """Load a YAML diagram (README, "From Python")."""
-    return Diagram(path, variant, set)
+def load(source, variant: str | None = None, set: dict[str, Any] | None = None) -> Diagram:  # noqa: A002
+    """Load a diagram (README, "From Python") from
+    - a file: a path (str or pathlib.Path);
+    - YAML text: a str with at least one line break (messages name it "<text>:LINE");
+    - a dict, as the YAML would read (messages name it "<dict>", with the block and port).
+    Relative file names inside text or a dict (robot files, subsystems) are relative to the
+    working directory. `variant` applies one of its variants, `set` = {dotted key: value}
+    overrides (as the CLI's --set)."""
+    if isinstance(source, dict):
+        return Diagram(DICT_NAME, variant, set, text=_dict_text(source))
+    if isinstance(source, str) and "\n" in source:
+        return Diagram(TEXT_NAME, variant, set, text=source)
+    return Diagram(source, variant, set)
+
+
+def _dict_text(doc: dict) -> str:
+    """A diagram given as a dict, as YAML text without line numbers to point at: the loader
+    reads it as it reads a file (the same checks), and its messages name "<dict>"."""
+    try:
+        text = yaml.safe_dump(_plain_strict(doc), sort_keys=False, default_flow_style=None)
+    except yaml.YAMLError as err:
+        raise ParameterError(f"the diagram dict holds a value YAML cannot write: {err}") from None
+    return text
+
+
+def _plain_strict(value):
+    """_plain, but a value of another type is refused (a diagram dict holds what YAML holds)."""
+    if isinstance(value, dict):
+        return {_plain_strict(k): _plain_strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain_strict(v) for v in value]
+    if isinstance(value, (np.ndarray, np.generic)):
+        return value.tolist()
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    raise ParameterError(f"the diagram dict holds {type(value).__name__} {value!r}: a diagram "
+                         "holds numbers, strings, booleans, lists and dicts")

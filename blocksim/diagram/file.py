@@ -155,15 +155,19 @@ def _check_blocks(blocks: YamlMap) -> None:
 
 
 def read_diagram_file(path: str | Path, display: str, via: tuple[str, ...] = (), *,
-                      subsystem: bool = False) -> YamlMap:
-    """Read a diagram (or, with `subsystem`, a subsystem) file and check its structure.
+                      subsystem: bool = False, text: str | None = None,
+                      lines: bool = True) -> YamlMap:
+    """Read a diagram (or, with `subsystem`, a subsystem) file and check its structure; `text`:
+    the diagram's YAML text itself (then `path` is not read; `lines` False: a text written by
+    the program, whose line numbers mean nothing to the user).
 
     Checks top-level keys (suggesting the closest valid one), the format version, the kind of each
     section (absent sections become empty ones), block names and types, and port declarations.
     Values are not evaluated here.
     """
     where = file_loc(display, via)
-    doc = load_yaml(path, display, via)
+    doc = parse_yaml_text(text, display, via, lines) if text is not None \
+        else load_yaml(path, display, via)
     if doc is None:
         raise DiagramFileError("the file is empty; a diagram needs at least blocks:", where=where)
     if not isinstance(doc, YamlMap):

@@ -100,15 +100,18 @@ def _resolve_items(items: YamlList, what: str, valid: tuple[str, ...] | None, re
 # ---------------------------------------------------------------------------------------------
 
 def load_spec(path: str | Path, variant: str | None = None,
-              overrides: Mapping[str, Any] | None = None) -> DiagramSpec:
-    """Read a diagram file into a flat, evaluated DiagramSpec.
+              overrides: Mapping[str, Any] | None = None, *, text: str | None = None,
+              lines: bool = True) -> DiagramSpec:
+    """Read a diagram file into a flat, evaluated DiagramSpec (`text`: the diagram's YAML given
+    as text, named `path` in messages, with its line numbers unless `lines` is False; relative
+    file names in it are then relative to the working directory).
 
     `variant` applies one of the file's `variants:` tables; `overrides` ({dotted key: value}, like
     `--set`) comes last. Precedence, later wins: the file, the variant, the overrides. Raises
     BlocksimError subclasses with file:line for every mistake found at this level.
     """
     display = str(path)
-    doc = read_diagram_file(path, display)
+    doc = read_diagram_file(path, display, text=text, lines=lines)
     variants = variant_overrides(doc)
     chosen: list[Override] = []
     if variant is not None:

@@ -85,6 +85,7 @@ class DiagramLoader(yaml.SafeLoader):
 
     file: str = "<yaml>"
     via: tuple[str, ...] = ()
+    lines: bool = True          # False: the text was written by the program (no line to show)
 
     def __init__(self, stream):
         super().__init__(stream)
@@ -92,7 +93,7 @@ class DiagramLoader(yaml.SafeLoader):
 
     def location(self, mark) -> SourceLoc:
         """The SourceLoc (1-based line and column) of a YAML mark in this file."""
-        if mark is None:
+        if mark is None or not self.lines:
             return self.make_loc(None, None)
         return self.make_loc(mark.line + 1, mark.column + 1)
 
@@ -182,23 +183,25 @@ def _yaml_error(err: yaml.YAMLError, text: str, file: str, via: tuple[str, ...])
     return DiagramFileError(message, where=where)
 
 
-def parse_yaml_text(text: str, file: str, via: tuple[str, ...] = ()) -> Any:
-    """Parse YAML text (one document) into YamlMap/YamlList/scalars; `file` names it in locations.
+def parse_yaml_text(text: str, file: str, via: tuple[str, ...] = (), lines: bool = True) -> Any:
+    """Parse YAML text (one document) into YamlMap/YamlList/scalars; `file` names it in locations
+    (with line numbers unless `lines` is False: a text the program wrote from a dict).
 
     Each call returns a fresh tree; a text parsed before is rebuilt from its pickled tree, 40
     times faster than parsing (a batch over workspace parameters reads its file once per member)."""
-    return pickle.loads(_parsed(text, file, tuple(via)))
+    return pickle.loads(_parsed(text, file, tuple(via), lines))
 
 
 @functools.lru_cache(maxsize=64)
-def _parsed(text: str, file: str, via: tuple[str, ...]) -> bytes:
-    return pickle.dumps(_parse(text, file, via))
+def _parsed(text: str, file: str, via: tuple[str, ...], lines: bool = True) -> bytes:
+    return pickle.dumps(_parse(text, file, via, lines))
 
 
-def _parse(text: str, file: str, via: tuple[str, ...]) -> Any:
+def _parse(text: str, file: str, via: tuple[str, ...], lines: bool = True) -> Any:
     loader = DiagramLoader(text)
     loader.file = file
     loader.via = via
+    loader.lines = lines
     try:
         return loader.get_single_data()
     except yaml.YAMLError as err:
