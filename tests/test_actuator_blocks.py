@@ -363,7 +363,7 @@ def test_joint_actuator_subsystem_delivers_the_commanded_torque():
 
 def test_two_link_foc_example_is_workload_w2():
     """examples/two_link_foc.yaml: 1 kHz PID + feedforward, 10 kHz current loops, N = 100 gears with
-    N^2 Jm in the plant; WORKLOADS.md W2's hand-written loop gives max |e| = [0.00761, 0.00640] rad."""
+    N^2 Jm in the plant; W2's hand-written loop (benchmarks/README.md) gives max |e| = [0.00761, 0.00640] rad."""
     example = Path(__file__).parent.parent / "examples" / "two_link_foc.yaml"
     r = blocksim.simulate(blocksim.load(example))
     assert len(r.t) == 2001

@@ -1,4 +1,4 @@
-"""examples/two_link_pid_vs_ff.yaml (workload W1) against the reference answers of WORKLOADS.md, and
+"""examples/two_link_pid_vs_ff.yaml (workload W1) against the reference answers of benchmarks/README.md, and
 its command-line run writing every variant's metrics."""
 import json
 import subprocess
@@ -15,7 +15,7 @@ EXAMPLE = ROOT / "examples" / "two_link_pid_vs_ff.yaml"
 VARIANTS = ["pid", "pid_ff", "pid_ff_model_error_10", "pid_ff_model_error_30", "computed_torque",
             "pd_gravity"]
 
-#: WORKLOADS.md W1, max |q_d - q| over [0, 2] s (scipy LSODA, rtol 1e-8), rad
+#: W1 (benchmarks/README.md), max |q_d - q| over [0, 2] s (scipy LSODA, rtol 1e-8), rad
 REFERENCE = {"pid": [0.1931, 0.0867], "pid_ff": [0.0068, 0.0054],
              "pid_ff_model_error_10": [0.0150, 0.0102]}
 

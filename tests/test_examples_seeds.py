@@ -1,5 +1,5 @@
-"""The seeds' studies in examples/ (issue 5, items 2-6): each diagram checks and runs through the CLI,
-and its key number is held to an independent reference (closed forms of WORKLOADS.md P2, energy
+"""The tutorial studies in examples/: each diagram checks and runs through the CLI,
+and its key number is held to an independent reference (closed forms of the two-link arm P2, energy
 conservation and balance, static equilibria solved with SciPy, the sweep's trend)."""
 import importlib.util
 import json
@@ -52,7 +52,7 @@ def test_example_checks_and_runs_through_the_cli(name, stop, tmp_path):
         assert (out / variant / "signals.npz").exists()
 
 
-# --- P2 closed forms (WORKLOADS.md): m = 3, 2 kg; l = 1.0, 0.8 m; com at mid-link ----------------
+# --- P2 closed forms (the planar two-link arm of benchmarks/README.md): m = 3, 2 kg; l = 1.0, 0.8 m; com at mid-link ----------------
 M1, M2, L1, L2 = 3.0, 2.0, 1.0, 0.8
 C1, C2 = L1 / 2, L2 / 2
 I1, I2 = M1 * L1 ** 2 / 12, M2 * L2 ** 2 / 12
@@ -95,7 +95,7 @@ def test_torque_decomposition_parts_sum_to_inverse_dynamics_and_match_closed_for
     np.testing.assert_allclose(gravity, p2_gravity(q), rtol=1e-13, atol=1e-12)
     np.testing.assert_allclose(inertial, p2_inertial(q, qdd), rtol=1e-12, atol=1e-11)
     np.testing.assert_allclose(velocity, p2_velocity(q, qd), rtol=1e-12, atol=1e-11)
-    # seed 000's reading: at this medium speed gravity is the largest part, velocity terms tiny
+    # the tutorial's reading: at this medium speed gravity is the largest part, velocity terms tiny
     from blocksim.engine.metrics import compute_metrics
     m = compute_metrics(d.spec, r)
     for j in range(2):
@@ -192,5 +192,5 @@ def test_model_error_sweep_error_grows_with_model_error_and_plots(tmp_path):
         assert np.all(np.diff(ff[:k0 + 1, j]) < 0)             # and as it gets lighter
         assert ff[k0, j] < pid[j] / 10                          # the exact model: W1's pid_ff
         assert np.all(ff[:, j] < pid[j])                        # never worse than PID alone here
-    np.testing.assert_allclose(ff[k0], [0.0068, 0.0054], rtol=0.02)   # WORKLOADS.md W1 pid_ff
-    np.testing.assert_allclose(pid, [0.1931, 0.0867], rtol=0.02)      # WORKLOADS.md W1 pid
+    np.testing.assert_allclose(ff[k0], [0.0068, 0.0054], rtol=0.02)   # W1 pid_ff (benchmarks/README.md)
+    np.testing.assert_allclose(pid, [0.1931, 0.0867], rtol=0.02)      # W1 pid (benchmarks/README.md)

@@ -1,4 +1,4 @@
-"""Figures and the command line (issue 5): plot (units, dashed reference, a colour per variant, PNG
+"""Figures and the command line: plot (units, dashed reference, a colour per variant, PNG
 and SVG), animate (GIF frames for a planar and a 3-D arm), draw (every block placed), compare
 (B - A of a metric), and docs/blocks.md kept up to date with the registry.
 

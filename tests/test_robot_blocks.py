@@ -218,7 +218,7 @@ def test_free_swing_conserves_total_energy_with_dop853():
     total = r["energy.total"][:, 0]
     assert np.ptp(r["arm.q"][:, 1]) > 1.0                       # the arm really swings
     assert np.max(np.abs(total - total[0])) / abs(total[0]) < 1e-8
-    # the block's energy is the closed-form one of WORKLOADS.md P2
+    # the block's energy is the closed-form one of the two-link arm P2
     cf = TWO.closed_form
     np.testing.assert_allclose(total, cf.kinetic_energy(r["arm.q"], r["arm.qd"])
                                + cf.potential_energy(r["arm.q"]) + (total[0] - cf.potential_energy(

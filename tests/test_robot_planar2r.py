@@ -1,4 +1,5 @@
-"""Closed-form planar 2R models of the seeds against the general algorithms and WORKLOADS.md's P2."""
+"""Closed-form planar 2R models against the general algorithms and the two-link arm P2's
+formulas (Spong, Hutchinson and Vidyasagar, Robot Modeling and Control, the planar elbow arm)."""
 from pathlib import Path
 
 import numpy as np
@@ -44,7 +45,7 @@ def test_point_mass_form_equals_general_algorithms():
 def test_geared_arm_closed_form_adds_the_reflected_rotor_inertia():
     """W2's arm (gear N = 100, Jm = 1e-5 kg m^2): the closed form with armature N^2 Jm = 0.1 kg m^2
     on M11 and M22 equals the general algorithms with rotor inertia, and the bare arm's M + 0.1 I
-    typed from seed 004's formula."""
+    typed from the tutorial's formula M + N^2 Jm I."""
     root = Path(__file__).resolve().parents[1]
     geared = RobotModel.from_yaml(root / "examples" / "robots" / "two_link_geared.yaml")
     closed = geared.closed_form
@@ -63,8 +64,9 @@ def test_preset_detects_its_closed_form():
     assert RobotModel.preset("puma560").closed_form is None
 
 
-def test_two_link_against_workloads_formulas():
-    """WORKLOADS.md "Plant P2", typed from the page with its numbers."""
+def test_two_link_against_its_textbook_formulas():
+    """The plant P2 (m = 3, 2 kg; l = 1.0, 0.8 m; centres of mass mid-link; rods), its mass matrix,
+    Coriolis and gravity terms typed from the textbook formulas of the planar elbow arm."""
     m1, m2, l1, l2, g = 3.0, 2.0, 1.0, 0.8, 9.81
     c1, c2, I1, I2 = l1 / 2, l2 / 2, m1 * l1 ** 2 / 12, m2 * l2 ** 2 / 12
     q1, q2, qd1, qd2 = 0.7, -1.2, 0.9, -2.1

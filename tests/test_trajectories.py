@@ -61,7 +61,7 @@ def test_derivatives_equal_central_differences_of_q(case):
 
 
 def test_cosine_ramp_is_the_workload_reference():
-    """WORKLOADS: q_d = A (1 - cos(pi t)), A = [0.5, 0.3], is CosineRamp with period 2."""
+    """W1's reference: q_d = A (1 - cos(pi t)), A = [0.5, 0.3], is CosineRamp with period 2."""
     blk = source("CosineRamp", {"amplitude": [0.5, 0.3], "period": 2.0})
     A = np.array([0.5, 0.3])
     for t in (0.0, 0.3, 1.0, 1.7):
