@@ -26,6 +26,15 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as err:
         print(f"error: {err.filename or err}: no such file", file=sys.stderr)
         return 1
+    except BrokenPipeError:
+        # the reader left (`blocksim blocks | head`): stop writing, quietly, as Unix tools do
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+    except KeyboardInterrupt:
+        # Ctrl-C outside a run (a run keeps what it logged and says so itself)
+        print("interrupted", file=sys.stderr)
+        return 130
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -204,3 +204,14 @@ def test_an_unwired_optional_input_reads_zeros_of_its_declared_width():
     _, _, u, _, _, _ = sim.views["plant"]
     wrench = u[plant.input_names().index("f_ext")]
     assert "f_ext" not in plant.connected and wrench.shape == (3, 6) and not wrench.any()
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback():
+    """`blocksim blocks | head -1`: the reader has gone when the catalogue is written; the command
+    stops quietly with 141, as Unix tools do on SIGPIPE."""
+    proc = subprocess.Popen([sys.executable, str(ROOT / "cli.py"), "blocks", "PID"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()                           # before the command writes anything
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 141
+    assert err == ""
