@@ -119,17 +119,27 @@ def cmd_simulate(args) -> int:
     out = prepare_out(args.out, args.force)
     if args.plot and out is None:
         out = prepare_out(f"runs/{Path(args.diagram).stem}-{time.strftime('%Y%m%d-%H%M%S')}", False)
+    from .errors import BlocksimError
     results = {}
     all_metrics = {}
+    failed = {}
     interrupted = False
     for v in variants:
         label = v or "default"
-        d = base if v is None else base.with_variant(v)
         started = time.perf_counter()
-        r = blocksim.simulate(d)
+        try:
+            d = base if v is None else base.with_variant(v)
+            r = blocksim.simulate(d)
+            all_metrics[label] = r.metrics
+        except BlocksimError as err:
+            if len(variants) == 1:
+                raise
+            # one variant's mistake or divergence: say so, and finish and save the others
+            failed[label] = err
+            print(f"error: [{label}] {err}", file=sys.stderr)
+            continue
         wall = time.perf_counter() - started
         results[label] = r
-        all_metrics[label] = r.metrics
         if not args.quiet:
             stats = ", ".join(f"{k} {v}" for k, v in r.stats.items())
             print(f"[{label}] {d.name}: t = {r.t[0]:g}..{r.t[-1]:g} s, {len(r.t)} samples, "
@@ -146,11 +156,16 @@ def cmd_simulate(args) -> int:
         print(format_table(all_metrics))
     if out is not None:
         (out / "metrics.json").write_text(json.dumps(all_metrics, indent=2) + "\n")
-        if args.plot:
+        if args.plot and results:
             from .plotting import scope_figures
             for path in scope_figures(base.spec, results, out):
                 print(f"wrote {path}")
         print(f"saved to {out}/")
+    if failed:
+        print(f"error: {len(failed)} of {len(variants)} variants failed: {', '.join(failed)}"
+              + (f"; the others ({', '.join(results)}) ran and were saved" if results else ""),
+              file=sys.stderr)
+        return 1
     return 130 if interrupted else 0
 
 

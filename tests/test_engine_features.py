@@ -215,3 +215,34 @@ def test_a_reader_that_leaves_early_gets_no_traceback():
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 141
     assert err == ""
+
+
+def test_a_failing_variant_is_reported_and_the_others_are_saved(tmp_path):
+    """Variant 'bad' makes x' = 1000 x, which overflows within the 50 s (a divergence error);
+    'good' and 'also_good' must still run, be saved and be in the table."""
+    diagram = tmp_path / "d.yaml"
+    diagram.write_text(dedent("""\
+        blocksim: 1
+        name: decay
+        blocks:
+          x: {type: Integrator, x0: 1.0}
+          k: {type: Gain, gain: -1.0}
+        connections: [x -> k, k -> x]
+        simulation: {stop_time: 50.0, solver: rk4, step: 0.01}
+        metrics: [{name: last, kind: final_value, signal: x.out}]
+        variants:
+          good: {}
+          bad: {k.gain: 1000.0}
+          also_good: {k.gain: -2.0}
+        """))
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, str(ROOT / "cli.py"), "simulate", str(diagram), "--out",
+                           str(out)], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "error: [bad]" in proc.stderr and "Traceback" not in proc.stderr
+    assert "1 of 3 variants failed: bad; the others (good, also_good) ran and were saved" \
+        in proc.stderr
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert set(metrics) == {"good", "also_good"}
+    np.testing.assert_allclose(metrics["good"]["last"], [np.exp(-50.0)], rtol=1e-6)
+    assert (out / "also_good" / "signals.npz").is_file() and not (out / "bad").exists()
