@@ -1,4 +1,4 @@
-"""The command line: simulate, check, blocks, plot, animate, draw, compare, identify.
+"""The command line: simulate, check, blocks, metrics, plot, animate, draw, compare, identify.
 
 Heavy modules (numba kernels, matplotlib) are imported only by the commands that use them, so
 `blocksim blocks` and `--help` answer at once.
@@ -67,6 +67,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", metavar="FILE",
                    help="with --markdown: write it to FILE (e.g. docs/blocks.md) instead of printing")
     p.set_defaults(func=cmd_blocks)
+
+    p = sub.add_parser("metrics", help="the metric kinds a diagram's metrics: section may use")
+    p.add_argument("--markdown", action="store_true",
+                   help="as Markdown (the text of docs/metrics.md)")
+    p.add_argument("--out", metavar="FILE",
+                   help="with --markdown: write it to FILE (e.g. docs/metrics.md) instead of printing")
+    p.set_defaults(func=cmd_metrics)
 
     add_figure_commands(sub)
 
@@ -217,6 +224,22 @@ def cmd_check(args) -> int:
     print(f"\nstates: {cd.n_xc} continuous, {cd.n_xd} discrete, {cd.n_zc} zero-crossing functions")
     rates = sorted({str(st) for st in cd.sample_times.values()})
     print(f"rates: {', '.join(rates)}")
+    return 0
+
+
+def cmd_metrics(args) -> int:
+    from .engine.metrics import METRIC_KINDS, markdown
+    if args.markdown:
+        text = markdown()
+        if args.out:
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.out).write_text(text)
+            print(f"wrote {args.out}")
+        else:
+            sys.stdout.write(text)
+        return 0
+    for kind in METRIC_KINDS.values():
+        print(f"{kind.name:<18} {kind.doc}")
     return 0
 
 

@@ -82,3 +82,26 @@ def test_a_metric_that_cannot_be_computed_is_refused_before_the_run(tmp_path, me
                           capture_output=True, text=True)
     assert proc.returncode == 1
     assert f"lag.yaml:{line}" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_docs_metrics_md_is_the_catalogue():
+    from blocksim.engine.metrics import METRIC_KINDS, markdown
+    assert (ROOT / "docs" / "metrics.md").read_text() == markdown(), (
+        "docs/metrics.md is out of date: run `python cli.py metrics --markdown --out docs/metrics.md`")
+    assert all(f"## {name}\n" in markdown() for name in METRIC_KINDS)
+
+
+def test_a_registered_kind_is_checked_and_computed_as_the_shipped_ones(tmp_path):
+    from blocksim.engine.metrics import METRIC_KINDS, register_metric
+    try:
+        @register_metric("half_life", "signal", "s", "first time the signal falls to half its "
+                         "initial value")
+        def half_life(t, y, ref, options):
+            return np.array([t[np.argmax(y[:, i] <= 0.5 * y[0, i])] for i in range(y.shape[1])])
+        text = LAG.replace("  - {name: last, kind: final_value, signal: x.out}",
+                           "  - {kind: half_life, signal: x.out}")
+        r = blocksim.simulate(blocksim.load(write(tmp_path, text)))
+        # x = exp(-t / 0.5): half at 0.5 ln 2 = 0.3466 s, the next 0.01 s log sample
+        assert r.metrics["half_life"] == [pytest.approx(0.35)]
+    finally:
+        METRIC_KINDS.pop("half_life", None)

@@ -4,66 +4,172 @@ Each metric is `{name, kind, signal, reference, from, to, ...}`; `name` defaults
 Error kinds use e = reference - signal. Values are per element (per joint) in the signal's units
 (s for times, rad s for iae of an angle, and so on), or dimensionless for ratios.
 
-`event_times` reads the run's events instead of a signal: `{kind: event_times, block: NAME,
-reference: [t1, t2, ...]}` (s; `index`: only that event function of the block) gives, per
-reference time, |t_k - t_ref_k| in s for the block's k-th event (inf where the run has fewer).
+The kinds live in one catalogue, METRIC_KINDS: `register_metric` adds one (a shipped kind or a
+user's), `check_metrics` and `compute_metrics` read it, and docs/metrics.md is generated from it
+(`python cli.py metrics --markdown`).
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from ..errors import ParameterError
 
-ERROR_KINDS = ("max_abs_error", "rms_error", "iae", "ise", "phase_lag", "amplitude_ratio")
-SIGNAL_KINDS = ("overshoot", "settling_time", "peak", "rms", "energy_drift", "final_value")
-EVENT_KINDS = ("event_times",)
-KINDS = ERROR_KINDS + SIGNAL_KINDS + EVENT_KINDS
+
+@dataclass(frozen=True)
+class MetricKind:
+    """One kind of metric.
+
+    reads: "error" (a signal and a reference signal, e = reference - signal), "signal" (one
+           signal) or "events" (the run's events; computed by compute_metrics itself);
+    units: the value's units, in words relative to the signal's ("the signal's units", "s", "-");
+    doc: what the value is; options: {option: what it means (with units and default)};
+    values(t, y, ref, options) -> (w,) per element, y and ref (n, w) on times t (n,) in s.
+    """
+
+    name: str
+    reads: str
+    units: str
+    doc: str
+    options: dict
+    values: Callable | None
+
+
+METRIC_KINDS: dict[str, MetricKind] = {}
+"""Every metric kind, by name, in the order registered."""
+
+
+def register_metric(name: str, reads: str, units: str, doc: str, options: dict | None = None):
+    """Decorator: register values(t, y, ref, options) as metric kind `name` (see MetricKind)."""
+    if reads not in ("error", "signal", "events"):
+        raise ValueError(f"reads must be error, signal or events, not {reads!r}")
+
+    def add(values):
+        METRIC_KINDS[name] = MetricKind(name, reads, units, doc, dict(options or {}), values)
+        return values
+    return add
 
 
 def _trapz(y: np.ndarray, t: np.ndarray) -> np.ndarray:
     return np.sum(0.5 * (y[1:] + y[:-1]) * np.diff(t)[:, None], axis=0)
 
 
+@register_metric("max_abs_error", "error", "the signal's units", "max |e| over the window")
+def _max_abs_error(t, y, ref, options):
+    return np.max(np.abs(ref - y), axis=0)
+
+
+@register_metric("rms_error", "error", "the signal's units",
+                 "sqrt(1/T int e^2 dt) over the window (trapezoidal rule on the log grid)")
+def _rms_error(t, y, ref, options):
+    e = ref - y
+    return np.sqrt(_trapz(e ** 2, t) / (t[-1] - t[0])) if len(t) > 1 else np.abs(e[0])
+
+
+@register_metric("iae", "error", "the signal's units x s", "int |e| dt over the window")
+def _iae(t, y, ref, options):
+    return _trapz(np.abs(ref - y), t)
+
+
+@register_metric("ise", "error", "the signal's units squared x s", "int e^2 dt over the window")
+def _ise(t, y, ref, options):
+    return _trapz((ref - y) ** 2, t)
+
+
+@register_metric("phase_lag", "error", "s",
+                 "the delay of the signal behind the reference that maximises their "
+                 "cross-correlation (positive: the signal lags)")
+def _phase_lag(t, y, ref, options):
+    return _lag(t, y, ref)
+
+
+@register_metric("amplitude_ratio", "error", "-",
+                 "peak-to-peak of the signal over peak-to-peak of the reference")
+def _amplitude_ratio(t, y, ref, options):
+    return np.ptp(y, axis=0) / np.ptp(ref, axis=0)
+
+
+@register_metric("overshoot", "signal", "-",
+                 "(peak - final) / (final - initial), the peak taken in the direction of the "
+                 "move; 0 when the signal ends where it started")
+def _overshoot(t, y, ref, options):
+    start, final = y[0], y[-1]
+    span = final - start
+    peak = np.where(span >= 0, np.max(y, axis=0), np.min(y, axis=0))
+    return np.where(span != 0, (peak - final) / np.where(span != 0, span, 1.0), 0.0)
+
+
+@register_metric("settling_time", "signal", "s",
+                 "time from the window's start until the signal stays within a band of "
+                 "tolerance |final - initial| around its final value",
+                 {"tolerance": "the band's half-width as a fraction of the move (default 0.02)"})
+def _settling_time(t, y, ref, options):
+    tol = float(options.get("tolerance", 0.02))
+    start, final = y[0], y[-1]
+    band = tol * np.maximum(np.abs(final - start), np.finfo(float).tiny)
+    out = np.empty(y.shape[1])
+    for i in range(y.shape[1]):
+        outside = np.nonzero(np.abs(y[:, i] - final[i]) > band[i])[0]
+        out[i] = 0.0 if len(outside) == 0 else t[min(outside[-1] + 1, len(t) - 1)] - t[0]
+    return out
+
+
+@register_metric("peak", "signal", "the signal's units", "max |y| over the window")
+def _peak(t, y, ref, options):
+    return np.max(np.abs(y), axis=0)
+
+
+@register_metric("rms", "signal", "the signal's units", "sqrt(1/T int y^2 dt) over the window")
+def _rms(t, y, ref, options):
+    return np.sqrt(_trapz(y ** 2, t) / (t[-1] - t[0]))
+
+
+@register_metric("energy_drift", "signal", "-",
+                 "max |y - y(0)| / |y(0)|: the relative drift of a conserved quantity (an energy)")
+def _energy_drift(t, y, ref, options):
+    return np.max(np.abs(y - y[0]), axis=0) / np.maximum(np.abs(y[0]), np.finfo(float).tiny)
+
+
+@register_metric("final_value", "signal", "the signal's units", "y at the window's end")
+def _final_value(t, y, ref, options):
+    return y[-1]
+
+
+register_metric("event_times", "events", "s",
+                "per reference time t_ref_k, |t_k - t_ref_k| for the block's k-th event (inf "
+                "where the run has fewer); reads `block` and `reference` (a list of times, s) "
+                "instead of a signal",
+                {"block": "the block whose events are timed",
+                 "reference": "the expected event times, s",
+                 "index": "only this event function of the block (default: all)"})(None)
+
+
 def metric_values(kind: str, t: np.ndarray, y: np.ndarray, ref: np.ndarray | None,
                   options: dict) -> np.ndarray:
     """One metric for signal y (n, w) against ref (n, w) or None, on times t (n,); per element."""
-    if kind in ERROR_KINDS:
-        e = ref - y
-        if kind == "max_abs_error":
-            return np.max(np.abs(e), axis=0)
-        if kind == "rms_error":
-            return np.sqrt(_trapz(e ** 2, t) / (t[-1] - t[0])) if len(t) > 1 else np.abs(e[0])
-        if kind == "iae":
-            return _trapz(np.abs(e), t)
-        if kind == "ise":
-            return _trapz(e ** 2, t)
-        if kind == "amplitude_ratio":
-            return np.ptp(y, axis=0) / np.ptp(ref, axis=0)
-        if kind == "phase_lag":
-            return _lag(t, y, ref)
-    if kind == "peak":
-        return np.max(np.abs(y), axis=0)
-    if kind == "rms":
-        return np.sqrt(_trapz(y ** 2, t) / (t[-1] - t[0]))
-    if kind == "final_value":
-        return y[-1]
-    if kind == "energy_drift":
-        return np.max(np.abs(y - y[0]), axis=0) / np.maximum(np.abs(y[0]), np.finfo(float).tiny)
-    if kind == "overshoot":
-        start, final = y[0], y[-1]
-        span = final - start
-        peak = np.where(span >= 0, np.max(y, axis=0), np.min(y, axis=0))
-        return np.where(span != 0, (peak - final) / np.where(span != 0, span, 1.0), 0.0)
-    if kind == "settling_time":
-        tol = float(options.get("tolerance", 0.02))
-        start, final = y[0], y[-1]
-        band = tol * np.maximum(np.abs(final - start), np.finfo(float).tiny)
-        out = np.empty(y.shape[1])
-        for i in range(y.shape[1]):
-            outside = np.nonzero(np.abs(y[:, i] - final[i]) > band[i])[0]
-            out[i] = 0.0 if len(outside) == 0 else t[min(outside[-1] + 1, len(t) - 1)] - t[0]
-        return out
-    raise ParameterError(f"unknown metric kind '{kind}'")
+    entry = METRIC_KINDS.get(kind)
+    if entry is None or entry.values is None:
+        raise ParameterError(f"unknown metric kind '{kind}'")
+    return entry.values(t, y, ref, options)
+
+
+def markdown() -> str:
+    """docs/metrics.md: every metric kind, what it reads, its units and options."""
+    lines = ["# Metric kinds", "",
+             "Generated from the catalogue (`python cli.py metrics --markdown --out docs/metrics.md`).",
+             "A diagram's `metrics:` list holds entries `{name, kind, signal, reference, from, to, ...}`:",
+             "`name` defaults to the kind; `from` and `to` (s) bound the time window (default: the",
+             "whole log); error kinds read e = reference - signal. Each value is per element of the",
+             "signal (per joint), per batch member for a batch run.", ""]
+    reads = {"error": "`signal` and `reference`", "signal": "`signal`", "events": "the run's events"}
+    for kind in METRIC_KINDS.values():
+        lines += [f"## {kind.name}", "", f"- value: {kind.doc}", f"- reads: {reads[kind.reads]}",
+                  f"- units: {kind.units}"]
+        lines += [f"- `{key}`: {text}" for key, text in kind.options.items()]
+        lines.append("")
+    return "\n".join(lines)
 
 
 def _lag(t: np.ndarray, y: np.ndarray, ref: np.ndarray) -> np.ndarray:
@@ -94,7 +200,7 @@ def check_metrics(cd, logged) -> None:
     for k, item in enumerate(spec.metrics):
         where = spec.where.get(f"metrics[{k}]")
         kind, name = _kind_and_name(item, where)
-        if kind in EVENT_KINDS:
+        if METRIC_KINDS[kind].reads == "events":
             _event_reference(item, name, where)
             block = item.get("block")
             if block not in cd.blocks or not cd.blocks[block].n_zc:
@@ -117,17 +223,17 @@ def check_metrics(cd, logged) -> None:
 
 def _kind_and_name(item, where) -> tuple[str, str]:
     kind = item.get("kind")
-    if kind not in KINDS:
+    if kind not in METRIC_KINDS:
         from ..errors import did_you_mean
-        raise ParameterError(f"metric kind '{kind}' unknown{did_you_mean(str(kind), KINDS)}; kinds: "
-                             f"{', '.join(KINDS)}", where=where)
+        raise ParameterError(f"metric kind '{kind}' unknown{did_you_mean(str(kind), METRIC_KINDS)}; "
+                             f"kinds: {', '.join(METRIC_KINDS)} (docs/metrics.md)", where=where)
     return kind, item.get("name", kind)
 
 
 def _needs_signal(item, kind, name, where) -> None:
     if "signal" not in item:
         raise ParameterError(f"metric '{name}' needs 'signal'", where=where)
-    if kind in ERROR_KINDS and "reference" not in item:
+    if METRIC_KINDS[kind].reads == "error" and "reference" not in item:
         raise ParameterError(f"metric '{name}' ({kind}) needs 'reference'", where=where)
 
 
@@ -137,7 +243,7 @@ def compute_metrics(spec, result) -> dict:
     for k, item in enumerate(spec.metrics):
         where = spec.where.get(f"metrics[{k}]")
         kind, name = _kind_and_name(item, where)
-        if kind in EVENT_KINDS:
+        if METRIC_KINDS[kind].reads == "events":
             out[name] = _event_times(result, item, name, where)
             continue
         _needs_signal(item, kind, name, where)
