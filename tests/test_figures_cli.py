@@ -253,3 +253,24 @@ def test_blocks_markdown_cli_matches_catalog(tmp_path):
     assert proc.stdout == markdown()
     assert "### Manipulator" in proc.stdout and "| `q0` | rad |" in proc.stdout
     assert "- outputs: q (rad), qd (rad/s), qdd (rad/s^2)" in proc.stdout
+
+
+def test_a_scope_block_is_logged_and_plotted(tmp_path):
+    """A Scope wired to v (not in log.signals) gets v logged and its own figure, beside the
+    diagram's scopes: entry."""
+    diagram = tmp_path / "d.yaml"
+    diagram.write_text(
+        "blocksim: 1\nname: oscillator\nblocks:\n"
+        "  x: {type: Integrator, x0: 1.0}\n  v: {type: Integrator, x0: 0.0}\n"
+        "  k: {type: Gain, gain: -4.0}\n  speed: {type: Scope, title: Speed of the mass}\n"
+        "connections: [v -> x, x -> k, k -> v, v -> speed]\n"
+        "simulation: {stop_time: 1.0, solver: rk4, step: 0.01}\n"
+        "log: {signals: [x.out]}\nscopes: [{title: Position, signals: [x.out]}]\n")
+    spec = blocksim.load(diagram).spec
+    assert spec.scopes[-1] == {"title": "Speed of the mass", "signals": ["v"]}
+    r = blocksim.simulate(blocksim.load(diagram))
+    np.testing.assert_allclose(r["v.out"][:, 0], -2.0 * np.sin(2.0 * r.t), atol=1e-8)
+    proc = cli("simulate", diagram, "--out", tmp_path / "out", "--plot")
+    figures = sorted(p.name for p in (tmp_path / "out").glob("*.png"))
+    assert len(figures) == 2, (figures, proc.stdout)
+    assert any("speed" in name.lower() for name in figures)

@@ -28,7 +28,9 @@ class Sink(Block):
 
 @register
 class Scope(Sink):
-    """Marks signals to log and plot: the engine logs whatever is wired to its inputs."""
+    """A figure of the signals wired to its inputs: they are logged (whatever log.signals says)
+    and `simulate --plot` draws them in one figure titled `title`, beside the diagram's
+    `scopes:` (a Scope block is a `scopes:` entry drawn in the diagram)."""
 
     type_name = "Scope"
     summary = "log and plot the signals wired to it"

@@ -99,6 +99,26 @@ def _resolve_items(items: YamlList, what: str, valid: tuple[str, ...] | None, re
 # the whole diagram
 # ---------------------------------------------------------------------------------------------
 
+def scope_blocks(blocks: Mapping[str, BlockSpec], connections) -> list[dict]:
+    """The figure of each Scope block, as a `scopes:` entry: its title (default: the block's
+    name) and the signals wired to its inputs, in port order (so they are logged and plotted)."""
+    out = []
+    for name, block in blocks.items():
+        if block.type != "Scope":
+            continue
+        wires = sorted((c for c in connections if c.dst.block == name), key=_input_number)
+        if wires:
+            out.append({"title": str(block.params.get("title") or name),
+                        "signals": [str(c.src) for c in wires]})
+    return out
+
+
+def _input_number(wire) -> int:
+    """K of a wire into port inK (1 for `in` or the block's only port)."""
+    port = wire.dst.port
+    return int(port[2:]) if port and port[2:].isdigit() else 1
+
+
 def load_spec(path: str | Path, variant: str | None = None,
               overrides: Mapping[str, Any] | None = None, *, text: str | None = None,
               lines: bool = True) -> DiagramSpec:
@@ -143,6 +163,7 @@ def load_spec(path: str | Path, variant: str | None = None,
     simulation.setdefault("start_time", 0.0)
     log = _resolve_table(doc["log"], LOG_KEYS, "log", workspace, locations)
     scopes = _resolve_items(doc["scopes"], "scopes", SCOPE_KEYS, "signals", workspace, locations)
+    scopes += scope_blocks(flat.blocks, flat.connections)
     metrics = _resolve_items(doc["metrics"], "metrics", None, "kind", workspace, locations)
     name = doc.get("name")
     return DiagramSpec(
