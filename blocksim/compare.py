@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 
 from .errors import BlocksimError
-from .plotting import (VARIANT_STYLE_CYCLE, axis_label, diagram_doc, file_stem, load_run,
-                       new_figure, save_figure, signal_units)
+from .plotting import (VARIANT_STYLE_CYCLE, diagram_doc, file_stem, label_axes, load_run,
+                       new_figure, robot_joint_names, save_figure, signal_units)
 
 
 def pair_variants(a: dict, b: dict, variants=None) -> list[tuple[str, str, str]]:
@@ -130,12 +130,13 @@ def overlay_figures(a: dict, b: dict, pairs, out: Path, signals=None, names=("A"
     """One figure per common signal: each variant in its colour, A solid, B dotted."""
     first = next(iter(a.values()))
     units = signal_units(diagram_doc(first))
+    joints = robot_joint_names(first)
     common = signals or [n for n in first.names
                          if all(n in a[va] and n in b[vb] for _, va, vb in pairs)]
     paths = []
     for s in common:
         width = _series(a[pairs[0][1]], s).shape[1]
-        fig = new_figure(figsize=(8.0, 2.2 * width + 1.0))
+        fig = new_figure(figsize=(9.5, 2.2 * width + 1.0), layout="constrained")
         axes = fig.subplots(width, 1, sharex=True, squeeze=False)[:, 0]
         for k, (label, va, vb) in enumerate(pairs):
             colour = VARIANT_STYLE_CYCLE[k % len(VARIANT_STYLE_CYCLE)]
@@ -145,13 +146,8 @@ def overlay_figures(a: dict, b: dict, pairs, out: Path, signals=None, names=("A"
                              label=f"{label} ({names[0]})")
                 axes[j].plot(b[vb].t, yb[:, j], ":", color=colour, linewidth=1.8,
                              label=f"{label} ({names[1]})")
-        for j, ax in enumerate(axes):
-            ax.set_ylabel(axis_label([s], j if width > 1 else None, units))
-            ax.grid(True, alpha=0.3)
-        axes[0].legend(fontsize=7, loc="best", ncol=2 if len(pairs) > 3 else 1)
-        axes[-1].set_xlabel("time [s]")
+        label_axes(fig, axes, [[s]] * width, units, joints)
         fig.suptitle(f"{s}: {names[0]} (solid) vs {names[1]} (dotted)")
-        fig.tight_layout()
         paths += save_figure(fig, out, "compare_" + file_stem(s))
     return paths
 

@@ -2,14 +2,18 @@
 and SVG; and the loading of saved run folders shared by plot, animate and compare.
 
 Conventions:
-- time in s on the x axis; one subplot per signal element (joint); the y label carries the units:
-  a scope's `ylabel` wins, else the units the producing block declares for the port
-  (`blocks.catalog.port_units`: q rad, qd rad/s, tau N m, i A, v V, ...), else the units of the
-  input ports the signal drives, followed along the wires through unit-preserving blocks (Sum,
-  Saturation, ...), so a Sum feeding `plant.tau` is labelled N m;
-- references are dashed: the signals named in a scope's `reference`, and the outputs of blocks whose
-  name starts with `ref`. A reference that is the same in every variant is drawn once, in black;
-  otherwise each variant's reference is dashed in that variant's colour;
+- time in s on the x axis; one subplot per signal element, titled by the robot's joint names when
+  there is one per joint ("joint k" without names); the y label says what the signal is and its
+  units ("joint torque [N m]"): a scope's `ylabel` wins, as written, else the units the producing
+  block declares for the port (`blocks.catalog.port_units`: q rad, qd rad/s, tau N m, i A, v V,
+  ...), else the units of the input ports the signal drives, followed along the wires through
+  unit-preserving blocks (Sum, Saturation, ...), so a Sum feeding `plant.tau` is labelled N m;
+- the legend sits outside the axes, to the right, so it never hides a trace;
+- references are dashed: the signals named in a scope's `reference` when it has one, else the
+  outputs of blocks whose name starts with `ref`. A reference that is the same in every variant is
+  drawn once, in black; otherwise each variant's reference is dashed in that variant's colour;
+- a scope's `error: [reference, signal]` adds a figure of the tracking error e = reference -
+  signal per element (file `<scope>_error`);
 - one colour per variant (and per batch member); with a single variant, one colour per signal;
   several signals of one variant in one subplot differ by line style (solid, dash-dot, dotted);
 - SVG text is kept as text (`svg.fonttype: none`), so figures stay editable and searchable.
@@ -32,13 +36,13 @@ REFERENCE_COLOUR = "black"
 
 # ----------------------------------------------------------------------------- matplotlib
 
-def new_figure(figsize=(8.0, 5.0), dpi=100):
+def new_figure(figsize=(8.0, 5.0), dpi=100, layout=None):
     """A matplotlib Figure on the Agg canvas, without pyplot (imports matplotlib on first use)."""
     import matplotlib
     matplotlib.rcParams["svg.fonttype"] = "none"
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-    fig = Figure(figsize=figsize, dpi=dpi)
+    fig = Figure(figsize=figsize, dpi=dpi, layout=layout)
     FigureCanvasAgg(fig)
     return fig
 
@@ -251,11 +255,12 @@ def _port_of(name: str) -> str:
 # ----------------------------------------------------------------------------- figures
 
 def is_reference(name: str, scope: dict) -> bool:
-    """A reference trace is drawn dashed: named in the scope's `reference`, or from a block whose
-    name starts with 'ref'."""
-    refs = scope.get("reference", [])
-    refs = [refs] if isinstance(refs, str) else list(refs)
-    return name in refs or name.split(".")[0].split("/")[-1].startswith("ref")
+    """A reference trace is drawn dashed: named in the scope's `reference` when it has one, else
+    from a block whose name starts with 'ref'."""
+    if "reference" in scope:                  # named: only those (an empty list: none)
+        refs = scope["reference"]
+        return name in ([refs] if isinstance(refs, str) else list(refs))
+    return name.split(".")[0].split("/")[-1].startswith("ref")
 
 
 def _series(r, name):
@@ -267,32 +272,99 @@ def _series(r, name):
     return data
 
 
-def axis_label(signals: list[str], element: int | None, units: dict[str, str]) -> str:
-    """'q[0] [rad]': the port names shown (element index when the signals are vectors), units."""
-    ports = []
-    for s in signals:
-        p = _port_of(s)
-        if p not in ports:
-            ports.append(p)
-    idx = f"[{element}]" if element is not None else ""
+MEANINGS = {"rad": "angle", "rad/s": "speed", "rad/s^2": "acceleration", "m": "position",
+            "m/s": "speed", "m/s^2": "acceleration", "N m": "torque", "N": "force", "A": "current",
+            "V": "voltage", "W": "power", "J": "energy", "s": "time", "Hz": "frequency"}
+"""What a signal of these units is, for axis labels ("joint torque [N m]")."""
+
+
+def axis_label(signals: list[str], units: dict[str, str], per_joint: bool = False) -> str:
+    """The y label of a subplot: what the signals are, from their units ("torque [N m]"; "joint
+    torque" when the rows are the robot's joints), else their port names, then the units."""
     us = []
     for s in signals:
         u = units.get(s)
         if u and u not in us:
             us.append(u)
-    text = ", ".join(p + idx for p in ports)
-    if len(us) == 1:
-        text += f" [{us[0]}]"
-    elif us:
+    if len(us) == 1 and us[0] in MEANINGS:
+        text = ("joint " if per_joint else "") + MEANINGS[us[0]]
+    else:
+        ports = []
+        for s in signals:
+            p = _port_of(s)
+            if p not in ports:
+                ports.append(p)
+        text = ", ".join(ports)
+    if us:
         text += " [" + ", ".join(us) + "]"
     return text
 
 
-def scope_figure(scope: dict, results: dict, units: dict[str, str] | None = None, index: int = 0):
+def robot_joint_names(result, run_dir: Path | None = None) -> tuple[str, ...] | None:
+    """The joint names of the robot the run's blocks name (`robot: ...`), when they all name one
+    robot and it loads (a preset, or a robot file beside the diagram); None otherwise."""
+    from .models.robot import RobotModel
+    doc = diagram_doc(result)
+    robots = {str(b["robot"]) for b in (doc.get("blocks") or {}).values()
+              if isinstance(b, dict) and b.get("robot") is not None}
+    if len(robots) != 1:
+        return None
+    robot = robots.pop()
+    try:
+        if robot in RobotModel.preset_names():
+            return tuple(RobotModel.preset(robot).joint_names)
+        src = source_diagram_path(result, run_dir)
+        from .blocks.robot import load_robot
+        return tuple(load_robot(robot, str(src.parent) if src else None).joint_names)
+    except Exception:               # a figure is drawn without names rather than not at all
+        return None
+
+
+class _Difference:
+    """A Result seen through one more signal, `name` = a - b (a scope's `error`)."""
+
+    def __init__(self, result, name: str, a: str, b: str):
+        self._r, self._name, self._a, self._b = result, name, a, b
+        self.t = result.t
+        self.names = [*result.names, name]
+
+    def __contains__(self, name):
+        return name == self._name or name in self._r
+
+    def __getitem__(self, name):
+        if name == self._name:
+            return np.asarray(self._r[self._a]) - np.asarray(self._r[self._b])
+        return self._r[name]
+
+
+def error_scope(scope: dict, results: dict, units: dict[str, str]):
+    """The figure of a scope's `error: [reference, signal]`: e = reference - signal per element,
+    in the signal's units, as (scope, results, units) for scope_figure; None without `error`."""
+    pair = scope.get("error")
+    if not pair:
+        return None
+    from .errors import BlocksimError
+    if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+        raise BlocksimError(f"scope '{scope.get('title', '')}': error is [reference, signal], "
+                            f"got {pair!r}")
+    a, b = map(str, pair)
+    name = f"{a} - {b}"
+    title = f"{scope.get('title', 'scope')}: error"
+    unit = units.get(b) or units.get(a)
+    derived = {label: _Difference(r, name, a, b) for label, r in expand_members(results).items()}
+    return ({"title": title, "signals": [name], "reference": [],
+             "ylabel": f"tracking error [{unit}]" if unit else "tracking error"}, derived, units)
+
+
+def scope_figure(scope: dict, results: dict, units: dict[str, str] | None = None, index: int = 0,
+                 joints: tuple[str, ...] | None = None):
     """One figure for a scope: a subplot per signal element, variants overlaid; returns the Figure.
 
-    scope: {title, signals, reference (optional), ylabel (optional; wins over the units)}
-    results: {variant label: Result}; units: {'block.port': units} (signal_units of the diagram).
+    scope: {title, signals, reference (optional), ylabel (optional: one label, or one per
+    subplot, shown as written)}; results: {variant label: Result}; units: {'block.port': units}
+    (signal_units of the diagram); joints: the robot's joint names, which title the subplots
+    when there is one per joint (default: from the runs' diagram; "joint k" without names).
+    The legend sits outside the axes, to the right, so it never hides data.
     """
     from .errors import BlocksimError
     units = units or {}
@@ -306,7 +378,9 @@ def scope_figure(scope: dict, results: dict, units: dict[str, str] | None = None
                                     f" logged: {', '.join(r.names)}")
     widths = {s: max(_series(r, s).shape[1] for r in results.values()) for s in signals}
     n_rows = max(widths.values())
-    fig = new_figure(figsize=(8.0, 2.2 * n_rows + 1.0))
+    if joints is None:
+        joints = robot_joint_names(next(iter(results.values())))
+    fig = new_figure(figsize=(9.5, 2.2 * n_rows + 1.0), layout="constrained")
     axes = fig.subplots(n_rows, 1, sharex=True, squeeze=False)[:, 0]
     refs = [s for s in signals if is_reference(s, scope)]
     others = [s for s in signals if s not in refs]
@@ -342,22 +416,36 @@ def scope_figure(scope: dict, results: dict, units: dict[str, str] | None = None
             for i in range(data.shape[1]):
                 axes[i].plot(r.t, data[:, i], linestyle=style, color=c, linewidth=1.2,
                              label=label)
-    ylabel = scope.get("ylabel")
+    label_axes(fig, axes, [[s for s in signals if widths[s] > i] for i in range(n_rows)], units,
+               joints, scope.get("ylabel"))
+    fig.suptitle(str(scope.get("title", f"scope {index}")))
+    return fig
+
+
+def label_axes(fig, axes, present: list[list[str]], units: dict[str, str],
+               joints: tuple[str, ...] | None, ylabel=None) -> None:
+    """Labels of a figure with a subplot per signal element: each y axis says what its signals
+    are and their units (axis_label; a user's `ylabel` as written, or one per subplot), each
+    subplot is titled by its joint when there is one per joint of the robot (`joints`; else
+    "joint k" in a robot's diagram, "element k" elsewhere), time on the x axis, and the legend
+    outside the axes to the right."""
+    per_joint = len(axes) > 1 and joints is not None and len(joints) == len(axes)
     for i, ax in enumerate(axes):
-        element = i if n_rows > 1 else None
-        present = [s for s in signals if widths[s] > i]
-        if ylabel:
-            ax.set_ylabel(f"{ylabel} [{i}]" if n_rows > 1 else str(ylabel))
+        if isinstance(ylabel, (list, tuple)):
+            ax.set_ylabel(str(ylabel[i]) if i < len(ylabel) else "")
+        elif ylabel:
+            ax.set_ylabel(str(ylabel))
         else:
-            ax.set_ylabel(axis_label(present, element, units))
+            ax.set_ylabel(axis_label(present[i], units, per_joint))
+        if len(axes) > 1:
+            ax.set_title(joints[i] if per_joint else
+                         (f"joint {i + 1}" if joints is not None else f"element {i + 1}"),
+                         loc="left", fontsize=9)
         ax.grid(True, alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:
-        axes[0].legend(fontsize=7, loc="best", ncol=2 if len(handles) > 6 else 1)
+        fig.legend(handles, labels, fontsize=7, loc="outside right upper")
     axes[-1].set_xlabel("time [s]")
-    fig.suptitle(str(scope.get("title", f"scope {index}")))
-    fig.tight_layout()
-    return fig
 
 
 def draw_scope(scope: dict, results: dict, out: Path, index: int, units=None,
@@ -368,10 +456,16 @@ def draw_scope(scope: dict, results: dict, out: Path, index: int, units=None,
         return []
     if units is None:
         units = signal_units(diagram_doc(next(iter(results.values()))))
-    fig = scope_figure(scope, results, units, index)
+    joints = robot_joint_names(next(iter(results.values())))
+    fig = scope_figure(scope, results, units, index, joints)
     title = str(scope.get("title", f"scope {index}"))
     stem = scope.get("file") or file_stem(title)
-    return save_figure(fig, Path(out), stem, formats)
+    paths = save_figure(fig, Path(out), stem, formats)
+    error = error_scope(scope, results, units)
+    if error is not None:
+        paths += save_figure(scope_figure(*error, index, joints), Path(out), f"{stem}_error",
+                             formats)
+    return paths
 
 
 def scope_figures(spec, results: dict, out: Path) -> list[Path]:

@@ -116,7 +116,13 @@ def test_plot_units_reference_dashed_and_variant_colours(w1_run):
     fig = scope_figure({"title": "tracking", "signals": ["ref.q", "plant.q"]}, results, units)
     axes = fig.axes
     assert len(axes) == 2                   # one subplot per joint
-    assert [ax.get_ylabel() for ax in axes] == ["q[0] [rad]", "q[1] [rad]"]
+    # each subplot is a joint of the robot, named as in its file; the y axis says what it shows
+    assert [ax.get_title(loc="left") for ax in axes] == ["shoulder", "elbow"]
+    assert [ax.get_ylabel() for ax in axes] == ["joint angle [rad]"] * 2
+    # the legend is outside the axes: no data hidden under it
+    fig.draw_without_rendering()                # the layout is made when the figure is drawn
+    legend = fig.legends[0].get_window_extent(fig.canvas.get_renderer())
+    assert all(legend.x0 >= ax.get_window_extent().x1 for ax in axes)
     assert axes[-1].get_xlabel() == "time [s]"
     lines = axes[0].get_lines()
     ref = [ln for ln in lines if ln.get_label() == "ref.q"]
@@ -130,7 +136,22 @@ def test_plot_units_reference_dashed_and_variant_colours(w1_run):
     # a scope's ylabel wins over the units
     fig = scope_figure({"title": "t", "signals": ["u.out"], "ylabel": "torque [N m]"}, results,
                        units)
-    assert fig.axes[0].get_ylabel() == "torque [N m] [0]"
+    assert [ax.get_ylabel() for ax in fig.axes] == ["torque [N m]"] * 2      # as written
+    fig = scope_figure({"title": "t", "signals": ["u.out"], "ylabel": ["shoulder [N m]", "elbow"]},
+                       results, units)
+    assert [ax.get_ylabel() for ax in fig.axes] == ["shoulder [N m]", "elbow"]
+
+
+def test_a_tracking_scope_draws_its_error(w1_run, tmp_path):
+    """error: [ref.q, plant.q] adds a figure of e = ref.q - plant.q per joint, in rad."""
+    from blocksim.plotting import draw_scope, load_run
+    results = load_run(w1_run)
+    paths = draw_scope({"title": "Joint tracking", "signals": ["ref.q", "plant.q"],
+                        "error": ["ref.q", "plant.q"]}, results, tmp_path, 0, formats=("svg",))
+    assert [p.name for p in paths] == ["joint_tracking.svg", "joint_tracking_error.svg"]
+    text = svg_text(paths[1])
+    assert "Joint tracking: error" in text and "tracking error [rad]" in text
+    assert "ref.q - plant.q (pid)" in text and "ref.q - plant.q (pid_ff)" in text
 
 
 def test_cli_plot_writes_png_and_svg_with_units(w1_run, tmp_path, capsys):
@@ -140,12 +161,13 @@ def test_cli_plot_writes_png_and_svg_with_units(w1_run, tmp_path, capsys):
     png, svg = out / "signals.png", out / "signals.svg"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and str(svg) in proc.stdout
     text = svg_text(svg)
-    assert "q[0] [rad]" in text and "q[1] [rad]" in text and "time [s]" in text
+    assert "joint angle [rad]" in text and "shoulder" in text and "elbow" in text
+    assert "time [s]" in text
     assert "plant.q (pid)" in text and "plant.q (pid_ff)" in text
     # without --signals: the diagram's scopes (from the source file), torque labelled in N m
     cli("plot", w1_run, "--out", tmp_path / "scopes", "--variants", "pid_ff")
     svgs = sorted((tmp_path / "scopes").glob("*.svg"))
-    assert [p.stem for p in svgs] == ["joint_torque_n_m", "joint_tracking_rad"]
+    assert [p.stem for p in svgs] == ["joint_torque", "joint_tracking", "joint_tracking_error"]
     assert "[N m]" in svg_text(svgs[0])
     from blocksim.cli import main
     assert main(["plot", str(w1_run), "--variants", "nope"]) == 1

@@ -20,7 +20,7 @@ DIAGRAM_KEYS = ("blocksim", "name", "description", "parameters", "blocks", "conn
                 "simulation", "log", "scopes", "metrics", "variants")
 SUBSYSTEM_KEYS = ("blocksim", "name", "description", "parameters", "blocks", "connections",
                   "inports", "outports")
-SCOPE_KEYS = ("title", "signals", "ylabel", "file")
+SCOPE_KEYS = ("title", "signals", "ylabel", "file", "reference", "error")
 CONNECTION_KEYS = ("from", "to")
 RESERVED_NAMES = ("parameters", "simulation", "log", "inports", "outports")
 """Names no block may take: they start override keys (`simulation.solver`) or subsystem endpoints."""
