@@ -267,8 +267,63 @@ def test_one_table_serves_parameters_and_function_blocks_with_the_same_numbers()
         width = len(compiler.elements)
         code, consts, depth = compiler.program(width)
         y = np.zeros((1, width))
-        run_program(0.0, (u1, u2), code, consts, np.zeros(depth), y)
+        run_program(0.0, (u1, u2), code, consts, np.zeros((1, 0)), np.zeros(depth), y)
         args = [u1[0], u2[0]] if text.count("u2") else [u1[0]]
         expected = np.atleast_1d(np.asarray(FUNCTIONS[name].apply(*args), dtype=float))
         np.testing.assert_allclose(y[0], expected, rtol=1e-15, atol=0, err_msg=text)
         assert isinstance(ast.parse(text, mode="eval"), ast.Expression)
+
+
+# -- workspace parameters in a Function block ---------------------------------------------------
+
+DECAY = """\
+blocksim: 1
+name: decay x' = -k x through a Function of a workspace parameter
+parameters: {k: 2.0, gains: [1.0, 3.0]}
+blocks:
+  x: {type: Integrator, x0: [1.0, 1.0]}
+  f: {type: Function, expr: "-k * gains * u"}
+connections: [x -> f, f -> x]
+simulation: {stop_time: 1.0, solver: dopri5, rtol: 1.0e-11, atol: 1.0e-13}
+log: {every: 0.1}
+"""
+
+
+def test_a_function_reads_workspace_parameters_as_values_of_the_run():
+    """x' = -k g_i x: x_i = exp(-k g_i t), for the file's k, a --set k, every batch member's k
+    and new values between runs of one Simulator (nothing compiled again)."""
+    import blocksim
+    from modecheck import assert_same
+    d = blocksim.load(DECAY)
+    t = np.arange(11) * 0.1
+
+    def exact(k):
+        return np.exp(-k * np.array([1.0, 3.0]) * t[:, None])
+    np.testing.assert_allclose(blocksim.simulate(d)["x.out"], exact(2.0), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(blocksim.simulate(blocksim.load(DECAY, set={"parameters.k": 0.5}))
+                               ["x.out"], exact(0.5), rtol=1e-9, atol=1e-12)
+    batch = blocksim.simulate(d, batch={"parameters.k": [0.5, 1.0, 4.0]})["x.out"]
+    for m, k in enumerate([0.5, 1.0, 4.0]):
+        np.testing.assert_allclose(batch[m], exact(k), rtol=1e-9, atol=1e-12)
+    sim = blocksim.Simulator(d)
+    sim.set_parameters({"parameters.k": 3.0})
+    np.testing.assert_allclose(sim.run()["x.out"], exact(3.0), rtol=1e-9, atol=1e-12)
+    compiled = blocksim.simulate(blocksim.load(DECAY, set={"simulation.mode": "compiled"}),
+                                 batch={"parameters.k": [0.5, 4.0]})
+    assert_same(compiled, blocksim.simulate(d, batch={"parameters.k": [0.5, 4.0]}), 1e-12)
+
+
+@pytest.mark.parametrize("parameters, expr, message", [
+    ("{t: 1.0}", "-t * u", r"'t' is the time of the Function and also a workspace parameter"),
+    ("{u: 1.0}", "-u", r"'u' is an input of the Function and also a workspace parameter"),
+    ("{k: two}", "-k * u", r"reads workspace parameter 'k', which is not a number"),
+    ("{k: 2.0}", "-kk * u", r"unknown name 'kk' \(did you mean 'k'\?\)"),
+])
+def test_a_workspace_name_a_function_cannot_read_is_refused_at_its_line(parameters, expr, message):
+    import blocksim
+    text = DECAY.replace("{k: 2.0, gains: [1.0, 3.0]}", parameters).replace(
+        '"-k * gains * u"', f'"{expr}"')
+    line = text.splitlines().index(f'  f: {{type: Function, expr: "{expr}"}}') + 1
+    with pytest.raises(Exception, match=message) as err:
+        blocksim.simulate(blocksim.load(text))
+    assert f"<text>:{line}" in str(err.value) and "block 'f'" in str(err.value)

@@ -185,13 +185,14 @@ class Product(Block):
 
 # ---- Function: a safe expression compiled to a scalar stack program (expressions/runtime.py) ------
 
-FunctionParams = namedtuple("FunctionParams", "code consts stack")
-"""Function kernel's record: the stack program (n, 3) int64, its constants, a stack scratch."""
+FunctionParams = namedtuple("FunctionParams", "code consts values stack")
+"""Function kernel's record: the stack program (n, 3) int64, its constants, the run's values of
+the workspace parameters it reads (B, total), a stack scratch."""
 
 
 @njit(cache=True, inline="always")
 def function_output(t, xc, xd, u, y, p):
-    run_program(t, u, p.code, p.consts, p.stack, y[0])
+    run_program(t, u, p.code, p.consts, p.values, p.stack, y[0])
 
 
 @register
@@ -204,14 +205,25 @@ class Function(Block):
     exp log log10 sqrt abs floor ceil sign, atan2 hypot min max pow (elementwise), sum norm dot
     (reductions). The text is parsed with `ast` and compiled to a small stack program that a
     numba kernel runs; it is never evaluated by Python. Output width: `width`, or inferred.
+
+    Workspace parameters (the diagram's `parameters:`, or a subsystem's) are read by name, e.g.
+    "-g / l * sin(u1)": they are values of the run, not part of the program, so they follow
+    --set, variants, batch members and Simulator.set_parameters without compiling anything again.
+    A workspace parameter named as an input (u, u1..uN), t, pi or e that the expression uses is an
+    error.
     """
 
     type_name = "Function"
-    summary = "safe expression of the inputs u / u1..uN and time t"
-    params = {"expr": Param(units="units of y", doc="expression of u (or u1..uN) and t", kind="str"),
+    summary = "safe expression of the inputs u / u1..uN, time t and workspace parameters"
+    params = {"expr": Param(units="units of y", doc="expression of u (or u1..uN), t and workspace "
+                            "parameters", kind="str"),
               "inputs": Param(1, "-", "number of inputs", kind="int"),
               "width": Param(None, "-", "output width (default: inferred from the expression)",
-                             kind="int")}
+                             kind="int"),
+              "workspace_names": Param([], "-", "set by the loader: the workspace parameters the "
+                                       "expression reads, as [name, width] pairs", kind="any"),
+              "workspace_values": Param([], "units of those parameters", "set by the loader: "
+                                        "their values, one after the other")}
 
     def setup(self):
         if self.p.inputs < 1:
@@ -222,7 +234,14 @@ class Function(Block):
         self._variables = {f"u{k + 1}": k for k in range(n)}
         if n == 1:
             self._variables["u"] = 0
-        self._tree = check_expression(self.p.expr, self._variables, self.name)
+        self._values, offset = {}, 0
+        for name, width in self.p.workspace_names:
+            self._values[str(name)] = (offset, int(width))
+            offset += int(width)
+        if offset != self.p.workspace_values.shape[1]:
+            raise ParameterError(f"workspace_values holds {self.p.workspace_values.shape[1]} "
+                                 f"numbers, workspace_names {offset}", block=self.name)
+        self._tree = check_expression(self.p.expr, {**self._variables, **self._values}, self.name)
         self.time_varying = any(isinstance(node, ast.Name) and node.id == "t"
                                 for node in ast.walk(self._tree))
 
@@ -231,7 +250,7 @@ class Function(Block):
 
     def compile(self, widths):
         compiler = ExpressionCompiler(self.p.expr, self._tree, self._variables, widths,
-                                      self.input_names(), self.name)
+                                      self.input_names(), self.name, self._values)
         width = len(compiler.elements)
         if self.p.width is not None:
             if width not in (1, self.p.width):
@@ -254,7 +273,7 @@ class Function(Block):
     def record(self, v):
         # the stack is scratch of the record's own (one per run's record, of no batch size)
         return kernel_params(FunctionParams, code=self._code, consts=self._consts,
-                             stack=np.zeros(self._depth))
+                             values=v.workspace_values, stack=np.zeros(self._depth))
 
     def kernels(self):
         return Kernels(output=function_output)

@@ -7,7 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+import numpy as np
+
 from blocksim.expressions.evaluate import Resolved, evaluate_workspace, resolve_value
+from blocksim.expressions.runtime import workspace_names
 from blocksim.diagram.file import (BlockSpec, ConnectionSpec, Endpoint, Override, apply_overrides,
                                    parse_connection, read_diagram_file)
 from blocksim.diagram.yaml_loader import IncludedLoc, YamlMap, plain_loc
@@ -77,6 +80,32 @@ def _signal(endpoint: Endpoint) -> str:
     return str(endpoint)
 
 
+def function_workspace(params: dict[str, Any], workspace: Mapping[str, Any], where: SourceLoc,
+                       block: str) -> dict[str, Any]:
+    """A Function block's workspace_names and workspace_values: the workspace parameters its
+    expression reads, with their values (numbers or vectors) from this file's workspace."""
+    expr, inputs = params.get("expr"), params.get("inputs", 1)
+    if not isinstance(expr, str) or isinstance(inputs, bool) or not isinstance(inputs, int):
+        return {}                                 # the block says what is wrong with them
+    try:
+        names = workspace_names(expr, inputs, workspace)
+    except BlocksimError as err:
+        raise err.located(where=where, block=block) from None
+    if not names:
+        return {}
+    pairs, values = [], []
+    for name in names:
+        try:
+            value = np.ravel(np.asarray(workspace[name], dtype=float))
+        except (TypeError, ValueError):
+            raise ParameterError(f"expression '{expr}' reads workspace parameter '{name}', which "
+                                 f"is not a number or a vector of numbers: {workspace[name]!r}",
+                                 where=where, block=block) from None
+        pairs.append([name, len(value)])
+        values.append(value)
+    return {"workspace_names": pairs, "workspace_values": np.concatenate(values)}
+
+
 class _Scope:
     """The expansion of one file (the top diagram or one use of a subsystem file)."""
 
@@ -113,6 +142,8 @@ class _Scope:
                 except BlocksimError as err:
                     raise err.located(block=full) from None
             param_where = {key: raw.loc(key) for key in params}
+            if raw["type"] == "Function":
+                params.update(function_workspace(params, self.workspace, raw.loc("expr"), full))
             sub_path = subsystem_file(raw["type"], self.path.parent)
             if sub_path is None:
                 if name in self.nested_overrides:

@@ -13,9 +13,10 @@ from numba import njit
 from blocksim.errors import ExpressionError, WidthError, did_you_mean
 from blocksim.expressions.functions import CONSTANTS, FUNCTIONS
 
-OP_CONST, OP_INPUT, OP_TIME, OP_UNARY, OP_BINARY, OP_STORE = range(6)
+OP_CONST, OP_INPUT, OP_TIME, OP_UNARY, OP_BINARY, OP_STORE, OP_PARAM = range(7)
 """Stack-program instructions: push a constant / an input element / t, apply a unary or binary
-operation to the top of the stack, store the top into an output element."""
+operation to the top of the stack, store the top into an output element, push an element of the
+workspace values (a run's values: they may differ per batch member and between runs)."""
 
 UNARY_OPS = ("neg", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
              "exp", "log", "log10", "sqrt", "abs", "floor", "ceil", "sign")
@@ -94,15 +95,19 @@ def binary(code, a, b):
 
 
 @njit(cache=True)
-def run_program(t, inputs, code, consts, stack, y):
+def run_program(t, inputs, code, consts, values, stack, y):
     """Evaluate a compiled expression for every batch member: `code` rows are (op, a, b) of a stack
-    machine: push consts[a] / inputs[a][member, b] / t, apply unary a or binary a, store to y[:, a]."""
+    machine: push consts[a] / inputs[a][member, b] / t / values[member, a], apply unary a or
+    binary a, store to y[:, a]."""
     for m in range(y.shape[0]):
         sp = 0
         for pc in range(code.shape[0]):
             op, a, c = code[pc, 0], code[pc, 1], code[pc, 2]
             if op == 0:
                 stack[sp] = consts[a]
+                sp += 1
+            elif op == 6:
+                stack[sp] = values[m, a]
                 sp += 1
             elif op == 1:
                 stack[sp] = inputs[a][m, c]
@@ -119,6 +124,36 @@ def run_program(t, inputs, code, consts, stack, y):
                 sp -= 1
                 y[m, a] = stack[sp]
 
+
+
+def workspace_names(text: str, inputs: int, workspace) -> list[str]:
+    """The workspace parameters an expression of `inputs` inputs reads, in the order they
+    first appear (names that are not its inputs, t, constants or functions); [] when the text
+    does not parse (check_expression says why). A workspace parameter named as an input, t or a
+    constant that the expression uses is an ExpressionError: which one it means is unclear."""
+    try:
+        tree = ast.parse(str(text).strip(), mode="eval")
+    except SyntaxError:
+        return []
+    own = {"t", *CONSTANTS, *(f"u{k + 1}" for k in range(inputs)), *(["u"] if inputs == 1 else [])}
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id not in workspace and node.id not in own \
+                and node.id not in RUNTIME_FUNCTIONS:
+            known = sorted(own - {"u"} if inputs > 1 else own) + list(workspace)
+            raise ExpressionError(f"expression '{text}': unknown name '{node.id}'"
+                                  f"{did_you_mean(node.id, known)}; known: the inputs, t, pi, e "
+                                  f"and the workspace parameters ({', '.join(workspace) or 'none'})")
+        if not isinstance(node, ast.Name) or node.id not in workspace or node.id in names:
+            continue
+        if node.id in own:
+            what = "the time" if node.id == "t" else (
+                "a constant" if node.id in CONSTANTS else "an input")
+            raise ExpressionError(f"expression '{text}': '{node.id}' is {what} of the Function "
+                                  f"and also a workspace parameter; rename the parameter")
+        if node.id not in RUNTIME_FUNCTIONS:
+            names.append(node.id)
+    return names
 
 
 def check_expression(text: str, variables, block: str) -> ast.Expression:
@@ -163,9 +198,11 @@ class ExpressionCompiler:
     """Turns a checked expression into scalar stack code, one fragment per output element, once the
     input widths are known (elementwise arithmetic; a width-1 operand broadcasts)."""
 
-    def __init__(self, text, tree, variables, widths, ports, block):
+    def __init__(self, text, tree, variables, widths, ports, block, values=None):
+        """values: {workspace name: (offset, width)} into the run's values (OP_PARAM)."""
         self.text, self.variables, self.widths, self.block = text, variables, widths, block
         self.ports = ports
+        self.values = values or {}
         self.consts: list[float] = []
         self.elements = self.vector(tree.body)
 
@@ -186,6 +223,9 @@ class ExpressionCompiler:
                 return [self.const(CONSTANTS[node.id])]
             if node.id in RUNTIME_FUNCTIONS:
                 self.fail(f"function '{node.id}' used as a value")
+            if node.id in self.values:
+                offset, width = self.values[node.id]
+                return [[(OP_PARAM, offset + j, 0)] for j in range(width)]
             k = self.variables[node.id]
             return [[(OP_INPUT, k, j)] for j in range(self.widths[k])]
         if isinstance(node, (ast.List, ast.Tuple)):
@@ -205,11 +245,17 @@ class ExpressionCompiler:
         return self.call(node)
 
     def subscript(self, node):
-        if not (isinstance(node.value, ast.Name) and node.value.id in self.variables):
-            self.fail("only inputs can be indexed")
+        if not (isinstance(node.value, ast.Name) and (node.value.id in self.variables
+                                                      or node.value.id in self.values)):
+            self.fail("only inputs and workspace parameters can be indexed")
+        if node.value.id in self.values:
+            offset, width = self.values[node.value.id]
+            return [[(OP_PARAM, offset + j, 0)] for j in self.indices(node, width, None)]
         k = self.variables[node.value.id]
-        width = self.widths[k]
-        port = self.ports[k]
+        return [[(OP_INPUT, k, j)] for j in self.indices(node, self.widths[k], self.ports[k])]
+
+    def indices(self, node, width, port) -> list[int]:
+        """The elements a subscript of a vector of `width` picks (a slice, or one index)."""
         index = node.slice
         if isinstance(index, ast.Slice):
             if index.step is not None:
@@ -219,11 +265,11 @@ class ExpressionCompiler:
             picked = list(range(width))[slice(*bounds)]
             if not picked:
                 self.fail(f"slice of '{node.value.id}' (width {width}) is empty", port)
-            return [[(OP_INPUT, k, j)] for j in picked]
+            return picked
         j = self.integer(index)
         if not -width <= j < width:
             self.fail(f"index {j} is out of range for '{node.value.id}' of width {width}", port)
-        return [[(OP_INPUT, k, j % width)]]
+        return [j % width]
 
     def integer(self, node):
         if node is None:
@@ -293,7 +339,7 @@ class ExpressionCompiler:
         depth = max_depth = 0
         for op, _, _ in rows:
             depth += {OP_CONST: 1, OP_INPUT: 1, OP_TIME: 1, OP_UNARY: 0, OP_BINARY: -1,
-                      OP_STORE: -1}[op]
+                      OP_STORE: -1, OP_PARAM: 1}[op]
             max_depth = max(max_depth, depth)
         code = np.array(rows, dtype=np.int64).reshape(-1, 3)
         return code, np.array(self.consts + [0.0]), max(max_depth, 1)
