@@ -7,6 +7,11 @@ order) is a DAG; a block's column is its longest path from a source; within a co
 ordered by the mean row of their drivers (a few barycentre sweeps) to keep wires short. Forward
 wires are drawn as smooth curves; feedback wires run below the blocks, right to left, each in its
 own lane. Disabled blocks are greyed. Subsystems are drawn flattened (`parent/inner`).
+
+Each box shows the parameters the diagram gives the block (`Kp = [400, 200]`, shortened), and its
+outline is coloured by sample time as Simulink's sample-time colours: continuous in blue,
+discrete rates from the fastest in red, green, orange, ..., constant in magenta; a legend names the
+rates.
 """
 from __future__ import annotations
 
@@ -19,6 +24,57 @@ COL_GAP = 2.2
 PORT_PITCH = 0.42
 ROW_GAP = 0.7
 LANE_PITCH = 0.32
+LINE_PITCH = 0.22          # one line of parameter text in a box
+MAX_PARAM_LINES = 3
+CONTINUOUS_COLOUR, CONSTANT_COLOUR, DISABLED_COLOUR = "#2b4c7e", "#b0309c", "#9a9a9a"
+DISCRETE_COLOURS = ("#c62828", "#2e7d32", "#ef6c00", "#00838f", "#6a1b9a", "#5d4037")
+"""Outline colours by sample time; discrete rates from the fastest."""
+HIDDEN_PARAMS = ("enabled", "workspace_names", "workspace_values")
+"""Parameters not shown in a box (the loader's, or shown by the box's style)."""
+
+
+def rate_colours(sample_times: dict) -> dict[str, str]:
+    """{str(sample time): outline colour} of the diagram's rates (sample_time_colour's rule)."""
+    discrete = sorted({st for st in sample_times.values() if st.kind == "discrete"},
+                      key=lambda st: (st.period, st.offset))
+    colours = {str(st): DISCRETE_COLOURS[k % len(DISCRETE_COLOURS)] for k, st in enumerate(discrete)}
+    for st in sample_times.values():
+        if st.kind == "constant":
+            colours[str(st)] = CONSTANT_COLOUR
+        elif st.kind != "discrete":
+            colours[str(st)] = CONTINUOUS_COLOUR
+    return colours
+
+
+def rate_label(st) -> str:
+    """'discrete, T = 0.001 s' (', offset 0.0005 s' when there is one), 'continuous', 'constant'."""
+    if st.kind != "discrete":
+        return st.kind
+    text = f"discrete, T = {float(st.period):g} s"
+    return text + (f", offset {float(st.offset):g} s" if st.offset else "")
+
+
+def param_lines(params: dict) -> list[str]:
+    """The box's parameter text: `name = value` per given parameter, values shortened, at most
+    MAX_PARAM_LINES lines (the last says how many more)."""
+    import numpy as np
+    lines = []
+    for key, value in params.items():
+        if key in HIDDEN_PARAMS:
+            continue
+        if isinstance(value, np.ndarray):
+            value = value.tolist()
+        if isinstance(value, float):
+            text = f"{value:.4g}"
+        elif isinstance(value, list) and all(isinstance(v, (int, float)) for v in value):
+            text = "[" + ", ".join(f"{v:.4g}" for v in value) + "]"
+        else:
+            text = str(value)
+        line = f"{key} = {text}"
+        lines.append(line if len(line) <= 26 else line[:25] + "…")
+    if len(lines) > MAX_PARAM_LINES:
+        lines = lines[:MAX_PARAM_LINES - 1] + [f"(+{len(lines) - MAX_PARAM_LINES + 1} more)"]
+    return lines
 
 
 def _feedback_edges(names: list[str], edges: set[tuple[str, str]]) -> set[tuple[str, str]]:
@@ -105,7 +161,10 @@ def draw_compiled(cd, title: str = ""):
     names = list(cd.blocks)
     ins = {n: list(b.input_names()) for n, b in cd.blocks.items()}
     outs = {n: list(b.output_names()) for n, b in cd.blocks.items()}
-    heights = {n: max(len(ins[n]), len(outs[n]), 2) * PORT_PITCH + 0.35 for n in names}
+    shown = {n: param_lines(cd.spec.blocks[n].params) if n in cd.spec.blocks else [] for n in names}
+    heights = {n: max(max(len(ins[n]), len(outs[n]), 2) * PORT_PITCH + 0.35,
+                      0.75 + LINE_PITCH * len(shown[n])) for n in names}
+    colours = rate_colours(cd.sample_times)
     edges = {(src, dst) for (dst, _), (src, _) in cd.wires.items()}
     pos, back = layout(names, edges, heights)
 
@@ -144,17 +203,21 @@ def draw_compiled(cd, title: str = ""):
         blk = cd.blocks[n]
         x, y = pos[n]
         h = heights[n]
-        face = "#eef3fb" if blk.enabled else "#e6e6e6"
-        edge = "#2b4c7e" if blk.enabled else "#9a9a9a"
+        face = "#f7f9fc" if blk.enabled else "#e6e6e6"
+        edge = colours[str(cd.sample_times[n])] if blk.enabled else DISABLED_COLOUR
         ax.add_patch(FancyBboxPatch((x - BOX_W / 2, y - h / 2), BOX_W, h,
                                     boxstyle="round,pad=0.02,rounding_size=0.12",
                                     facecolor=face, edgecolor=edge, linewidth=1.4,
                                     linestyle="-" if blk.enabled else "--", zorder=2))
         ax.text(x, y + h / 2 + 0.06, n, ha="center", va="bottom", fontsize=9, fontweight="bold",
                 zorder=4, color="black" if blk.enabled else "#777777")
-        label = blk.type_name + ("" if blk.enabled else "\n(disabled)")
-        ax.text(x, y, label, ha="center", va="center", fontsize=8, style="italic", zorder=4,
+        label = blk.type_name + ("" if blk.enabled else " (disabled)")
+        top = y + LINE_PITCH * len(shown[n]) / 2
+        ax.text(x, top, label, ha="center", va="center", fontsize=8, style="italic", zorder=4,
                 color=edge)
+        for k, line in enumerate(shown[n]):
+            ax.text(x, top - LINE_PITCH * (k + 1), line, ha="center", va="center", fontsize=6,
+                    zorder=4, color="#333333")
         for p in ins[n]:
             px, py = in_port(n, p)
             ax.plot([px], [py], marker=">", color=edge, markersize=4, zorder=5)
@@ -209,6 +272,14 @@ def draw_compiled(cd, title: str = ""):
         ax.text(lx, ly_text, str(width), ha="center", va="center", fontsize=6.5, color=colour,
                 zorder=6, bbox=dict(boxstyle="round,pad=0.12", facecolor="white",
                                     edgecolor="none", alpha=0.9))
+    from matplotlib.lines import Line2D
+    used = {str(st) for st in cd.sample_times.values()}
+    labels = {str(st): rate_label(st) for st in cd.sample_times.values()}
+    handles = [Line2D([], [], color=c, linewidth=2, label=labels[rate])
+               for rate, c in colours.items() if rate in used]
+    if handles:
+        ax.legend(handles=handles, loc="lower right", fontsize=7, title="sample time",
+                  title_fontsize=7, frameon=False)
     return fig
 
 

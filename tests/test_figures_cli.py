@@ -237,6 +237,26 @@ def test_draw_places_every_block(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_draw_shows_parameters_and_colours_blocks_by_sample_time(tmp_path):
+    """W2: the PID runs at 1 kHz, the current loop at 10 kHz, the plant continuous: three
+    outline colours named in the legend, the fastest rate red; the given parameters in the box."""
+    from blocksim.drawing import CONTINUOUS_COLOUR, DISCRETE_COLOURS, rate_colours
+    w2 = ROOT / "examples" / "two_link_foc.yaml"
+    out = tmp_path / "w2.svg"
+    cli("draw", w2, "--out", out)
+    text = svg_text(out)
+    assert "Kp = [400, 200]" in text and "sample time" in text
+    assert "discrete, T = 0.0001 s" in text and "discrete, T = 0.001 s" in text
+    assert "continuous" in text
+    cd = blocksim.load(w2).compile()
+    colours = rate_colours(cd.sample_times)
+    assert colours[str(cd.sample_times["act/pi"])] == DISCRETE_COLOURS[0]        # 10 kHz
+    assert colours[str(cd.sample_times["pid"])] == DISCRETE_COLOURS[1]           # 1 kHz
+    assert colours[str(cd.sample_times["plant"])] == CONTINUOUS_COLOUR
+    svg = out.read_text()
+    assert DISCRETE_COLOURS[0] in svg and DISCRETE_COLOURS[1] in svg
+
+
 # ----------------------------------------------------------------------------- compare
 
 def test_compare_prints_metric_differences(level_runs, tmp_path):
