@@ -66,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the whole library as Markdown (the text of docs/blocks.md)")
     p.add_argument("--out", metavar="FILE",
                    help="with --markdown: write it to FILE (e.g. docs/blocks.md) instead of printing")
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE_OR_FILE",
+                   help="also a plugin's blocks (a module, or a .py file; repeatable)")
     p.set_defaults(func=cmd_blocks)
 
     p = sub.add_parser("metrics", help="the metric kinds a diagram's metrics: section may use")
@@ -245,8 +247,12 @@ def cmd_metrics(args) -> int:
 
 def cmd_blocks(args) -> int:
     from .blocks.catalog import describe, markdown
+    from .blocks.plugins import load_installed, load_plugin
+    load_installed()
+    for name in args.plugin:
+        load_plugin(name, Path.cwd())
     if args.markdown:
-        text = markdown()
+        text = markdown(plugins=bool(args.plugin))
         if args.out:
             Path(args.out).parent.mkdir(parents=True, exist_ok=True)
             Path(args.out).write_text(text)

@@ -303,7 +303,7 @@ def axis_label(signals: list[str], units: dict[str, str], per_joint: bool = Fals
 def robot_joint_names(result, run_dir: Path | None = None) -> tuple[str, ...] | None:
     """The joint names of the robot the run's blocks name (`robot: ...`), when they all name one
     robot and it loads (a preset, or a robot file beside the diagram); None otherwise."""
-    from .models.robot import RobotModel
+    from .blocks.robot import load_robot
     doc = diagram_doc(result)
     robots = {str(b["robot"]) for b in (doc.get("blocks") or {}).values()
               if isinstance(b, dict) and b.get("robot") is not None}
@@ -311,10 +311,7 @@ def robot_joint_names(result, run_dir: Path | None = None) -> tuple[str, ...] | 
         return None
     robot = robots.pop()
     try:
-        if robot in RobotModel.preset_names():
-            return tuple(RobotModel.preset(robot).joint_names)
         src = source_diagram_path(result, run_dir)
-        from .blocks.robot import load_robot
         return tuple(load_robot(robot, str(src.parent) if src else None).joint_names)
     except Exception:               # a figure is drawn without names rather than not at all
         return None

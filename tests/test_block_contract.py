@@ -19,7 +19,7 @@ from blocksim.errors import ParameterError
 
 CONTRACT_MODULES = {f"blocksim.blocks.{m}" for m in
                     ("sources", "math", "routing", "continuous", "discrete", "sinks", "control",
-                     "trajectories", "sensors", "actuators", "foc", "robot")}
+                     "trajectories", "sensors", "actuators", "friction", "foc", "robot")}
 
 MORE_CONFIGS = {
     "PID": [{}, {"Kd": 0.1}, {"period": 0.01, "Ki": 2.0, "Kd": 0.1, "antiwindup": "clamping",

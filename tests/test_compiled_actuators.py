@@ -21,7 +21,7 @@ from blocksim.blocks import REGISTRY
 from blocksim.engine.numba_backend import _import_name, missing_kernels
 from blocksim.engine.simulate import make_simulation
 
-MODULES = {f"blocksim.blocks.{m}" for m in ("actuators", "foc", "sensors")}
+MODULES = {f"blocksim.blocks.{m}" for m in ("actuators", "friction", "foc", "sensors")}
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 # no zero crossings: a fixed-step compiled run executes its whole loop in compiled code.

@@ -1,6 +1,6 @@
 """The block library: importing this package registers every block type in REGISTRY."""
 from . import continuous, discrete, math, routing, sinks, sources  # noqa: F401  (registration side effects)
-from . import actuators, foc, sensors  # noqa: F401  (actuators, FOC, sensors)
+from . import actuators, foc, friction, sensors  # noqa: F401  (actuators, FOC, friction, sensors)
 from . import trajectories  # noqa: F401  (joint-space trajectory generators)
 from . import control  # noqa: F401  (PID)
 from . import robot  # noqa: F401  (Manipulator, InverseDynamics and the model-based robot blocks)

@@ -1,6 +1,8 @@
 """Base classes and parameter declarations shared by several block families."""
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 
 from ..errors import ParameterError, WidthError
@@ -113,3 +115,22 @@ class JointBlock(Block):
                 which = f" (batch member {v.first_member + member})" if v.batch > 1 else ""
                 raise ParameterError(f"{key} must be {'>= 0' if allow_zero else '> 0'}, got "
                                      f"{value[member].tolist()}{which}", block=self.name)
+
+
+PackedParams = namedtuple("PackedParams", "coeffs")
+"""The record of the static friction, Karnopp and TorqueToCurrent kernels: their per-joint
+coefficients packed into one (B, n, K) array, column k named by the block's constants (XX_NAME)."""
+
+PackedStateParams = namedtuple("PackedStateParams", "coeffs x0")
+"""The record of the blocks with continuous states (LuGre, DCMotor, PMSM): the coefficients
+packed (B, n, K) as in PackedParams, and the initial continuous state x0 (B, n_xc) that
+initial_state copies (the run's values, like the coefficients)."""
+
+
+class ActuatorBlock(JointBlock):
+    """A per-joint actuator block whose values are data of the run: configure() keeps the
+    structure (the width, state sizes), `record(v)` builds the kernels' record from the values v,
+    check_values(v) checks them."""
+
+    def configure(self, in_widths, out_widths):
+        self.width = max(out_widths.values())

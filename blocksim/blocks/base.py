@@ -166,8 +166,11 @@ REGISTRY: dict[str, type["Block"]] = {}
 
 def register(cls: type["Block"]) -> type["Block"]:
     """Class decorator: add a block class to the library under its `type_name`."""
-    if cls.type_name in REGISTRY and REGISTRY[cls.type_name] is not cls:
-        raise ValueError(f"block type {cls.type_name!r} registered twice")
+    old = REGISTRY.get(cls.type_name)
+    if old is not None and old is not cls and (old.__module__, old.__qualname__) != \
+            (cls.__module__, cls.__qualname__):          # the same class loaded again: replace
+        raise ValueError(f"block type {cls.type_name!r} registered twice (by {old.__module__} "
+                         f"and {cls.__module__})")
     REGISTRY[cls.type_name] = cls
     return cls
 

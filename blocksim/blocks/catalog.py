@@ -18,7 +18,8 @@ FAMILIES = (
     ("sources", "Sources"), ("trajectories", "Trajectories"), ("math", "Math"),
     ("routing", "Routing"), ("continuous", "Continuous"), ("discrete", "Discrete"),
     ("control", "Control"), ("robot", "Robot"), ("actuators", "Actuators"),
-    ("foc", "Field-oriented control"), ("sensors", "Sensors"), ("sinks", "Sinks"),
+    ("friction", "Joint friction"), ("foc", "Field-oriented control"), ("sensors", "Sensors"),
+    ("sinks", "Sinks"), ("plugins", "Plugins (blocks of your own)"),
 )
 
 
@@ -99,23 +100,27 @@ def _doc_markdown(doc: str) -> list[str]:
     return out
 
 
-def _library_blocks() -> dict[str, list]:
-    """The shipped blocks (not user blocks registered at run time) by family, in FAMILIES order."""
+def _library_blocks(plugins: bool = False) -> dict[str, list]:
+    """The shipped blocks by family, in FAMILIES order; with `plugins`, the blocks registered
+    from elsewhere too (family "plugins")."""
     families: dict[str, list] = {key: [] for key, _ in FAMILIES}
     for name, cls in sorted(REGISTRY.items()):
         module = cls.__module__
         if not module.startswith("blocksim.blocks."):
+            if plugins:
+                families["plugins"].append(cls)
             continue
         family = module.rsplit(".", 1)[-1]
         families.setdefault(family, []).append(cls)
     return {k: v for k, v in families.items() if v}
 
 
-def markdown() -> str:
+def markdown(plugins: bool = False) -> str:
     """docs/blocks.md: every shipped block by family, with its ports (units) and parameters
-    (units, defaults). Deterministic: the same library gives the same text."""
+    (units, defaults); with `plugins`, the blocks of loaded plugins too. Deterministic: the same
+    library gives the same text."""
     titles = dict(FAMILIES)
-    families = _library_blocks()
+    families = _library_blocks(plugins)
     out = ["# Block library", "",
            "Generated from the block registry by `python cli.py blocks --markdown --out "
            "docs/blocks.md`; do not edit by hand (`tests/test_figures_cli.py` fails when this file "

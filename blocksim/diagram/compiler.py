@@ -10,6 +10,7 @@ from typing import Any
 
 from ..blocks import REGISTRY
 from ..blocks.base import Block, Params, SampleTime
+from ..blocks.plugins import load_installed
 from ..errors import (BlocksimError, ParameterError, SourceLoc, UnknownBlockTypeError, WidthError,
                       WiringError, did_you_mean)
 from .graph import OutputCall, block_order, sorted_calls
@@ -139,9 +140,13 @@ def instantiate(spec, batch: int, batch_params: dict[tuple[str, str], Any]) -> d
     for name, bspec in spec.blocks.items():
         cls = REGISTRY.get(bspec.type)
         if cls is None:
+            load_installed()                 # installed packages' blocks, looked for once
+            cls = REGISTRY.get(bspec.type)
+        if cls is None:
             raise UnknownBlockTypeError(
                 f"unknown block type '{bspec.type}'{did_you_mean(bspec.type, REGISTRY)}; "
-                "`blocksim blocks` lists the library", where=bspec.where, block=name)
+                "`blocksim blocks` lists the library (a block of your own: name its module in "
+                "the diagram's plugins:)", where=bspec.where, block=name)
         params = dict(bspec.params)
         params.update({p: v for (b, p), v in batch_params.items() if b == name})
         try:

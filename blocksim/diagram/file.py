@@ -16,10 +16,10 @@ from blocksim.errors import DiagramFileError, ParameterError, SourceLoc, did_you
 FORMAT_VERSION = 1
 """The diagram format this program reads (the `blocksim:` key of a file)."""
 
-DIAGRAM_KEYS = ("blocksim", "name", "description", "parameters", "blocks", "connections",
+DIAGRAM_KEYS = ("blocksim", "name", "description", "plugins", "parameters", "blocks", "connections",
                 "simulation", "log", "scopes", "metrics", "variants")
-SUBSYSTEM_KEYS = ("blocksim", "name", "description", "parameters", "blocks", "connections",
-                  "inports", "outports")
+SUBSYSTEM_KEYS = ("blocksim", "name", "description", "plugins", "parameters", "blocks",
+                  "connections", "inports", "outports")
 SCOPE_KEYS = ("title", "signals", "ylabel", "file", "reference", "error")
 CONNECTION_KEYS = ("from", "to")
 RESERVED_NAMES = ("parameters", "simulation", "log", "inports", "outports")
@@ -197,7 +197,7 @@ def read_diagram_file(path: str | Path, display: str, via: tuple[str, ...] = (),
     for key in ("parameters", "blocks", "simulation", "log", "variants"):
         if key in valid:
             _section(doc, key, dict)
-    for key in ("connections", "scopes", "metrics", "inports", "outports"):
+    for key in ("plugins", "connections", "scopes", "metrics", "inports", "outports"):
         if key in valid:
             _section(doc, key, list)
     if subsystem:

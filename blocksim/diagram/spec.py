@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from blocksim.blocks.plugins import load_plugins
 from blocksim.expressions.evaluate import Resolved, evaluate_workspace, resolve_value
 from blocksim.diagram.file import (FORMAT_VERSION, LOG_KEYS, SCOPE_KEYS, SIMULATION_KEYS, BlockSpec,
                                    ConnectionSpec, Endpoint, Override, apply_overrides,
@@ -132,6 +133,7 @@ def load_spec(path: str | Path, variant: str | None = None,
     """
     display = str(path)
     doc = read_diagram_file(path, display, text=text, lines=lines)
+    load_plugins(doc["plugins"], Path(path).parent, doc["plugins"].loc)
     variants = variant_overrides(doc)
     chosen: list[Override] = []
     if variant is not None:

@@ -9,6 +9,7 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from blocksim.blocks.plugins import load_plugins
 from blocksim.expressions.evaluate import Resolved, evaluate_workspace, resolve_value
 from blocksim.expressions.runtime import workspace_names
 from blocksim.diagram.file import (BlockSpec, ConnectionSpec, Endpoint, Override, apply_overrides,
@@ -169,6 +170,7 @@ class _Scope:
             raise DiagramFileError(f"subsystem file {block_type} not found (looked for {display})",
                                    where=raw.loc("type"), block=full)
         doc = read_diagram_file(sub_path, display, via, subsystem=True)
+        load_plugins(doc["plugins"], sub_path.parent, doc["plugins"].loc)
         nested = apply_overrides(doc, self.nested_overrides.get(name, []), scope=f"{full}/")
         mask = doc["parameters"]
         enabled = None

@@ -3,7 +3,7 @@
 Each law lives once, as a scalar core here (`stribeck_torque`, `karnopp_torque`, `karnopp_switching`,
 `lugre_bristle_rate`, `lugre_friction`, `lugre_steady_bristle`, built on `stribeck_level` and
 `sign_or_tanh`): numba functions of floats, inlined wherever they are called. The `*_into` kernels
-and the numpy API below, the friction blocks of `blocksim.blocks.actuators` and the Manipulator's
+and the numpy API below, the friction blocks of `blocksim.blocks.friction` and the Manipulator's
 joint friction in `blocksim.blocks.robot` all call these cores, so every mode and every caller
 computes the same floats.
 
