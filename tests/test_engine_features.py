@@ -246,3 +246,30 @@ def test_a_failing_variant_is_reported_and_the_others_are_saved(tmp_path):
     assert set(metrics) == {"good", "also_good"}
     np.testing.assert_allclose(metrics["good"]["last"], [np.exp(-50.0)], rtol=1e-6)
     assert (out / "also_good" / "signals.npz").is_file() and not (out / "bad").exists()
+
+
+def test_a_long_compilation_is_never_silent(monkeypatch, capsys):
+    """A compilation that lasts past COMPILE_NOTICE_AFTER says what it compiles (and, the first
+    time, why and for how long), then how long it took; a quick one says nothing."""
+    import time as clock
+
+    from blocksim.blocks import _kernels
+    monkeypatch.setattr(_kernels, "COMPILE_NOTICE_AFTER", 0.05)
+    monkeypatch.setattr(_kernels, "_compile_notices", {"told": False, "since": None})
+
+    class Kernel:
+        def py_func(self):
+            pass
+    fn = Kernel()                 # as a numba dispatcher: a py_func with a module and a name
+    with _kernels.compile_notice(fn):
+        pass
+    _kernels.compile_notice_done()
+    assert capsys.readouterr().err == ""
+    for first in (True, False):
+        with _kernels.compile_notice(fn):
+            clock.sleep(0.3)
+        _kernels.compile_notice_done()
+        err = capsys.readouterr().err
+        assert "note: compiling" in err and "Kernel.py_func" in err
+        assert ("compiles the blocks' kernels once" in err) == first
+        assert "note: kernels compiled and cached in 0 s" in err

@@ -6,10 +6,17 @@ next to the kernels that read it): numba passes a named tuple exactly as a plain
 """
 from __future__ import annotations
 
+import sys
+import threading
+import time
 from collections import namedtuple
+from contextlib import contextmanager
 
 import numpy as np
 from numba import njit
+
+COMPILE_NOTICE_AFTER = 2.0
+"""Seconds a compilation may last before the user is told what is being compiled."""
 
 NoParams = namedtuple("NoParams", ())
 """The record of kernels that read no parameters (Mux, UnitDelay, Clock, ...)."""
@@ -30,7 +37,52 @@ def entry_point(fn, args: tuple):
     arguments of these types (compiled, or loaded from numba's cache, once). Calling it skips the
     dispatcher's typing of every argument at every call (a parameter record, a named tuple, costs
     about 2 us to type): for call sites whose arrays and records stay the same objects."""
-    return fn.compile(tuple(fn.typeof_pyval(a) for a in (0.0,) + tuple(args)))
+    signature = tuple(fn.typeof_pyval(a) for a in (0.0,) + tuple(args))
+    with compile_notice(fn):
+        return fn.compile(signature)
+
+
+_compile_notices = {"told": False, "since": None}
+
+
+@contextmanager
+def compile_notice(fn):
+    """Around a compilation: when it lasts COMPILE_NOTICE_AFTER seconds, say on stderr what is
+    being compiled (the first time in a session, also why and roughly how long a first run takes:
+    a first run on a machine compiles the library's kernels, and numba caches them on disk for
+    every later run); compile_notice_done then says how long it took."""
+    started = time.perf_counter()
+
+    def tell():
+        if _compile_notices["since"] is not None:     # already told, not yet done
+            return
+        _compile_notices["since"] = started
+        name = f"{fn.py_func.__module__}.{fn.py_func.__qualname__}"
+        if _compile_notices["told"]:
+            text = f"note: compiling {name} (its first use on this machine; cached afterwards)"
+        else:
+            text = (f"note: compiling {name} and the kernels it calls: a first run on this "
+                    "machine compiles the blocks' kernels once (the robot dynamics take 20-40 s "
+                    "on 2 cores, other blocks a few seconds) and caches them on disk for later "
+                    "runs")
+        _compile_notices["told"] = True
+        print(text, file=sys.stderr, flush=True)
+    timer = threading.Timer(COMPILE_NOTICE_AFTER, tell)
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
+def compile_notice_done() -> None:
+    """The kernels a run needs are ready: when compile_notice spoke, say how long it took."""
+    since = _compile_notices["since"]
+    if since is not None:
+        _compile_notices["since"] = None
+        print(f"note: kernels compiled and cached in {time.perf_counter() - since:.0f} s",
+              file=sys.stderr, flush=True)
 
 
 def packed(*rows) -> np.ndarray:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..blocks._kernels import compile_notice_done
 from .context import RunContext
 from .plan import EVERY_STEP, RunPlan
 
@@ -43,6 +44,7 @@ class PythonBackend:
                         for u in plan.updates]
         self.crossings = [bind(n, "zero_crossings", views[n][:3] + views[n][5:])
                           for n in plan.crossings]
+        compile_notice_done()
 
     def outputs_major(self, t: float, hits: np.ndarray) -> None:
         """Outputs in sorted order, each block's modes set before its last call; discrete blocks

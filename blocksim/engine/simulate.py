@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..blocks._kernels import compile_notice_done
 from ..blocks.base import BatchValue
 from ..diagram.diagram import Diagram
 from ..diagram.settings import LogSettings, SimulationSettings, log_settings, simulation_settings
@@ -231,6 +232,7 @@ class Simulator:
                 sim.new_log()         # the last Result keeps its arrays
         self._runs += 1
         out = parts[0].run() if len(parts) == 1 else _run_parts(parts)
+        compile_notice_done()         # a compiled backend compiles at its first steps
         meta = run_metadata(seed=self.settings.seed)
         overrides = dict(diagram.overrides)
         overrides.update({f"simulation.{k}": v for k, v in self.keywords.items()})
