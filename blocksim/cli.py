@@ -8,10 +8,23 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+import warnings
 from pathlib import Path
+
+_python_showwarning = warnings.showwarning
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None):
+    """A BlocksimWarning as one line (`warning: file:line: ...`), others as Python shows them."""
+    from .errors import BlocksimWarning
+    if issubclass(category, BlocksimWarning):
+        print(f"warning: {message}", file=sys.stderr)
+    else:
+        _python_showwarning(message, category, filename, lineno, file, line)
 
 
 def main(argv: list[str] | None = None) -> int:
+    warnings.showwarning = _show_warning
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):

@@ -116,3 +116,8 @@ def did_you_mean(name: str, candidates: Iterable[str], clause: bool = False) -> 
     if match is None:
         return ""
     return f"; did you mean '{match}'?" if clause else f" (did you mean '{match}'?)"
+
+
+class BlocksimWarning(UserWarning):
+    """Input that runs but is probably not what was meant (an angle of 30 rad: degrees?). The
+    message names the file, line, block and parameter, as errors do."""

@@ -7,6 +7,7 @@ from pathlib import Path
 from textwrap import dedent
 
 import numpy as np
+import pytest
 
 import blocksim
 from blocksim.blocks.base import Block, Param, register
@@ -273,3 +274,29 @@ def test_a_long_compilation_is_never_silent(monkeypatch, capsys):
         assert "note: compiling" in err and "Kernel.py_func" in err
         assert ("compiles the blocks' kernels once" in err) == first
         assert "note: kernels compiled and cached in 0 s" in err
+
+
+def test_degrees_written_as_radians_are_warned_about_at_their_line(tmp_path):
+    """An amplitude of 30 'rad' (degrees meant) warns, naming file, line, block and parameter;
+    angles within a turn (W1's) and phases do not."""
+    import warnings
+
+    from blocksim.errors import BlocksimWarning
+    path = tmp_path / "deg.yaml"
+    path.write_text("blocksim: 1\nname: degrees by mistake\nblocks:\n"
+                    "  ref: {type: CosineRamp, amplitude: [30.0, 0.5], period: 2}\n"
+                    "  s: {type: Sine, phase: 20.0}\n"
+                    "  t: {type: Terminator}\n  u: {type: Terminator}\n"
+                    "connections: [ref.q -> t, s -> u]\n"
+                    "simulation: {stop_time: 0.1, solver: rk4, step: 0.01}\n")
+    with pytest.warns(BlocksimWarning) as caught:
+        blocksim.load(path).compile()
+    assert [str(w.message) for w in caught] == [
+        f"{path}:4: block 'ref', parameter 'amplitude': 30 rad is more than a full turn (2 pi); "
+        "angles are in rad: for degrees write ${radians(30)}"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BlocksimWarning)
+        blocksim.load(ROOT / "examples" / "two_link_pid_vs_ff.yaml").compile()
+    proc = subprocess.run([sys.executable, str(ROOT / "cli.py"), "check", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and f"warning: {path}:4: block 'ref'" in proc.stderr

@@ -5,14 +5,18 @@ prints; no checking is left for the run's hot loop.
 """
 from __future__ import annotations
 
+import math
+import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+import numpy as np
 
 from ..blocks import REGISTRY
 from ..blocks.base import Block, Params, SampleTime
 from ..blocks.plugins import load_installed
-from ..errors import (BlocksimError, ParameterError, SourceLoc, UnknownBlockTypeError, WidthError,
-                      WiringError, did_you_mean)
+from ..errors import (BlocksimError, BlocksimWarning, ParameterError, SourceLoc,
+                      UnknownBlockTypeError, WidthError, WiringError, did_you_mean)
 from .graph import OutputCall, block_order, sorted_calls
 from .rates import resolve_sample_times
 
@@ -154,7 +158,30 @@ def instantiate(spec, batch: int, batch_params: dict[tuple[str, str], Any]) -> d
         except BlocksimError as err:
             key = _param_in_message(err, bspec.param_where)
             raise err.located(where=bspec.param_where.get(key, bspec.where), block=name)
+        warn_unlikely_angles(blocks[name], bspec)
     return blocks
+
+
+FULL_TURN = 2 * math.pi
+
+
+def warn_unlikely_angles(block: Block, bspec) -> None:
+    """Warn (BlocksimWarning) about an angle parameter (units rad; not a phase) that the diagram
+    gives beyond one full turn, 2 pi rad: most often degrees written where blocksim takes
+    radians (an amplitude of 30, a q0 of 90)."""
+    for key, decl in block.all_params().items():
+        if decl.units != "rad" or key.startswith("phase") or key not in bspec.params \
+                or decl.kind != "array":
+            continue
+        value = getattr(block.p, key)
+        finite = np.abs(value[np.isfinite(value)]) if value is not None else np.zeros(0)
+        if finite.size and finite.max() > FULL_TURN + 1e-9:
+            where = bspec.param_where.get(key, bspec.where)
+            biggest = float(finite.max())
+            warnings.warn(BlocksimWarning(
+                f"{where}: block '{block.name}', parameter '{key}': {biggest:g} rad is more than "
+                f"a full turn (2 pi); angles are in rad: for degrees write "
+                f"${{radians({biggest:g})}}"), stacklevel=2)
 
 
 def _parent(path: str):
