@@ -236,3 +236,38 @@ def test_cli_never_overwrites_a_non_empty_output_folder(tmp_path):
     proc = cli("simulate", ROOT / "examples" / "mass_spring_damper.yaml", "--out", out, "--force")
     assert proc.returncode == 0, proc.stderr
     assert (out / "default" / "signals.npz").exists() and keep.read_text() == "mine"
+
+
+def test_a_width_clash_names_the_parameter_that_made_the_width(tmp_path):
+    """The error is at the wire into the plant, and says the 3 comes from ref's amplitude (line
+    4), two blocks upstream through a Gain that keeps the width."""
+    path = write(tmp_path, """
+    blocksim: 1
+    blocks:
+      ref:   {type: CosineRamp, amplitude: [0.5, 0.3, 0.1], period: 2}
+      k:     {type: Gain, gain: 2.0}
+      plant: {type: Manipulator, robot: two_link}
+    connections:
+      - ref.q -> k
+      - k -> plant.tau
+    """)
+    err = error_of(path)
+    assert isinstance(err, WidthError)
+    assert str(err) == (f"{path}:8: block 'plant', port 'tau': input has width 3, robot 'two_link' "
+                        f"needs 2; the width 3 of k.out comes from block 'ref', parameter "
+                        f"'amplitude' ({path}:3)")
+
+
+def test_a_bad_workspace_value_names_where_it_is_defined(tmp_path):
+    path = write(tmp_path, """
+    blocksim: 1
+    parameters:
+      coulomb: -1.0
+    blocks:
+      qd: {type: Constant, value: 0.5}
+      fr: {type: JointFriction, Fc: $coulomb}
+    connections: [qd -> fr]
+    """)
+    text = str(error_of(path))
+    assert text.startswith(f"{path}:6: block 'fr': Fc must be >= 0")
+    assert text.endswith(f"(computed from workspace parameter 'coulomb' at {path}:3)")

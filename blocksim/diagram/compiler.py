@@ -157,6 +157,10 @@ def instantiate(spec, batch: int, batch_params: dict[tuple[str, str], Any]) -> d
             blocks[name] = cls(name, params, batch=batch, diagram_dir=diagram_dir)
         except BlocksimError as err:
             key = _param_in_message(err, bspec.param_where)
+            sources = bspec.param_sources.get(key, {})
+            if sources and err.where is None:
+                err.message += " (computed from " + ", ".join(
+                    f"workspace parameter '{ref}' at {loc}" for ref, loc in sources.items()) + ")"
             raise err.located(where=bspec.param_where.get(key, bspec.where), block=name)
         warn_unlikely_angles(blocks[name], bspec)
     return blocks
@@ -190,10 +194,13 @@ def _parent(path: str):
 
 
 def _param_in_message(err: BlocksimError, param_where: dict) -> str | None:
+    """The parameter an error is about: named in quotes, or the message's first word ("Fc must
+    be >= 0")."""
     for key in param_where:
         if f"'{key}'" in err.message:
             return key
-    return None
+    first = err.message.split(" ", 1)[0]
+    return first if first in param_where else None
 
 
 def connect(spec, blocks: dict[str, Block]) -> dict[tuple[str, str], tuple[str, str]]:
@@ -256,6 +263,12 @@ def infer_widths(spec, blocks, wires):
             try:
                 outs = blk.resolve_widths(inputs_of(name))
             except BlocksimError as err:
+                if isinstance(err, WidthError) and (name, err.port) in wires \
+                        and out_w[wires[(name, err.port)]] is not None:
+                    src = wires[(name, err.port)]
+                    origin = width_origin(spec, blocks, wires, out_w, src)
+                    if origin:
+                        err.message += f"; the width {out_w[src]} of {src[0]}.{src[1]} {origin}"
                 raise err.located(where=_input_where(spec, name, err.port), block=name)
             for port, w in outs.items():
                 if w is not None and out_w[(name, port)] is None:
@@ -276,6 +289,34 @@ def infer_widths(spec, blocks, wires):
     in_widths = {n: {p: w for p, w in inputs_of(n).items()} for n in blocks}
     out_widths = {n: {o: out_w[(n, o)] for o in b.output_names()} for n, b in blocks.items()}
     return in_widths, out_widths
+
+
+def width_origin(spec, blocks, wires, out_w, signal: tuple[str, str]) -> str:
+    """Where the width of `signal` (block, port) comes from, in words: the parameter of the
+    block upstream that sets it ("comes from block 'ref', parameter 'amplitude' (d.yaml:4)"),
+    following blocks whose output takes an input's width; "" when no parameter sets it."""
+    seen = set()
+    block, _ = signal
+    width = out_w[signal]
+    while block not in seen:
+        seen.add(block)
+        blk, bspec = blocks[block], spec.blocks.get(block)
+        given = bspec.params if bspec is not None else {}
+        for key, decl in blk.all_params().items():
+            value = getattr(blk.p, key, None)
+            if key in given and decl.kind == "array" and isinstance(value, np.ndarray) \
+                    and value.ndim == 2 and value.shape[1] == width:
+                return (f"comes from block '{block}', parameter '{key}' "
+                        f"({bspec.param_where.get(key, bspec.where)})")
+        if "robot" in given:
+            return (f"comes from block '{block}', parameter 'robot' ({given['robot']}, "
+                    f"{bspec.param_where.get('robot', bspec.where)})")
+        upstream = [wires[(block, p)] for p in blk.input_names()
+                    if (block, p) in wires and out_w.get(wires[(block, p)]) == width]
+        if not upstream:
+            return ""
+        block = upstream[0][0]
+    return ""
 
 
 def _input_where(spec, name: str, port: str | None) -> SourceLoc:

@@ -35,7 +35,7 @@ class BlockSpec:
 
     `name` is the hierarchical path ("act/pi" inside subsystem `act`); `type` a library type name;
     `where` locates the block's name in its file, `param_where` each parameter (or the override
-    that set it).
+    that set it), `param_sources` the workspace parameters a value was computed from.
     """
 
     name: str
@@ -43,6 +43,9 @@ class BlockSpec:
     params: dict[str, Any]
     where: SourceLoc
     param_where: dict[str, SourceLoc] = field(default_factory=dict)
+    param_sources: dict[str, dict[str, SourceLoc]] = field(default_factory=dict)
+    """{parameter: {workspace parameter it reads: where that one is defined}}, for messages about
+    a value that came from the workspace."""
 
 
 @dataclass

@@ -10,7 +10,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from blocksim.blocks.plugins import load_plugins
-from blocksim.expressions.evaluate import Resolved, evaluate_workspace, resolve_value
+from blocksim.expressions.evaluate import Resolved, evaluate_workspace, references, resolve_value
 from blocksim.expressions.runtime import workspace_names
 from blocksim.diagram.file import (BlockSpec, ConnectionSpec, Endpoint, Override, apply_overrides,
                                    parse_connection, read_diagram_file)
@@ -128,6 +128,13 @@ class _Scope:
 
     # -- blocks -----------------------------------------------------------------------------
 
+    def workspace_where(self, name: str) -> SourceLoc:
+        """Where workspace parameter `name` of this file is defined (the file when unknown)."""
+        table = self.doc.get("parameters")
+        if hasattr(table, "loc") and name in table:
+            return table.loc(name)
+        return SourceLoc(self.display)
+
     def expand_blocks(self) -> None:
         blocks = self.doc["blocks"]
         for name, raw in blocks.items():
@@ -143,6 +150,9 @@ class _Scope:
                 except BlocksimError as err:
                     raise err.located(block=full) from None
             param_where = {key: raw.loc(key) for key in params}
+            sources = {key: {ref: self.workspace_where(ref) for ref in sorted(references(raw[key]))
+                             if ref in self.workspace}
+                       for key in params if references(raw[key])}
             if raw["type"] == "Function":
                 params.update(function_workspace(params, self.workspace, raw.loc("expr"), full))
             sub_path = subsystem_file(raw["type"], self.path.parent)
@@ -151,7 +161,8 @@ class _Scope:
                     override = self.nested_overrides[name][0]
                     raise ParameterError(f"{override.context()}'{full}' is a {raw['type']} block, not a "
                                          f"subsystem, so '{override.label}' names nothing", where=override.where)
-                self.out.blocks[full] = BlockSpec(full, raw["type"], params, where, param_where)
+                self.out.blocks[full] = BlockSpec(full, raw["type"], params, where, param_where,
+                                                  sources)
             else:
                 self.children[name] = self.expand_subsystem(name, raw, sub_path, params, param_where, where)
 
