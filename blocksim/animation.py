@@ -184,6 +184,8 @@ def animate_run(run, variants=None, robot=None, signal=None, reference=None, fps
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     title = f"{model.name}: {signal}" + (f" (member {member})" if member else "")
+    if len(arms) == 1:
+        title += f", variant {arms[0][0]}"
     if plane is not None:
         _animate_2d(out, arms, ghost, times, plane, every, fps, dpi, title, ref_name)
     else:
@@ -192,6 +194,23 @@ def animate_run(run, variants=None, robot=None, signal=None, reference=None, fps
 
 
 _AXIS = "xyz"
+
+
+def link_style(colour: str) -> dict:
+    """How an arm is drawn: links as wide rounded bars, joints as white-filled rings."""
+    return {"color": colour, "linewidth": 6, "solid_capstyle": "round", "alpha": 0.9,
+            "marker": "o", "markersize": 7, "markerfacecolor": "white", "markeredgewidth": 2}
+
+
+def viewing_azimuth(points: np.ndarray) -> float:
+    """A camera azimuth (deg) that looks across the arm's motion: perpendicular to the main
+    horizontal direction the points spread in, from 30 deg off it so depth still shows."""
+    xy = points[:, :2] - points[:, :2].mean(axis=0)
+    if not np.any(xy):
+        return 45.0
+    _, _, vt = np.linalg.svd(xy, full_matrices=False)
+    spread = math.degrees(math.atan2(vt[0, 1], vt[0, 0]))
+    return spread + 90.0 - 30.0
 
 
 def _save(fig, update, n_frames: int, out: Path, fps: float, dpi: int) -> None:
@@ -217,17 +236,16 @@ def _animate_2d(out, arms, ghost, times, plane, every, fps, dpi, title, ref_name
     ax.plot([0], [0], marker="s", color="black", markersize=9)
     ghost_line = None
     if ghost is not None:
-        (ghost_line,) = ax.plot([], [], "--", color="0.5", linewidth=2, label=f"{ref_name}")
+        (ghost_line,) = ax.plot([], [], "--", color="0.5", linewidth=2,
+                                label=f"reference ({ref_name})")
     lines, paths = [], []
     for k, (label, pts, _) in enumerate(arms):
         colour = VARIANT_STYLE_CYCLE[k % len(VARIANT_STYLE_CYCLE)]
-        (line,) = ax.plot([], [], "-o", color=colour, linewidth=3, markersize=5,
-                          label=label if len(arms) > 1 else None)
+        (line,) = ax.plot([], [], "-", label=label, **link_style(colour))
         (path,) = ax.plot([], [], "-", color=colour, linewidth=0.8, alpha=0.6)
         lines.append(line)
         paths.append(path)
-    if len(arms) > 1 or ghost is not None:
-        ax.legend(fontsize=8, loc="upper right")
+    ax.legend(fontsize=8, loc="upper right", title="arm (variant)", title_fontsize=8)
     stamp = ax.text(0.02, 0.96, "", transform=ax.transAxes, fontsize=10, va="top")
 
     def update(f):
@@ -245,7 +263,7 @@ def _animate_2d(out, arms, ghost, times, plane, every, fps, dpi, title, ref_name
 def _animate_3d(out, arms, ghost, times, every, fps, dpi, title, ref_name):
     fig = new_figure(figsize=(6.5, 6.5))
     ax = fig.add_subplot(1, 1, 1, projection="3d", proj_type="ortho")
-    ax.view_init(elev=math.degrees(math.atan(1 / math.sqrt(2))), azim=45)  # isometric
+    ax.view_init(elev=25.0, azim=viewing_azimuth(every))
     lo, hi = every.min(axis=0), every.max(axis=0)
     lo, hi = np.minimum(lo, 0.0), np.maximum(hi, 0.0)
     centre = (lo + hi) / 2
@@ -261,19 +279,21 @@ def _animate_3d(out, arms, ghost, times, every, fps, dpi, title, ref_name):
     ax.plot([0], [0], [0], marker="s", color="black", markersize=8)
     ghost_line = None
     if ghost is not None:
-        (ghost_line,) = ax.plot([], [], [], "--", color="0.5", linewidth=2, label=f"{ref_name}")
+        (ghost_line,) = ax.plot([], [], [], "--", color="0.5", linewidth=2,
+                                label=f"reference ({ref_name})")
     lines, joints_m, paths = [], [], []
     for k, (label, pts, jo) in enumerate(arms):
         colour = VARIANT_STYLE_CYCLE[k % len(VARIANT_STYLE_CYCLE)]
-        (line,) = ax.plot([], [], [], "-", color=colour, linewidth=3,
-                          label=label if len(arms) > 1 else None)
-        (jm,) = ax.plot([], [], [], "o", color=colour, markersize=5)
+        style = link_style(colour)
+        (line,) = ax.plot([], [], [], "-", label=label,
+                          **{key: v for key, v in style.items() if not key.startswith("marker")})
+        (jm,) = ax.plot([], [], [], "o", color=colour, markersize=style["markersize"],
+                        markerfacecolor="white", markeredgewidth=2)
         (path,) = ax.plot([], [], [], "-", color=colour, linewidth=0.8, alpha=0.6)
         lines.append(line)
         joints_m.append(jm)
         paths.append(path)
-    if len(arms) > 1 or ghost is not None:
-        ax.legend(fontsize=8, loc="upper right")
+    ax.legend(fontsize=8, loc="upper right", title="arm (variant)", title_fontsize=8)
     stamp = ax.text2D(0.02, 0.96, "", transform=ax.transAxes, fontsize=10, va="top")
 
     def update(f):

@@ -316,3 +316,14 @@ def test_a_scope_block_is_logged_and_plotted(tmp_path):
     figures = sorted(p.name for p in (tmp_path / "out").glob("*.png"))
     assert len(figures) == 2, (figures, proc.stdout)
     assert any("speed" in name.lower() for name in figures)
+
+
+def test_the_3d_camera_looks_across_the_arms_motion():
+    """An arm that sweeps along x is seen from 30 deg off the y axis (azimuth 60 deg), one that
+    sweeps along y from 150 deg: the motion spreads across the picture, not towards the camera."""
+    from blocksim.animation import viewing_azimuth
+    s = np.linspace(-1.0, 1.0, 50)
+    along_x = np.column_stack([s, 0.05 * s ** 2, np.ones_like(s)])
+    along_y = along_x[:, [1, 0, 2]]
+    assert viewing_azimuth(along_x) % 180 == pytest.approx(60.0)
+    assert viewing_azimuth(along_y) % 180 == pytest.approx(150.0)
