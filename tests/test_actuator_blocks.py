@@ -371,3 +371,36 @@ def test_two_link_foc_example_is_workload_w2():
     np.testing.assert_allclose(max_error, [0.00761, 0.00640], rtol=0.02)
     assert np.abs(r["act/pi.vq"]).max() <= 48.0
     np.testing.assert_allclose(r["act.tau"], 100 * 0.1 * r["act.iq"], rtol=1e-15)
+
+
+MOTOR_WITH_LOAD = """\
+blocksim: 1
+name: a geared DC motor with its own load, 12 V applied
+blocks:
+  v:     {type: Constant, value: 12.0}
+  motor: {type: DCMotor, R: 0.8, L: 2.0e-3, Kt: 0.05, N: 20.0, Jm: 2.0e-5, J_load: 0.01,
+          b_load: 0.02, q0: 0.1, qd0: -1.0, MODE_KEY}
+  drag:  {type: Constant, value: 0.3}
+connections: [v -> motor.v, drag -> motor.tau_load]
+simulation: {stop_time: 0.5, solver: dopri5, rtol: 1.0e-11, atol: 1.0e-12, mode: MODE}
+log: {signals: [motor.i, motor.q, motor.qd, motor.tau], every: 0.01}
+"""
+
+
+@pytest.mark.parametrize("mode", ["interpreted", "compiled"])
+def test_a_motor_with_its_own_load_is_the_linear_motor_and_inertia(mode):
+    """L di/dt = v - R i - Ke N qd, (J_load + N^2 Jm) qdd = N Kt i - b qd - tau_load: a linear
+    system from (i, q, qd) = (0, 0.1, -1), solved exactly by the matrix exponential."""
+    from scipy.linalg import expm
+    r = blocksim.simulate(blocksim.load(MOTOR_WITH_LOAD.replace(", MODE_KEY", "").replace(
+        "MODE", mode)))
+    R, L, Kt, N, J, b = 0.8, 2e-3, 0.05, 20.0, 0.01 + 20.0 ** 2 * 2e-5, 0.02
+    A = np.array([[-R / L, 0, -Kt * N / L], [0, 0, 1], [N * Kt / J, 0, -b / J]])
+    u = np.array([12.0 / L, 0.0, -0.3 / J])          # the constant inputs, per second
+    big = np.zeros((4, 4))
+    big[:3, :3], big[:3, 3] = A, u
+    x0 = np.array([0.0, 0.1, -1.0, 1.0])
+    exact = np.array([expm(big * t) @ x0 for t in r.t])[:, :3]
+    got = np.column_stack([r["motor.i"][:, 0], r["motor.q"][:, 0], r["motor.qd"][:, 0]])
+    np.testing.assert_allclose(got, exact, rtol=1e-8, atol=1e-9)
+    np.testing.assert_allclose(r["motor.tau"][:, 0], N * Kt * got[:, 0], rtol=1e-15)

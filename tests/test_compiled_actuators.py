@@ -148,7 +148,7 @@ CONFIGS = {
                       {"model": "stribeck", "Fc": 0.5, "Fs": 0.8, "vs": 0.1, "eps": 1e-3}],
     "KarnoppFriction": [{"Fc": 0.5}],
     "LuGreFriction": [{"sigma0": 1e3, "Fc": 0.5}],
-    "DCMotor": [{"R": 0.5, "L": 1e-3, "Kt": 0.1}],
+    "DCMotor": [{"R": 0.5, "L": 1e-3, "Kt": 0.1}, {"R": 0.5, "L": 1e-3, "Kt": 0.1, "J_load": 0.01}],
     "PMSM": [{"R": 0.5, "Ld": 1e-3, "psi": 0.02}, {"R": 0.5, "Ld": 1e-3, "Lq": 2e-3, "Kt": 0.1}],
     "TorqueToCurrent": [{"Kt": 0.1}, {"Kt": 0.1, "with_id": True}],
     "CurrentController": [{"period": 1e-4, "Kp": 1.0, "Ki": 10.0},

@@ -24,8 +24,8 @@ from numba import njit
 
 from ..errors import ParameterError
 from ..models.foc import current_pi_axis, current_pi_dq, q_current_setpoint, tune_current_pi
-from ..models.motor import (dc_current_rate, dc_powers, dc_torque, electrical, pmsm_current_rates,
-                            pmsm_powers, pmsm_torque)
+from ..models.motor import (dc_current_rate, dc_powers, dc_torque, electrical, load_acceleration,
+                            pmsm_current_rates, pmsm_powers, pmsm_torque)
 from ._bases import OFFSET, PERIOD, ActuatorBlock, PackedParams, PackedStateParams
 from ._kernels import no_update, packed
 from .base import Kernels, Param, register
@@ -39,8 +39,8 @@ whether to decouple the axes, and the sample period Ts (s)."""
 # motors
 # =====================================================================================================
 
-# DCMotor's packed parameter columns
-DC_R, DC_L, DC_KT, DC_KE, DC_N = range(5)
+# DCMotor's packed parameter columns (the last three: its own load, when it has one)
+DC_R, DC_L, DC_KT, DC_KE, DC_N, DC_J, DC_B = range(7)
 
 
 @njit(cache=True, inline="always")
@@ -52,6 +52,41 @@ def dc_motor_derivative_kernel(i, v, qd, P, di):
         for j in range(i.shape[1]):
             di[b, j] = dc_current_rate(i[b, j], v[b, j if wv > 1 else 0], qd[b, j if wq > 1 else 0],
                                        P[b, j, DC_R], P[b, j, DC_L], P[b, j, DC_KE], P[b, j, DC_N])
+
+
+@njit(cache=True, inline="always")
+def dc_motor_load_derivative_kernel(x, v, tau_load, P, dx):
+    """The motor with its own load, x = [i | q | qd] (B, 3 n): di/dt = dc_current_rate,
+    dq/dt = qd, dqd/dt = load_acceleration of the motor's torque (A/s, rad/s, rad/s^2)."""
+    n = P.shape[1]
+    wv = v.shape[1]
+    wl = tau_load.shape[1]
+    for b in range(x.shape[0]):
+        for j in range(n):
+            i, w = x[b, j], x[b, 2 * n + j]
+            dx[b, j] = dc_current_rate(i, v[b, j if wv > 1 else 0], w, P[b, j, DC_R],
+                                       P[b, j, DC_L], P[b, j, DC_KE], P[b, j, DC_N])
+            dx[b, n + j] = w
+            dx[b, 2 * n + j] = load_acceleration(dc_torque(i, P[b, j, DC_KT], P[b, j, DC_N]), w,
+                                                 tau_load[b, j if wl > 1 else 0], P[b, j, DC_J],
+                                                 P[b, j, DC_B])
+
+
+@njit(cache=True, inline="always")
+def dc_motor_load_output(t, xc, xd, u, y, p):
+    """The motor with its own load: the motor's outputs at the load's speed, then q and qd."""
+    n = y[0].shape[1]
+    dc_motor_output_kernel(xc[:, :n], u[0], xc[:, 2 * n:], p.coeffs, y[0], y[1], y[2], y[3],
+                           y[4], y[5], (True, True, True, True, True, True))
+    for b in range(xc.shape[0]):
+        for j in range(n):
+            y[6][b, j] = xc[b, n + j]
+            y[7][b, j] = xc[b, 2 * n + j]
+
+
+@njit(cache=True, inline="always")
+def dc_motor_load_derivative(t, xc, xd, u, dxc, p):
+    dc_motor_load_derivative_kernel(xc, u[0], u[1], p.coeffs, dxc)
 
 
 @njit(cache=True, inline="always")
@@ -89,8 +124,13 @@ class DCMotor(ActuatorBlock):
     armature current (A), a continuous state. Power outputs, so that energy balances can be
     integrated: p_elec = v i, p_copper = R i^2, p_mech = tau qd (W), and the magnetic energy
     e_mag = 0.5 L i^2 (J); with Ke = Kt, p_elec = p_copper + d(e_mag)/dt + p_mech exactly.
-    Jm is the rotor inertia: the joint feels N^2 Jm, which belongs in the plant's mass matrix (this
-    block has no mechanical state); it is listed here so the motor is described in one place.
+    Jm is the rotor inertia: the joint feels N^2 Jm, which belongs in the plant's mass matrix when
+    the motor drives a plant; it is listed here so the motor is described in one place.
+
+    Its own load (`J_load` given): the block also integrates the joint's motion,
+    (J_load + N^2 Jm) qdd = tau - b_load qd - tau_load, from q0, qd0, so a speed or position loop
+    needs no plant: the `qd` input goes, an optional input `tau_load` (N m, against the motion;
+    zero when unwired) comes, and outputs `q` (rad) and `qd` (rad/s) are added.
     """
 
     type_name = "DCMotor"
@@ -103,36 +143,65 @@ class DCMotor(ActuatorBlock):
         "N": Param(1.0, "-", "gear ratio: motor speed N qd, joint torque N Kt i (> 0)"),
         "Jm": Param(0.0, "kg m^2", "rotor inertia (>= 0), seen at the joint as N^2 Jm"),
         "i0": Param(0.0, "A", "initial current"),
+        "J_load": Param(None, "kg m^2", "inertia of the block's own load at the joint (> 0; "
+                        "default: none, the joint's speed comes in on qd)"),
+        "b_load": Param(0.0, "N m s/rad", "viscous friction of the own load at the joint (>= 0)"),
+        "q0": Param(0.0, "rad", "initial joint position, with J_load"),
+        "qd0": Param(0.0, "rad/s", "initial joint speed, with J_load"),
     }
     inputs = ("v", "qd")
+    optional_inputs = ("tau_load",)
     outputs = ("i", "tau", "p_elec", "p_copper", "e_mag", "p_mech")
     sample = "continuous"
-    width_params = ("R", "L", "Kt", "Ke", "N", "Jm", "i0")
+    width_params = ("R", "L", "Kt", "Ke", "N", "Jm", "i0", "J_load", "b_load", "q0", "qd0")
 
     def check_values(self, v):
-        self.positive("R", "L", "Kt", "Ke", "N", v=v)
-        self.positive("Jm", allow_zero=True, v=v)
+        self.positive("R", "L", "Kt", "Ke", "N", "J_load", v=v)
+        self.positive("Jm", "b_load", allow_zero=True, v=v)
+
+    def structure(self, v):
+        """Whether the block carries its own load (states q, qd; ports)."""
+        return (v.J_load is not None,)
+
+    @property
+    def has_load(self) -> bool:
+        return self.structure(self.p)[0]
+
+    def input_names(self):
+        return ["v", "tau_load"] if self.has_load else ["v", "qd"]
+
+    def output_names(self):
+        return list(self.outputs) + (["q", "qd"] if self.has_load else [])
 
     def feedthrough(self):
-        return {("v", "p_elec"), ("qd", "p_mech")}
+        return {("v", "p_elec")} if self.has_load else {("v", "p_elec"), ("qd", "p_mech")}
 
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
-        self.n_xc = self.width
+        self.n_xc = self.width * (3 if self.has_load else 1)
 
     def record(self, v):
         r = self.rows_of(v)
-        return PackedStateParams(packed(r["R"], r["L"], r["Kt"], r.get("Ke", r["Kt"]), r["N"]),
-                                 r["i0"])
+        columns = [r["R"], r["L"], r["Kt"], r.get("Ke", r["Kt"]), r["N"]]
+        x0 = r["i0"]
+        if v.J_load is not None:
+            columns += [r["J_load"] + r["N"] ** 2 * r["Jm"], r["b_load"]]
+            x0 = np.concatenate([r["i0"], r["q0"], r["qd0"]], axis=1)
+        return PackedStateParams(packed(*columns), x0)
 
     def state_names(self):
-        return [f"i[{j}]" for j in range(self.n_xc)], []
+        names = [f"i[{j}]" for j in range(self.width)]
+        if self.has_load:
+            names += [f"q[{j}]" for j in range(self.width)] + [f"qd[{j}]" for j in range(self.width)]
+        return names, []
 
     def initial_state(self, xc, xd, p=None):
         p = self.own_record(p)
         xc[...] = p.x0
 
     def kernels(self):
+        if self.has_load:
+            return Kernels(output=dc_motor_load_output, derivative=dc_motor_load_derivative)
         return Kernels(output=dc_motor_output, partial_output=dc_motor_partial_output,
                        derivative=dc_motor_derivative)
 

@@ -87,6 +87,15 @@ def dc_torque(i, Kt, N):
 
 
 @njit(cache=True, inline="always")
+def load_acceleration(tau, qd, tau_load, J, b):
+    """The joint acceleration of a motor's own mechanical load, rad/s^2:
+    J qdd = tau - b qd - tau_load, with tau the motor's joint torque (N m), qd the joint speed
+    (rad/s), tau_load an external torque against the motion (N m), J the inertia at the joint
+    (kg m^2, the load's plus the rotor's N^2 Jm) and b the viscous coefficient (N m s/rad)."""
+    return (tau - b * qd - tau_load) / J
+
+
+@njit(cache=True, inline="always")
 def dc_powers(i, v, R, L):
     """DC motor power terms: (electrical power v i, W; copper loss R i^2, W; magnetic energy
     0.5 L i^2, J) for current i (A), voltage v (V), resistance R (ohm) and inductance L (H)."""
