@@ -222,8 +222,8 @@ def dc_motor_derivative(t, xc, xd, u, dxc, p):
     dc_motor_derivative_kernel(xc, u[0], u[1], p.coeffs, dxc)
 
 
-# PMSM's packed parameter columns
-PM_R, PM_LD, PM_LQ, PM_PSI, PM_P, PM_N = range(6)
+# PMSM's packed parameter columns (the last two: its own load, when it has one)
+PM_R, PM_LD, PM_LQ, PM_PSI, PM_P, PM_N, PM_J, PM_B = range(8)
 
 
 @njit(cache=True)
@@ -266,6 +266,43 @@ def pmsm_output_kernel(x, vd, vq, qd, q, P, id_out, iq_out, tau, theta_e, p_elec
             p_mech[b, j] = t * qd[b, j if ws > 1 else 0]
 
 
+@njit(cache=True)
+def pmsm_load_derivative_kernel(x, vd, vq, tau_load, P, dx):
+    """The PMSM with its own load, x = [id | iq | q | qd] (B, 4 n): pmsm_current_rates at
+    we = p N qd, dq/dt = qd, dqd/dt = load_acceleration of the motor's torque."""
+    n = P.shape[1]
+    wd, wq, wl = vd.shape[1], vq.shape[1], tau_load.shape[1]
+    for b in range(x.shape[0]):
+        for j in range(n):
+            a, c, w = x[b, j], x[b, n + j], x[b, 3 * n + j]
+            Ld, Lq, psi, pp, N = (P[b, j, PM_LD], P[b, j, PM_LQ], P[b, j, PM_PSI], P[b, j, PM_P],
+                                  P[b, j, PM_N])
+            dx[b, j], dx[b, n + j] = pmsm_current_rates(
+                a, c, vd[b, j if wd > 1 else 0], vq[b, j if wq > 1 else 0], electrical(w, pp, N),
+                P[b, j, PM_R], Ld, Lq, psi)
+            dx[b, 2 * n + j] = w
+            dx[b, 3 * n + j] = load_acceleration(pmsm_torque(a, c, psi, pp, Ld, Lq, N), w,
+                                                 tau_load[b, j if wl > 1 else 0], P[b, j, PM_J],
+                                                 P[b, j, PM_B])
+
+
+@njit(cache=True, inline="always")
+def pmsm_load_output(t, xc, xd, u, y, p):
+    """The PMSM with its own load: the motor's outputs at the load's q and qd, then q and qd."""
+    n = y[0].shape[1]
+    pmsm_output_kernel(xc[:, :2 * n], u[0], u[1], xc[:, 3 * n:], xc[:, 2 * n:3 * n], p.coeffs,
+                       y[0], y[1], y[2], y[3], y[4], y[5], y[6], y[7])
+    for b in range(xc.shape[0]):
+        for j in range(n):
+            y[8][b, j] = xc[b, 2 * n + j]
+            y[9][b, j] = xc[b, 3 * n + j]
+
+
+@njit(cache=True, inline="always")
+def pmsm_load_derivative(t, xc, xd, u, dxc, p):
+    pmsm_load_derivative_kernel(xc, u[0], u[1], u[2], p.coeffs, dxc)
+
+
 @njit(cache=True, inline="always")
 def pmsm_output(t, xc, xd, u, y, p):
     pmsm_output_kernel(xc, u[0], u[1], u[2], u[3], p.coeffs, y[0], y[1], y[2], y[3], y[4], y[5], y[6],
@@ -291,6 +328,11 @@ class PMSM(ActuatorBlock):
     psi or the torque constant Kt = 1.5 p psi. theta_e = p N q (rad, not wrapped; the rotor's d axis
     is on phase a at q = 0) feeds Park / InversePark; input q is optional (theta_e = 0 without it).
     Jm is the rotor inertia, seen at the joint as N^2 Jm (add it to the plant's mass matrix).
+
+    Its own load (`J_load` given): the block also integrates the joint's motion,
+    (J_load + N^2 Jm) qdd = tau - b_load qd - tau_load, from q0, qd0: inputs vd, vq and an
+    optional tau_load (N m, against the motion), outputs also q (rad) and qd (rad/s), and
+    theta_e from its own q.
     """
 
     type_name = "PMSM"
@@ -306,43 +348,72 @@ class PMSM(ActuatorBlock):
         "Jm": Param(0.0, "kg m^2", "rotor inertia (>= 0), seen at the joint as N^2 Jm"),
         "id0": Param(0.0, "A", "initial d current"),
         "iq0": Param(0.0, "A", "initial q current"),
+        "J_load": Param(None, "kg m^2", "inertia of the block's own load at the joint (> 0; "
+                        "default: none, the joint's motion comes in on qd and q)"),
+        "b_load": Param(0.0, "N m s/rad", "viscous friction of the own load at the joint (>= 0)"),
+        "q0": Param(0.0, "rad", "initial joint position, with J_load"),
+        "qd0": Param(0.0, "rad/s", "initial joint speed, with J_load"),
     }
     inputs = ("vd", "vq", "qd", "q")
-    optional_inputs = ("q",)
+    optional_inputs = ("q", "tau_load")
     outputs = ("id", "iq", "tau", "theta_e", "p_elec", "p_copper", "e_mag", "p_mech")
     sample = "continuous"
-    width_params = ("R", "Ld", "Lq", "psi", "Kt", "p", "N", "Jm", "id0", "iq0")
+    width_params = ("R", "Ld", "Lq", "psi", "Kt", "p", "N", "Jm", "id0", "iq0", "J_load",
+                    "b_load", "q0", "qd0")
 
     def check_values(self, v):
         if (v.psi is None) == (v.Kt is None):
             raise ParameterError("give exactly one of psi (flux linkage, Wb) and Kt (N m/A)",
                                  block=self.name)
-        self.positive("R", "Ld", "Lq", "psi", "Kt", "p", "N", v=v)
-        self.positive("Jm", allow_zero=True, v=v)
+        self.positive("R", "Ld", "Lq", "psi", "Kt", "p", "N", "J_load", v=v)
+        self.positive("Jm", "b_load", allow_zero=True, v=v)
+
+    def structure(self, v):
+        """Whether the block carries its own load (states q, qd; ports)."""
+        return (v.J_load is not None,)
+
+    @property
+    def has_load(self) -> bool:
+        return self.structure(self.p)[0]
+
+    def input_names(self):
+        return ["vd", "vq", "tau_load"] if self.has_load else list(self.inputs)
+
+    def output_names(self):
+        return list(self.outputs) + (["q", "qd"] if self.has_load else [])
 
     def feedthrough(self):
-        return {("q", "theta_e"), ("vd", "p_elec"), ("vq", "p_elec"), ("qd", "p_mech")}
+        electrical_power = {("vd", "p_elec"), ("vq", "p_elec")}
+        return electrical_power if self.has_load else \
+            electrical_power | {("q", "theta_e"), ("qd", "p_mech")}
 
     def configure(self, in_widths, out_widths):
         super().configure(in_widths, out_widths)
-        self.n_xc = 2 * self.width
+        self.n_xc = (4 if self.has_load else 2) * self.width
 
     def record(self, v):
         r = self.rows_of(v)
         psi = r["psi"] if "psi" in r else r["Kt"] / (1.5 * r["p"])
-        # x0 = (id0, iq0) side by side, the layout of the state
-        return PackedStateParams(packed(r["R"], r["Ld"], r.get("Lq", r["Ld"]), psi, r["p"], r["N"]),
-                                 np.concatenate((r["id0"], r["iq0"]), axis=1))
+        columns = [r["R"], r["Ld"], r.get("Lq", r["Ld"]), psi, r["p"], r["N"]]
+        # x0 = (id0, iq0[, q0, qd0]) side by side, the layout of the state
+        x0 = [r["id0"], r["iq0"]]
+        if v.J_load is not None:
+            columns += [r["J_load"] + r["N"] ** 2 * r["Jm"], r["b_load"]]
+            x0 += [r["q0"], r["qd0"]]
+        return PackedStateParams(packed(*columns), np.concatenate(x0, axis=1))
 
     def state_names(self):
         w = self.width
-        return [f"id[{j}]" for j in range(w)] + [f"iq[{j}]" for j in range(w)], []
+        kinds = ("id", "iq", "q", "qd") if self.has_load else ("id", "iq")
+        return [f"{k}[{j}]" for k in kinds for j in range(w)], []
 
     def initial_state(self, xc, xd, p=None):
         p = self.own_record(p)
         xc[...] = p.x0
 
     def kernels(self):
+        if self.has_load:
+            return Kernels(output=pmsm_load_output, derivative=pmsm_load_derivative)
         return Kernels(output=pmsm_output, derivative=pmsm_derivative)
 
 
