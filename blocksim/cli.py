@@ -23,8 +23,20 @@ def _show_warning(message, category, filename, lineno, file=None, line=None):
         _python_showwarning(message, category, filename, lineno, file, line)
 
 
+def _interrupt(signum, frame):
+    """SIGTERM and SIGHUP stop a command as Ctrl-C does: the run keeps what it logged."""
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
     warnings.showwarning = _show_warning
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            try:
+                signal.signal(getattr(signal, name), _interrupt)
+            except ValueError:            # not the main thread (main() called from a thread)
+                pass
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
@@ -151,7 +163,12 @@ def cmd_simulate(args) -> int:
         started = time.perf_counter()
         try:
             d = base if v is None else base.with_variant(v)
-            r = blocksim.simulate(d)
+            try:
+                r = blocksim.simulate(d)
+            except KeyboardInterrupt as stop:      # keep what the run logged, then stop
+                r = getattr(stop, "result", None)
+                if r is None:
+                    raise
             all_metrics[label] = r.metrics
         except BlocksimError as err:
             if len(variants) == 1:
@@ -168,7 +185,8 @@ def cmd_simulate(args) -> int:
                   f"{wall:.3f} s wall ({stats})")
         if r.interrupted:
             interrupted = True
-            print(f"[{label}] interrupted at t = {r.t[-1]:g} s; what was logged is kept",
+            reached = f"t = {r.t[-1]:.12g} s" if len(r.t) else "the start"
+            print(f"[{label}] interrupted at {reached}; what was logged up to there is kept",
                   file=sys.stderr)
         if out is not None:
             r.save(out / label)

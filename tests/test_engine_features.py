@@ -113,10 +113,61 @@ def test_interrupted_run_keeps_what_was_logged(tmp_path):
     simulation: {stop_time: 2.0, solver: rk4, step: 0.01}
     log: {every: 0.1}
     """)
-    r = blocksim.simulate(blocksim.load(path))
+    with pytest.raises(KeyboardInterrupt) as stop:
+        blocksim.simulate(blocksim.load(path))
+    r = stop.value.result                     # the caller gets the partial run
     assert r.interrupted
     assert 0.5 <= r.t[-1] <= 0.51 and r.t[0] == 0.0
     np.testing.assert_allclose(r["x.out"][:6, 0], 0.5 * r.t[:6] ** 2, atol=1e-12)
+
+
+def test_an_interrupt_inside_an_adaptive_step_logs_up_to_the_time_reached(tmp_path):
+    """Ctrl-C in a solver stage of a long major step (an adaptive run, no discrete rate): the log
+    ends at the last accepted step, after the last grid sample, with the state there (it ended
+    with a sample stamped with the major step's time, 0)."""
+    path = write(tmp_path, "d.yaml", """
+    blocksim: 1
+    blocks:
+      clock: {type: TestInterruptAt, time: 0.55}
+      x:     {type: Integrator}
+    connections: [clock -> x]
+    simulation: {stop_time: 2.0, solver: dopri5, rtol: 1.0e-10, atol: 1.0e-12, max_step: 0.01}
+    log: {every: 0.1}
+    """)
+    sim = blocksim.Simulator(blocksim.load(path))
+    with pytest.raises(KeyboardInterrupt):
+        sim.run()
+    r = sim.last_result
+    assert r.interrupted and np.all(np.diff(r.t) > 0)
+    assert 0.54 <= r.t[-1] <= 0.55 and r.t[-2] == pytest.approx(0.5)
+    np.testing.assert_allclose(r["x.out"][:, 0], 0.5 * r.t ** 2, rtol=1e-9)
+
+
+def test_sigterm_stops_a_cli_run_as_ctrl_c_does_and_keeps_the_log(tmp_path):
+    """A long run under `simulate --out`, sent SIGTERM: exit 130, one line (no traceback), and a
+    saved run whose time vector rises to the time reached."""
+    import signal
+    import time as clock
+    path = write(tmp_path, "d.yaml", """
+    blocksim: 1
+    blocks:
+      x: {type: Integrator, x0: 1.0}
+      k: {type: Gain, gain: -1.0e-6}
+    connections: [x -> k, k -> x]
+    simulation: {stop_time: 1.0e9, solver: rk4, step: 1.0, mode: interpreted}
+    log: {every: 1000.0}
+    """)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, str(ROOT / "cli.py"), "simulate", str(path), "--out",
+                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    clock.sleep(6.0)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "interrupted at t = " in stderr
+    r = blocksim.Result.load(out / "default")
+    assert r.interrupted and len(r.t) > 1 and np.all(np.diff(r.t) > 0)
+    np.testing.assert_allclose(r["x.out"][:, 0], np.exp(-1e-6 * r.t), rtol=1e-9)
 
 
 def test_variants_and_overrides_in_a_run(tmp_path):

@@ -203,7 +203,7 @@ class Simulation:
                 pass
         except KeyboardInterrupt:
             interrupted = True
-            self._finish_log(step.t)
+            self._log_reached(step, solver)
         finally:
             step.progress.close()
         stats = step.stats
@@ -400,6 +400,20 @@ class Simulation:
                 self.stopped_by = name
                 return True
         return False
+
+    def _log_reached(self, step: _Step, solver) -> None:
+        """After an interrupt: the log's last sample at the time the run really reached, the end
+        of the last step the solver accepted (inside a major step under an adaptive solver),
+        with the outputs recomputed there (the interrupt may have come in a solver stage)."""
+        t = step.t
+        if solver is not None and solver.t > t:
+            t = float(solver.t)
+            np.copyto(self.xc, solver.x)
+            with np.errstate(all="ignore"):
+                self.backend.outputs_minor(t)
+        if self.recorder.count and self.recorder.times[self.recorder.count - 1] >= t:
+            return
+        self.recorder.record_final(t)
 
     def _finish_log(self, t: float) -> None:
         if self.recorder.count and self.recorder.times[self.recorder.count - 1] == t:

@@ -126,6 +126,7 @@ class Simulator:
         check_metrics(self.whole, logged_signals(self.whole, self.log))
         self.parts = self._parts(self.whole)
         self._runs = 0
+        self.last_result: Result | None = None    # the last run's, kept when it was interrupted
         self.busy = threading.Lock()    # held by simulate() while it runs a remembered Simulator
 
     def _parts(self, whole) -> list[Simulation]:
@@ -225,7 +226,11 @@ class Simulator:
         return self.parts[0]
 
     def run(self) -> Result:
-        """One run from the initial states (the same numbers every time)."""
+        """One run from the initial states (the same numbers every time).
+
+        Ctrl-C (or SIGTERM / SIGHUP under the CLI) stops the run where it is and raises
+        KeyboardInterrupt to the caller; what was logged up to the time reached is kept as a
+        Result (interrupted True) in the exception's `result` and in `last_result`."""
         diagram, parts = self.diagram, self.parts
         if self._runs:
             for sim in parts:
@@ -241,11 +246,19 @@ class Simulator:
                     solver=self.settings.solver, overrides={k: str(v) for k, v in overrides.items()})
         text = functools.partial(diagram.resolved_yaml, self.keywords, dict(self._saved)) \
             if self.keywords or self._saved else diagram.resolved_yaml
-        return Result(out.t, out.signals, batch=self.batch, batched=self.batched,
-                      events=out.events, stats=out.stats, interrupted=out.interrupted,
-                      stopped_by=out.stopped_by, diagram=text, metadata=meta,
-                      aliases=self.cd.spec.aliases,
-                      metrics=functools.partial(compute_metrics, diagram.spec))
+        result = Result(out.t, out.signals, batch=self.batch, batched=self.batched,
+                        events=out.events, stats=out.stats, interrupted=out.interrupted,
+                        stopped_by=out.stopped_by, diagram=text, metadata=meta,
+                        aliases=self.cd.spec.aliases,
+                        metrics=functools.partial(compute_metrics, diagram.spec))
+        self.last_result = result
+        if out.interrupted:
+            reached = float(out.t[-1]) if len(out.t) else float(self.settings.start)
+            stop = KeyboardInterrupt(f"interrupted at t = {reached:.12g} s; the partial result "
+                                     "is the exception's `result`")
+            stop.result = result
+            raise stop
+        return result
 
 
 def _run_parts(parts: list[Simulation]) -> RunOutput:
