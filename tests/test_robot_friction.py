@@ -167,7 +167,9 @@ def test_karnopp_holds_the_pendulum_while_gravity_is_below_fs_and_lets_it_slide_
 
 def test_karnopp_a_swinging_pendulum_enters_the_band_and_sticks(tmp_path):
     """Thrown upward at q = 1.0 (gravity 1.32 N m < Fs): Stribeck + viscous friction and gravity
-    stop it, it enters |qd| < dv (an event) and stays there with qdd = 0 and its speed frozen."""
+    stop it, it enters |qd| < dv (an event) and stays there with qdd = 0 and its speed frozen.
+    The region is held between major steps (a stage inside the band still slips): 10 of 90
+    steps rejected, against 29 of 113 with the band judged live in every stage."""
     dv = 1e-3
     r = simulate(tmp_path, karnopp_pendulum(1.0, qd0=2.0, dv=dv))
     qd, qdd = r["arm.qd"][:, 0], r["arm.qdd"][:, 0]
@@ -179,6 +181,7 @@ def test_karnopp_a_swinging_pendulum_enters_the_band_and_sticks(tmp_path):
     assert np.ptp(qd[after]) == 0.0
     before = r.t < events[0].t - 1e-9
     assert np.all(np.abs(qd[before]) > dv)
+    assert r.stats["nrejected"] <= 15, r.stats
 
 
 def test_karnopp_holding_torque_comes_from_the_coupled_equations():

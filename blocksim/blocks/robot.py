@@ -55,7 +55,8 @@ from .robot_kernels import (RESET_Q0, RESET_QD0, RESTITUTION, DynamicsParams, Ki
                             forward_kinematics_output, gravity_compensation_output,
                             inverse_dynamics_closed_form_output, inverse_dynamics_output,
                             jacobian_output, manipulator_closed_form_derivative,
-                            manipulator_derivative, manipulator_output, manipulator_partial_output,
+                            manipulator_derivative, manipulator_mode_rows, manipulator_modes,
+                            manipulator_output, manipulator_partial_output,
                             manipulator_zero_crossings)
 
 #: Impact speed (rad/s or m/s) below which a bounce off a joint stop is taken as inelastic, so a
@@ -337,6 +338,13 @@ class Manipulator(RobotBlock):
     with an exact sign each qd = 0 is a zero crossing: the solver stops there, qd is set to 0, and
     the joint sticks while the torque needed to hold it stays within the static level (Fs; Fc for
     coulomb_viscous and model), breaking away once it exceeds it (stick-slip, no chattering).
+    The sign is a mode (Simulink's zero-crossing modes, `Block.modes`): sign(qd) per joint (+1,
+    -1, 0), set at major steps and held through solver stages, dense output and event location,
+    so a stage whose qd has crossed zero keeps the friction of the step's start and the switch
+    happens at the located crossing (the step stays smooth: no rejected steps across it). A joint
+    held at 0 (at rest at the major step, as after the qd = 0 event) is judged live: stuck while
+    qd = 0 exactly within the static level, else breaking away with that level opposing the
+    motion (a continuous transition), then sign(qd).
     lugre (Canudas de Wit et al. 1995, as the LuGreFriction block): tau_f = sigma0 z + sigma1 z'
     + sigma2 qd, z' = qd - sigma0 |qd| z / g(qd), g = Fc + (Fs - Fc) exp(-|qd/vs|^delta) (Fc > 0);
     the bristle deflections z (rad, one per joint, initially 0) are continuous states after q and
@@ -346,15 +354,25 @@ class Manipulator(RobotBlock):
     non-friction torque, i.e. the torque that makes the joint's acceleration zero (the other
     joints' motion included), up to Fs; outside it the stribeck curve (exact sign) + Fv qd; each
     |qd| = dv is a zero crossing (qd is not reset: a joint entering the band keeps its speed).
+    The region is a mode per joint (0 inside the band, +1 / -1 slipping forwards / backwards), held
+    between major steps like the sign; the band edge's crossing function follows it: s qd - dv
+    slipping with sign s (so a speed that passes through the whole band within one step still
+    fires), |qd| - dv inside. Breakaway inside the band is no mode: the holding torque reaching
+    Fs is a continuous transition (the acceleration starts from zero).
     Joint stops (`q_min`, `q_max`): zero crossings q - q_max and q_min - q; at the located instant
     q is set to the limit and qd to -restitution qd (0: inelastic; impacts slower than
     STOP_CAPTURE_SPEED end at rest). A joint resting on a stop stays there while the dynamics push it
     outward (its acceleration is held at 0, the other joints move with it locked) and leaves as soon
-    as they pull it back. Limits come only from these parameters, not from the robot file's qlim.
+    as they pull it back. The stop contact is judged live in every evaluation, not held as a mode:
+    it changes continuously (resting needs qd = 0 exactly, and the acceleration passes through
+    zero where the joint leaves). Limits come only from these parameters, not from the robot
+    file's qlim.
     Input `f_ext` (optional, 6): wrench exerted by the environment on the tool, [force (N); moment
     (N m)] in base coordinates, moment about the tool origin.
     Outputs: q (rad), qd (rad/s), qdd (rad/s^2; reads tau directly), pose (12: tool position (m) and
     rotation row-major). q, qd and pose come from the state, so feeding them back is no loop.
+    Discrete states: the n friction modes (`sign[joint]` or `region[joint]`) when the friction is
+    exact-sign or Karnopp; none otherwise (no friction, smooth sign, LuGre).
     """
 
     type_name = "Manipulator"
@@ -463,18 +481,21 @@ class Manipulator(RobotBlock):
         return law, has_friction, has_limits, exact, can_stick
 
     def structure(self, v):
-        """Closed form, stops, exact-sign crossings, and the closed-form-only derivative."""
+        """Closed form, stops, exact-sign crossings (and friction modes), and the
+        closed-form-only derivative."""
         _, _, has_limits, exact, can_stick = self.law_of(v)
         use_cf = self.closed_form_of(v)
-        return use_cf, has_limits, exact, self._closed_form_only(use_cf, has_limits, can_stick)
+        return use_cf, has_limits, exact, self._closed_form_only(use_cf, has_limits, can_stick,
+                                                                 exact)
 
-    def _closed_form_only(self, use_cf, has_limits, can_stick) -> bool:
+    def _closed_form_only(self, use_cf, has_limits, can_stick, exact) -> bool:
         """True when the planar 2R's closed form alone gives qdd for every member and state: no
         joint can stick (exact-sign friction with a static level, a Karnopp band) or rest on a
-        stop, and there is no wrench input, no LuGre state and no CRBA request."""
+        stop, no friction mode is held (exact sign), and there is no wrench input, no LuGre state
+        and no CRBA request."""
         return bool(use_cf and self.p.method != "crba" and "f_ext" not in self.connected
                     and not has_limits and self.p.friction not in ("lugre", "karnopp")
-                    and not can_stick)
+                    and not can_stick and not exact)
 
     def configure(self, in_widths, out_widths):
         p, n = self.p, self.n
@@ -485,11 +506,16 @@ class Manipulator(RobotBlock):
         self._crba = p.method == "crba"
         self._lugre = p.friction == "lugre"
         self._karnopp = p.friction == "karnopp"
-        self._cf_only = self._closed_form_only(self._use_cf, self._has_limits, can_stick)
+        self._cf_only = self._closed_form_only(self._use_cf, self._has_limits, can_stick,
+                                               self._exact)
         self.n_xc = 3 * n if self._lugre else 2 * n
         limits, exact = 2 * n if self._has_limits else 0, n if self._exact else 0
         self.n_zc = limits + exact
         self.zc_directions = np.array([1] * limits + [0] * exact, dtype=np.int64)
+        # the friction mode of every joint, held between major steps (Block.modes), wherever the
+        # friction has exact-sign crossings (never with LuGre: the memo of the accelerations
+        # keeps the modes in the state's third n columns)
+        self.n_xd = self.n_modes = exact
 
     def record(self, v):
         law = self.law_of(v)[0]
@@ -503,23 +529,29 @@ class Manipulator(RobotBlock):
     def state_names(self):
         names = self.model.joint_names
         z = [f"z[{j}]" for j in names] if self._lugre else []
-        return [f"q[{j}]" for j in names] + [f"qd[{j}]" for j in names] + z, []
+        mode = "region" if self._karnopp else "sign"
+        modes = [f"{mode}[{j}]" for j in names] if self.n_modes else []
+        return [f"q[{j}]" for j in names] + [f"qd[{j}]" for j in names] + z, modes
 
     def initial_state(self, xc, xd, p=None):
-        """q0, qd0 of the run's record p (None: the block's own); LuGre bristles at rest."""
+        """q0, qd0 of the run's record p (None: the block's own); LuGre bristles at rest; the
+        friction modes of qd0 (the first major step sets them again)."""
         p = self.own_record(p)
         n = self.n
         xc[:, :n] = p.resets[:, :, RESET_Q0]
         xc[:, n:2 * n] = p.resets[:, :, RESET_QD0]
         if self._lugre:
             xc[:, 2 * n:] = 0.0
+        if self.n_modes:
+            manipulator_mode_rows(xc, p.law, xd)
 
     def on_event(self, t, xc, xd, u, mask, p=None):
         """A stop reached: q onto the limit, qd reversed and scaled by the restitution (or 0).
         A joint speed through zero under exact-sign friction: qd = 0 exactly, so the dynamics
-        decide between sticking and reversing (see manipulator_accelerations). A Karnopp band
-        entered or left: nothing to reset (the crossing only ends the step there). p: the run's
-        record (None: the block's own)."""
+        decide between sticking and reversing (see manipulator_accelerations; the next major
+        step holds sign 0 for it, and the sign it leaves with once it moves). A Karnopp band
+        entered or left: nothing to reset (the crossing ends the step there, and the major step
+        switches the region). p: the run's record (None: the block's own)."""
         p = self.own_record(p)
         n = self.n
         if p.has_limits:
@@ -538,7 +570,8 @@ class Manipulator(RobotBlock):
         derivative = manipulator_closed_form_derivative if self._cf_only else manipulator_derivative
         return Kernels(output=manipulator_output, partial_output=manipulator_partial_output,
                        derivative=derivative,
-                       zero_crossings=manipulator_zero_crossings if self.n_zc else None)
+                       zero_crossings=manipulator_zero_crossings if self.n_zc else None,
+                       modes=manipulator_modes if self.n_modes else None)
 
 
 def friction_law(block: RobotBlock, v):

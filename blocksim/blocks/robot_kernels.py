@@ -19,7 +19,7 @@ from numba import njit
 
 from ..models import planar2r as p2r
 from ..models.joint_law import (GAIN_D, GAIN_P, _law_friction, clipped, crossings, friction_rate,
-                                less_passive)
+                                joint_mode, less_passive)
 from ..models.kinematics import energy, jacobian, tool_pose
 from ..models import model_data as md
 from ..models.model_data import OUT1, Q1, QD1, TE, joint_row, member
@@ -47,30 +47,39 @@ ManipulatorParams = namedtuple(
     "ManipulatorParams", "model law data use_cf crba has_fext has_friction has_limits exact resets")
 """The Manipulator's record: Model, law (B, n, N_LAW), Data; use_cf (closed-form 2R), crba
 (forward dynamics by CRBA), has_fext (the wrench input is wired), has_friction, has_limits (joint
-stops, zero crossings), exact (exact-sign friction or Karnopp band edges: zero crossings); resets
-(B, n, 3), the values only the Python-side methods read, columns RESET_Q0, RESET_QD0 (the initial
-state) and RESTITUTION (the bounce off a stop)."""
+stops, zero crossings), exact (exact-sign friction or Karnopp band edges: zero crossings, and a
+friction mode per joint held in xd); resets (B, n, 3), the values only the Python-side methods
+read, columns RESET_Q0, RESET_QD0 (the initial state) and RESTITUTION (the bounce off a stop).
+
+The kernels take the block's xd as the held friction modes (B, n) (`joint_law.joint_mode`), or
+(B, 0) when the plant has none (no exact-sign friction, no Karnopp band)."""
 
 RESET_Q0, RESET_QD0, RESTITUTION = range(3)
 
 @njit(cache=True, error_model="numpy", inline="always")
-def manipulator_accelerations(xc, tau, fext, model, law, data, use_cf, crba, has_fext,
+def manipulator_accelerations(xc, modes, tau, fext, model, law, data, use_cf, crba, has_fext,
                               has_friction, has_limits, qdd):
     """Joint accelerations qdd (B, n) of the plant at the state xc = [q | qd] (or [q | qd | z] with
-    LuGre friction) under input torque tau: `models.plant` (the closed form 2R when it decides,
-    else the general path).
+    LuGre friction) under the held friction modes (B, n or 0) and the input torque tau:
+    `models.plant` (the closed form 2R when it decides, else the general path).
 
-    Each member's result is remembered in the acc_memo field of data with the state, torque and wrench it came
-    from; a call with the very same numbers (the derivative after the output at one solver stage)
-    copies it instead of recomputing (a deterministic function of those numbers: the same bits).
+    Each member's result is remembered in the acc_memo field of data with the state, modes,
+    torque and wrench it came from; a call with the very same numbers (the derivative after the
+    output at one solver stage) copies it instead of recomputing (a deterministic function of
+    those numbers: the same bits). The modes are part of the key: the same state under another
+    mode (a major step's switch, the probe a moment after an event) has other accelerations.
+    They sit after the state in the memo's 3 n state columns (a plant with modes has no LuGre
+    bristles, so 2 n + n fit).
     """
     B = xc.shape[0]
     n = model[0].shape[0]
     memo = md.acc_memo(data, n, B)
     nx = xc.shape[1]
+    nm = modes.shape[1]
     nf = 6 if has_fext else 0
     for b in range(B):
         if (memo[b, 0] == 1.0 and _holds(memo, b, 1, xc, nx)
+                and _holds(memo, b, 1 + nx, modes, nm)
                 and _holds(memo, b, 1 + 3 * n, tau, n)
                 and _holds(memo, b, 1 + 4 * n, fext, nf)):
             for i in range(n):
@@ -78,12 +87,15 @@ def manipulator_accelerations(xc, tau, fext, model, law, data, use_cf, crba, has
             continue
         done = False
         if use_cf and not crba and not has_fext:
-            done = accelerations_closed_form(b, xc, tau, model, law, has_friction, has_limits, qdd)
+            done = accelerations_closed_form(b, xc, modes, tau, model, law, has_friction,
+                                             has_limits, qdd)
         if not done:
-            accelerations_general(b, xc, tau, fext, model, law, data, crba, has_fext,
+            accelerations_general(b, xc, modes, tau, fext, model, law, data, crba, has_fext,
                                   has_friction, has_limits, use_cf, qdd)
         for i in range(nx):
             memo[b, 1 + i] = xc[b, i]
+        for i in range(nm):
+            memo[b, 1 + nx + i] = modes[b, i]
         for i in range(n):
             memo[b, 1 + 3 * n + i] = tau[b, i]
         for j in range(nf):
@@ -120,25 +132,26 @@ def _state_outputs(xc, n, q, qd):
 
 
 @njit(cache=True, error_model="numpy")
-def manipulator_outputs(xc, tau, fext, q, qd, qdd, pose, model, law, data, use_cf, crba,
+def manipulator_outputs(xc, modes, tau, fext, q, qd, qdd, pose, model, law, data, use_cf, crba,
                         has_fext, has_friction, has_limits, want_state, want_qdd, want_pose):
-    """The Manipulator's outputs q, qd, qdd, pose (B, n / n / n / 12) at the state xc: q and qd
-    when want_state, qdd when want_qdd, pose when want_pose."""
+    """The Manipulator's outputs q, qd, qdd, pose (B, n / n / n / 12) at the state xc under the
+    held friction modes: q and qd when want_state, qdd when want_qdd, pose when want_pose."""
     if want_state:
         _state_outputs(xc, model[0].shape[0], q, qd)
     if want_qdd:
-        manipulator_accelerations(xc, tau, fext, model, law, data, use_cf, crba, has_fext,
+        manipulator_accelerations(xc, modes, tau, fext, model, law, data, use_cf, crba, has_fext,
                                   has_friction, has_limits, qdd)
     if want_pose:
         manipulator_pose(xc, model, data, pose)
 
 
 @njit(cache=True, error_model="numpy")
-def manipulator_rates(xc, tau, fext, dxc, model, law, data, use_cf, crba, has_fext,
+def manipulator_rates(xc, modes, tau, fext, dxc, model, law, data, use_cf, crba, has_fext,
                       has_friction, has_limits):
-    """dxc = [qd | qdd] at the state xc (then dz/dt of the LuGre bristles when xc holds z)."""
+    """dxc = [qd | qdd] at the state xc under the held friction modes (then dz/dt of the LuGre
+    bristles when xc holds z)."""
     n = model[0].shape[0]
-    manipulator_accelerations(xc, tau, fext, model, law, data, use_cf, crba, has_fext,
+    manipulator_accelerations(xc, modes, tau, fext, model, law, data, use_cf, crba, has_fext,
                               has_friction, has_limits, dxc[:, n:])
     lugre = xc.shape[1] > 2 * n
     for b in range(xc.shape[0]):
@@ -151,8 +164,9 @@ def manipulator_rates(xc, tau, fext, dxc, model, law, data, use_cf, crba, has_fe
 
 @njit(cache=True, error_model="numpy", inline="always")
 def manipulator_output(t, xc, xd, u, y, p):
-    manipulator_outputs(xc, u[0], u[1], y[0], y[1], y[2], y[3], p.model, p.law, p.data, p.use_cf,
-                        p.crba, p.has_fext, p.has_friction, p.has_limits, True, True, True)
+    manipulator_outputs(xc, xd, u[0], u[1], y[0], y[1], y[2], y[3], p.model, p.law, p.data,
+                        p.use_cf, p.crba, p.has_fext, p.has_friction, p.has_limits, True, True,
+                        True)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -160,7 +174,7 @@ def manipulator_partial_output(t, xc, xd, u, y, p, want):
     """Only the outputs flagged in want (q, qd, qdd, pose); q and qd are one copy, so either
     flag brings both."""
     if want[2] or want[3]:
-        manipulator_outputs(xc, u[0], u[1], y[0], y[1], y[2], y[3], p.model, p.law, p.data,
+        manipulator_outputs(xc, xd, u[0], u[1], y[0], y[1], y[2], y[3], p.model, p.law, p.data,
                             p.use_cf, p.crba, p.has_fext, p.has_friction, p.has_limits,
                             want[0] or want[1], want[2], want[3])
     else:
@@ -169,8 +183,8 @@ def manipulator_partial_output(t, xc, xd, u, y, p, want):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def manipulator_derivative(t, xc, xd, u, dxc, p):
-    manipulator_rates(xc, u[0], u[1], dxc, p.model, p.law, p.data, p.use_cf, p.crba, p.has_fext,
-                      p.has_friction, p.has_limits)
+    manipulator_rates(xc, xd, u[0], u[1], dxc, p.model, p.law, p.data, p.use_cf, p.crba,
+                      p.has_fext, p.has_friction, p.has_limits)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -203,7 +217,24 @@ def manipulator_closed_form_derivative(t, xc, xd, u, dxc, p):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def manipulator_zero_crossings(t, xc, xd, u, g, p):
-    crossings(xc, p.law, p.has_limits, p.exact, g)
+    crossings(xc, xd, p.law, p.has_limits, p.exact, g)
+
+
+@njit(cache=True, error_model="numpy")
+def manipulator_mode_rows(xc, law, modes):
+    """modes (B, n) = the friction mode of every joint at the state xc = [q | qd]
+    (`joint_law.joint_mode`: Karnopp region, exact sign, or 0)."""
+    n = law.shape[1]
+    for b in range(xc.shape[0]):
+        for i in range(n):
+            modes[b, i] = joint_mode(law, b, i, xc[b, n + i])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def manipulator_modes(t, xc, xd, u, p):
+    """The Manipulator's modes kernel (major steps only): xd = the joints' friction modes at the
+    state; every other evaluation holds them (the accelerations' memo keys on them)."""
+    manipulator_mode_rows(xc, p.law, xd)
 
 
 # ============================================================================ inverse dynamics family

@@ -5,6 +5,13 @@ law[b, i], its columns named below; `neutral_law` is the law without any of them
 here are the law's physics, pure numba functions of (law, b, i) and the joint's state, inlined
 into the callers (the Manipulator's forward dynamics in `models.plant`, the model-based blocks).
 
+Friction modes: where the plant's friction switches at a zero crossing (an exact sign, a Karnopp
+band edge) the Manipulator holds a mode per joint (`joint_mode`: the sign, or the Karnopp region),
+set at major steps only and passed to `effective_torque` and `crossings` in every other
+evaluation, so a solver stage past the switch keeps the law of the step's start (Simulink's
+zero-crossing modes). The model-based blocks have no crossings and no modes: they call
+`_law_friction`, the live law.
+
 Units: torques N m (N for a prismatic joint), speeds rad/s (m/s), positions rad (m); damping
 N m s/rad, stiffness N m/rad. Signs: friction opposes the motion, tau_f(w) > 0 for w > 0.
 
@@ -28,7 +35,8 @@ import math
 import numpy as np
 from numba import njit
 
-from .friction import lugre_friction, stribeck_torque
+from .friction import (karnopp_region, karnopp_switching_in, lugre_friction, sign_or_tanh,
+                       stribeck_signed, stribeck_torque)
 
 TAU_MAX, FV, FCP, FCN, FSP, FSN, VS, DELTA, EPS, DAMPING, STIFFNESS, Q_REST, Q_MIN, Q_MAX, \
     GAIN_P, GAIN_D, SIGMA0, SIGMA1, SIGMA2, DV, FKIND = range(21)
@@ -66,6 +74,25 @@ def _law_friction(law, b, i, w):
                            law[b, i, FSN], law[b, i, VS], law[b, i, DELTA], law[b, i, EPS])
 
 
+@njit(cache=True, error_model="numpy")
+def _joint_friction_held(w, sign, Fv, Fcp, Fcn, Fsp, Fsn, vs, delta):
+    """Friction torque of one joint at speed w (N m) with its sign held (+1 or -1, a mode of the
+    last major step): models.friction.stribeck_signed with the levels (Fcp, Fsp) while the held
+    sign is +1 and (Fcn, Fsn) while it is -1, whatever the sign of w in a solver stage, so the
+    torque is smooth in w until the located crossing switches the sign. Where w has the held
+    sign it is the very float of _joint_friction (the same operations). Called, not inlined, as
+    _joint_friction."""
+    forward = sign > 0.0
+    return stribeck_signed(w, sign, Fcp if forward else Fcn, Fsp if forward else Fsn, vs, delta, Fv)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _law_friction_held(law, b, i, w, sign):
+    """_joint_friction_held with joint i of member b's coefficients in `law`."""
+    return _joint_friction_held(w, sign, law[b, i, FV], law[b, i, FCP], law[b, i, FCN],
+                                law[b, i, FSP], law[b, i, FSN], law[b, i, VS], law[b, i, DELTA])
+
+
 @njit(cache=True, error_model="numpy", inline="always")
 def _law_lugre(law, b, i, w, z):
     """(dz/dt, friction torque) of joint i's LuGre law at speed w and bristle deflection z:
@@ -92,12 +119,19 @@ def less_passive(law, b, i, q, w, t):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def effective_torque(law, b, i, q, w, z, t, has_friction):
+def effective_torque(law, b, i, q, w, z, t, has_friction, mode):
     """(effective torque, stuck) of joint i: clip(t, +-tau_max) - friction(w, z) - damping w
-    - stiffness (q - q_rest). Stuck (its friction left out here: it is the holding torque, up to
-    the static level, that the caller solves for): the joint rests (w = 0 exactly) under an
-    exact-sign static law with a static level, or its speed is inside a Karnopp band |w| < dv.
-    z is the LuGre bristle deflection (unused by the other laws)."""
+    - stiffness (q - q_rest) (N m). z is the LuGre bristle deflection (rad; unused by the other
+    laws); mode the joint's held friction mode (joint_mode, set at major steps; 0.0 for a block
+    without modes).
+
+    Stuck (its friction left out here: it is the holding torque, up to the static level, that
+    the caller solves for):
+    - exact-sign static law: with mode +-1 the joint slips with that sign whatever the sign of w
+      (never stuck); with mode 0 (at rest at the major step, or a smooth or frictionless joint)
+      the sign is live: stuck while w = 0 exactly under a static level, else sign(w) (or tanh);
+    - Karnopp: mode 0 (inside the band |w| < dv at the major step) stuck, +-1 slipping on the
+      Stribeck curve with that sign."""
     t = clipped(law, b, i, t)
     stuck = False
     if has_friction:
@@ -105,15 +139,32 @@ def effective_torque(law, b, i, q, w, z, t, has_friction):
         if kind == KIND_LUGRE:
             t -= _law_lugre(law, b, i, w, z)[1]
         elif kind == KIND_KARNOPP:
-            if abs(w) < law[b, i, DV]:
+            if mode == 0.0:
                 stuck = True
             else:
-                t -= _law_friction(law, b, i, w)
+                t -= _law_friction_held(law, b, i, w, mode)
+        elif mode != 0.0:
+            t -= _law_friction_held(law, b, i, w, mode)
         else:
             t -= _law_friction(law, b, i, w)
             if w == 0.0 and law[b, i, EPS] == 0.0 and (law[b, i, FSP] > 0.0 or law[b, i, FSN] > 0.0):
                 stuck = True
     return less_passive(law, b, i, q, w, t), stuck
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def joint_mode(law, b, i, w):
+    """The friction mode joint i holds from a major step at speed w (rad/s) until the next one:
+    Karnopp 0 inside the band |w| < dv (stuck), +1 / -1 slipping forwards / backwards
+    (models.friction.karnopp_region with no applied torque: the static limit is no mode here, the
+    dynamics decide breakaway continuously); an exact-sign static law sign(w) (+1, -1, or 0 at
+    rest); 0 for every other joint (smooth sign, LuGre, no friction: nothing held)."""
+    kind = law[b, i, FKIND]
+    if kind == KIND_KARNOPP:
+        return karnopp_region(w, 0.0, math.inf, law[b, i, DV])
+    if kind == KIND_STATIC and law[b, i, EPS] == 0.0:
+        return sign_or_tanh(w, 0.0)
+    return 0.0
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -137,10 +188,14 @@ def friction_rate(law, b, i, w, z):
 
 
 @njit(cache=True, error_model="numpy")
-def crossings(xc, law, has_limits, exact_friction, g):
-    """The law's event functions g (B, 2 n + n) at the plant state xc = [q | qd ...]: per joint
-    q - q_max, q_min - q (rising; -1 for an infinite limit) when limits are set, then per joint
-    (either direction) qd when the friction sign is exact, |qd| - dv for a Karnopp band."""
+def crossings(xc, modes, law, has_limits, exact_friction, g):
+    """The law's event functions g (B, 2 n + n) at the plant state xc = [q | qd ...] under the
+    held friction modes (B, n) (joint_mode): per joint q - q_max, q_min - q (rising; -1 for an
+    infinite limit) when limits are set, then per joint (either direction) qd when the friction
+    sign is exact, and for a Karnopp band the edge of the held region
+    (models.friction.karnopp_switching_in): s qd - dv slipping with sign s, which stays below
+    zero once the speed has fallen into the band even if it passes through the band within one
+    step; |qd| - dv inside it. Both are continuous where the region switches (rad/s)."""
     B = xc.shape[0]
     n = law.shape[1]
     for b in range(B):
@@ -153,6 +208,7 @@ def crossings(xc, law, has_limits, exact_friction, g):
         if exact_friction:
             for i in range(n):
                 if law[b, i, FKIND] == KIND_KARNOPP:
-                    g[b, j + i] = abs(xc[b, n + i]) - law[b, i, DV]
+                    g[b, j + i] = karnopp_switching_in(modes[b, i], xc[b, n + i], 0.0, math.inf,
+                                                       law[b, i, DV])[0]
                 else:
                     g[b, j + i] = xc[b, n + i]

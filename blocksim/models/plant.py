@@ -5,15 +5,23 @@ Equation (SI units, base frame, the robot's gravity):
     M(q) qdd + c(q, qd) + G(q) = clip(tau, +-tau_max) - tau_f(qd, z) - damping qd
                                  - stiffness (q - q_rest) + J(q)^T f_ext
 with the free joints' accelerations solved and the locked joints' set to 0. Locked joints:
-- a joint resting on a stop (q at a limit, qd = 0) whose acceleration would push it through;
-- a joint at rest (qd = 0 exactly) under an exact-sign friction law, while the torque needed to
-  hold it, tau_hold_i = sum_j M_ij qdd_j - rhs_i, stays within its static level (Fs, or Fc for
+- a joint resting on a stop (q at a limit, qd = 0) whose acceleration would push it through
+  (judged live, in every evaluation: the contact changes continuously, the acceleration
+  passing through zero, so it needs no mode);
+- a joint at rest (qd = 0 exactly) under an exact-sign friction law whose held sign is 0 (it
+  was at rest at the last major step), while the torque needed to hold it,
+  tau_hold_i = sum_j M_ij qdd_j - rhs_i, stays within its static level (Fs, or Fc for
   coulomb_viscous and model): stiction. Beyond it the joint breaks away, with the static level
-  opposing the motion that starts;
-- a joint inside its Karnopp band (|qd| < dv), by the same rule with the level Fs: the friction
-  balances the net non-friction torque (the joint's acceleration is zero) up to Fs.
-The sets are settled by repetition (each joint changes at most once per call). Forward dynamics
-by the closed-form 2R, the ABA, or CRBA + a Cholesky solve on the free joints.
+  opposing the motion that starts (continuous: the acceleration starts from zero);
+- a joint whose held Karnopp mode is 0 (inside its band |qd| < dv at the last major step), by
+  the same rule with the level Fs: the friction balances the net non-friction torque (the
+  joint's acceleration is zero) up to Fs.
+The friction modes (`joint_law.joint_mode`, per joint, set at major steps and held through solver
+stages: `modes` (B, n), or (B, 0) for a plant without them) decide which law each joint is under;
+a joint slipping with a held sign keeps it even where a stage's qd has the other sign, so the
+dynamics stay smooth until the located crossing. The sets are settled by repetition (each joint
+changes at most once per call). Forward dynamics by the closed-form 2R, the ABA, or CRBA + a
+Cholesky solve on the free joints.
 """
 from __future__ import annotations
 
@@ -68,12 +76,12 @@ def solve_free(M, rhs, free, L, out):
 
 
 @njit(cache=True, error_model="numpy")
-def accelerations_general(b, xc, tau, fext, model, law, data, crba, has_fext, has_friction,
-                          has_limits, use_cf, qdd):
+def accelerations_general(b, xc, modes, tau, fext, model, law, data, crba, has_fext,
+                          has_friction, has_limits, use_cf, qdd):
     """Joint accelerations qdd[b] of member b at the state xc = [q | qd] (or [q | qd | z], z the
-    LuGre bristle deflections) under tau (B, n) and the tool wrench fext (B, 6) (used when
-    has_fext): any n, CRBA (crba) or ABA, stiction and joints resting on a stop (module docstring).
-    Scratch: data's joint rows, f1, mass, chol and ws."""
+    LuGre bristle deflections) under the held friction modes (B, n or 0), tau (B, n) and the
+    tool wrench fext (B, 6) (used when has_fext): any n, CRBA (crba) or ABA, stiction and joints
+    resting on a stop (module docstring). Scratch: data's joint rows, f1, mass, chol and ws."""
     n = model[0].shape[0]
     k = md.member(model, b)
     q1, qd1, te, zero1, out1, bias = (joint_row(data, n, Q1), joint_row(data, n, QD1),
@@ -91,9 +99,11 @@ def accelerations_general(b, xc, tau, fext, model, law, data, crba, has_fext, ha
         zero1[0, i] = 0.0
     need_crba = crba
     lugre = xc.shape[1] > 2 * n
+    held = modes.shape[1] > 0
     for i in range(n):
         t, s = effective_torque(law, b, i, xc[b, i], xc[b, n + i],
-                                xc[b, 2 * n + i] if lugre else 0.0, tau[b, i], has_friction)
+                                xc[b, 2 * n + i] if lugre else 0.0, tau[b, i], has_friction,
+                                modes[b, i] if held else 0.0)
         te[0, i] = t
         stuck[i] = 1.0 if s else 0.0
         free[i] = 0.0 if s else 1.0
@@ -150,19 +160,21 @@ def accelerations_general(b, xc, tau, fext, model, law, data, crba, has_fext, ha
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def accelerations_closed_form(b, xc, tau, model, law, has_friction, has_limits, qdd):
-    """qdd[b] of a planar 2R member by the closed form, all in registers; False (nothing written)
-    when a joint sticks or rests on a stop: accelerations_general decides those."""
+def accelerations_closed_form(b, xc, modes, tau, model, law, has_friction, has_limits, qdd):
+    """qdd[b] of a planar 2R member by the closed form under the held friction modes (B, 2 or 0),
+    all in registers; False (nothing written) when a joint sticks or rests on a stop:
+    accelerations_general decides those."""
     k = md.member(model, b)
     q1 = xc[b, 0]
     q2 = xc[b, 1]
     w1 = xc[b, 2]
     w2 = xc[b, 3]
     lugre = xc.shape[1] > 4
+    held = modes.shape[1] > 0
     t1, s1 = effective_torque(law, b, 0, q1, w1, xc[b, 4] if lugre else 0.0, tau[b, 0],
-                              has_friction)
+                              has_friction, modes[b, 0] if held else 0.0)
     t2, s2 = effective_torque(law, b, 1, q2, w2, xc[b, 5] if lugre else 0.0, tau[b, 1],
-                              has_friction)
+                              has_friction, modes[b, 1] if held else 0.0)
     if s1 or s2:
         return False
     a1, a2 = p2r.aba_one(md.closed_form(model, k), q1, q2, w1, w2, t1, t2)
