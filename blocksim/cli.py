@@ -56,6 +56,10 @@ def main(argv: list[str] | None = None) -> int:
         import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
+    except OSError as err:         # the system refused: read-only, no space, permission, ...
+        where = f"{err.filename}: " if err.filename else ""
+        print(f"error: {where}{err.strerror or err}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         # Ctrl-C outside a run (a run keeps what it logged and says so itself)
         print("interrupted", file=sys.stderr)
@@ -118,27 +122,16 @@ def parse_sets(items: list[str]) -> dict:
     return dict(parse_set_option(text) for text in items)
 
 
-def prepare_out(out: str | None, force: bool) -> Path | None:
-    """The output folder: new, empty, or non-empty with --force; never silently overwritten."""
-    from .errors import BlocksimError
-    if out is None:
-        return None
-    path = Path(out)
-    if path.exists() and not path.is_dir():
-        raise BlocksimError(f"--out {out} exists and is not a folder")
-    if path.exists() and any(path.iterdir()) and not force:
-        raise BlocksimError(f"--out {out} is not empty; nothing was written (use --force to write "
-                            "into it, or choose a new folder)")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+def prepare_out(out: str | None, force: bool):
+    """The output folder (engine.run_folder.RunFolder): new, empty, or an earlier run that --force
+    replaces whole; written in a staging folder put in place at the end, never half-written."""
+    from .engine.run_folder import RunFolder
+    return None if out is None else RunFolder(out, replace=force)
 
 
 def cmd_simulate(args) -> int:
-    import json
-
     import blocksim
 
-    from .engine.metrics import format_table
     sets = parse_sets(args.set)
     if args.mode:
         sets["simulation.mode"] = args.mode
@@ -150,10 +143,28 @@ def cmd_simulate(args) -> int:
             from .errors import BlocksimError
             raise BlocksimError(f"{args.diagram}: no variant '{v}'{did_you_mean(v, base.variants)}; "
                                 f"variants: {', '.join(base.variants) or 'none'}")
-    out = prepare_out(args.out, args.force)
-    if args.plot and out is None:
-        out = prepare_out(f"runs/{Path(args.diagram).stem}-{time.strftime('%Y%m%d-%H%M%S')}", False)
+    folder = prepare_out(args.out, args.force)
+    if args.plot and folder is None:
+        folder = prepare_out(f"runs/{Path(args.diagram).stem}-{time.strftime('%Y%m%d-%H%M%S')}",
+                             False)
+    try:
+        code = _simulate_variants(args, base, variants, folder)
+    except BaseException:
+        if folder is not None:
+            folder.abort()                 # the earlier run (if any) stays as it was
+        raise
+    return code
+
+
+def _simulate_variants(args, base, variants, folder) -> int:
+    """simulate's runs, table and figures, written into the staging folder and committed."""
+    import json
+
+    import blocksim
+
+    from .engine.metrics import format_table
     from .errors import BlocksimError
+    out = None if folder is None else folder.staging
     results = {}
     all_metrics = {}
     failed = {}
@@ -196,11 +207,14 @@ def cmd_simulate(args) -> int:
         print(format_table(all_metrics))
     if out is not None:
         (out / "metrics.json").write_text(json.dumps(all_metrics, indent=2) + "\n")
+        written = []
         if args.plot and results:
             from .plotting import scope_figures
-            for path in scope_figures(base.spec, results, out):
-                print(f"wrote {path}")
-        print(f"saved to {out}/")
+            written = scope_figures(base.spec, results, out)
+        folder.commit()
+        for path in written:
+            print(f"wrote {folder.final(path)}")
+        print(f"saved to {folder.path}/")
     if failed:
         print(f"error: {len(failed)} of {len(variants)} variants failed: {', '.join(failed)}"
               + (f"; the others ({', '.join(results)}) ran and were saved" if results else ""),
@@ -390,6 +404,13 @@ def cmd_compare(args) -> int:
 def cmd_identify(args) -> int:
     """Run the identification workflow of a config (blocksim.identification.pipeline)."""
     from .identification.pipeline import run
-    out = prepare_out(args.out, args.force)
-    run(args.config, out)
+    folder = prepare_out(args.out, args.force)
+    try:
+        run(args.config, None if folder is None else folder.staging)
+    except BaseException:
+        if folder is not None:
+            folder.abort()
+        raise
+    if folder is not None:
+        folder.commit()
     return 0

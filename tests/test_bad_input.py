@@ -233,9 +233,10 @@ def test_cli_never_overwrites_a_non_empty_output_folder(tmp_path):
     proc = cli("simulate", ROOT / "examples" / "mass_spring_damper.yaml", "--out", out)
     assert proc.returncode != 0 and "not empty" in proc.stderr
     assert keep.read_text() == "mine" and sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    # --force replaces a run folder whole: one holding files of the user's own is refused too
     proc = cli("simulate", ROOT / "examples" / "mass_spring_damper.yaml", "--out", out, "--force")
-    assert proc.returncode == 0, proc.stderr
-    assert (out / "default" / "signals.npz").exists() and keep.read_text() == "mine"
+    assert proc.returncode == 1 and "holds files blocksim did not write (notes.txt)" in proc.stderr
+    assert keep.read_text() == "mine" and sorted(p.name for p in out.iterdir()) == ["notes.txt"]
 
 
 def test_a_width_clash_names_the_parameter_that_made_the_width(tmp_path):

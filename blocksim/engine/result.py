@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import functools
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -89,23 +90,29 @@ class Result:
                       aliases=self._aliases)
 
     def save(self, folder) -> Path:
-        """Write signals.npz, signals.csv, metrics.json, diagram.yaml and run.json into folder."""
+        """Write signals.npz, signals.csv, metrics.json, diagram.yaml and run.json into folder.
+        Each file is written beside its place and renamed into it, so a crash or a full disk
+        leaves the earlier file or the new one, never a truncated one (run.json last: a folder
+        with a run.json is complete)."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         arrays = {"t": self.t}
         arrays.update({n: (d if self.batched else d[0]) for n, d in self._signals.items()})
-        np.savez_compressed(folder / "signals.npz", **arrays)
-        self._write_csv(folder / "signals.csv")
-        (folder / "metrics.json").write_text(json.dumps(self.metrics, indent=2) + "\n")
+        _atomic(folder / "signals.npz", lambda fh: np.savez_compressed(fh, **arrays))
+        _atomic(folder / "signals.csv", self._write_csv, text=True)
+        _atomic(folder / "metrics.json",
+                lambda fh: fh.write(json.dumps(self.metrics, indent=2) + "\n"), text=True)
         if self.diagram is not None:
-            (folder / "diagram.yaml").write_text(self.diagram)
+            _atomic(folder / "diagram.yaml", lambda fh: fh.write(self.diagram), text=True)
         meta = dict(self.metadata)
         meta.update(stats=self.stats, interrupted=self.interrupted, stopped_by=self.stopped_by,
                     batch=self.batch, events=[vars(e) for e in self.events[:10000]])
-        (folder / "run.json").write_text(json.dumps(meta, indent=2, default=_jsonable) + "\n")
+        _atomic(folder / "run.json",
+                lambda fh: fh.write(json.dumps(meta, indent=2, default=_jsonable) + "\n"),
+                text=True)
         return folder
 
-    def _write_csv(self, path: Path) -> None:
+    def _write_csv(self, fh) -> None:
         """One column per signal element (and member, for a batch): 'plant.q[0]', 'plant.q[0]#3'."""
         columns = [("t", self.t)]
         for name, data in self._signals.items():
@@ -113,11 +120,10 @@ class Result:
                 for i in range(data.shape[2]):
                     label = f"{name}[{i}]" + (f"#{m}" if self.batched else "")
                     columns.append((label, data[m, :, i]))
-        with path.open("w", newline="") as fh:
-            writer = csv.writer(fh)
-            writer.writerow([c[0] for c in columns])
-            for row in zip(*[c[1] for c in columns]):
-                writer.writerow([repr(float(v)) for v in row])
+        writer = csv.writer(fh)
+        writer.writerow([c[0] for c in columns])
+        for row in zip(*[c[1] for c in columns]):
+            writer.writerow([repr(float(v)) for v in row])
 
     @classmethod
     def load(cls, folder) -> "Result":
@@ -139,6 +145,20 @@ class Result:
         if dpath.exists():
             res._diagram = dpath.read_text()
         return res
+
+
+def _atomic(path: Path, write, text: bool = False) -> None:
+    """write(file) into a temporary file beside path, then rename it onto path (one step)."""
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with (tmp.open("w", newline="", encoding="utf-8") if text else tmp.open("wb")) as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _jsonable(value):
