@@ -56,7 +56,7 @@ The kernels take the block's xd as the held friction modes (B, n) (`joint_law.jo
 
 RESET_Q0, RESET_QD0, RESTITUTION = range(3)
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def manipulator_accelerations(xc, modes, tau, fext, model, law, data, use_cf, crba, has_fext,
                               has_friction, has_limits, qdd):
     """Joint accelerations qdd (B, n) of the plant at the state xc = [q | qd] (or [q | qd | z] with

@@ -159,11 +159,13 @@ def accelerations_general(b, xc, modes, tau, fext, model, law, data, crba, has_f
         qdd[b, i] = sol[i]
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def accelerations_closed_form(b, xc, modes, tau, model, law, has_friction, has_limits, qdd):
     """qdd[b] of a planar 2R member by the closed form under the held friction modes (B, 2 or 0),
     all in registers; False (nothing written) when a joint sticks or rests on a stop:
-    accelerations_general decides those."""
+    accelerations_general decides those.
+    Compiled once and called, not inlined into the Manipulator's kernels (a shorter first
+    compile)."""
     k = md.member(model, b)
     q1 = xc[b, 0]
     q2 = xc[b, 1]
