@@ -340,3 +340,28 @@ def test_compiled_mode_equals_interpreted_mode():
         np.testing.assert_allclose(compiled[name], interpreted[name], rtol=1e-12, atol=1e-12,
                                    err_msg=name)
     assert np.ptp(interpreted["arm.q"][:, 0]) > 0.05
+
+
+def test_rotor_inertia_on_a_robot_without_rotor_data_is_refused_naming_the_robot(tmp_path):
+    import blocksim
+    from blocksim.errors import ParameterError
+    path = tmp_path / "d.yaml"
+    path.write_text("blocksim: 1\nblocks:\n  tau: {type: Constant, value: [0.0, 0.0]}\n"
+                    "  plant: {type: Manipulator, robot: two_link, rotor_inertia: true}\n"
+                    "connections: [tau -> plant.tau]\n")
+    with pytest.raises(ParameterError, match=r"d.yaml:4: block 'plant': rotor_inertia: true, but "
+                                             r"robot 'two_link' has no rotor data"):
+        blocksim.load(path).compile()
+
+
+def test_a_q0_outside_the_joint_limits_is_warned_about_with_the_joint_named(tmp_path):
+    import blocksim
+    from blocksim.errors import BlocksimWarning
+    path = tmp_path / "d.yaml"
+    path.write_text("blocksim: 1\nblocks:\n  tau: {type: Constant, value: [0, 0, 0, 0, 0, 0]}\n"
+                    "  plant: {type: Manipulator, robot: kr6_like, q0: [0, 1.5, 0, 0, 0, 0]}\n"
+                    "connections: [tau -> plant.tau]\n")
+    with pytest.warns(BlocksimWarning, match=r"d.yaml:4: block 'plant', parameter 'q0': joint 2 "
+                                             r"\(A2\) starts at 1.5, outside its limits "
+                                             r"\[-3.31613, 0.785398\] in robot 'kr6_like'"):
+        blocksim.load(path).compile()

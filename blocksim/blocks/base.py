@@ -393,6 +393,11 @@ class Block:
         ParameterError): for the file's values when the block is built, and for new values of a
         run (`changed_values`)."""
 
+    def doubtful(self) -> list[tuple[str, str]]:
+        """Values that run but are probably not meant, as (parameter, why) pairs: the loader
+        warns about each at the parameter's line (a BlocksimWarning). Default: none."""
+        return []
+
     def structure(self, v: Params) -> Any:
         """What of the values decides the block's structure (whether limits, and so crossings,
         exist; whether an output reads its input directly): a hashable, () by default. New values

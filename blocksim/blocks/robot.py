@@ -276,8 +276,16 @@ class RobotBlock(Block):
         return members if len(models) > 1 else members[:1]
 
     def check_values(self, v):
-        """Every member's robot can be built (link and per-member values fit the robot)."""
+        """Every member's robot can be built (link and per-member values fit the robot), and
+        rotor_inertia: true has rotor data to add."""
         self.member_models(v)
+        if v.rotor_inertia:
+            robot = self.robot_of(v)
+            if not np.any(robot.Jm * robot.gear ** 2):
+                raise ParameterError(
+                    f"rotor_inertia: true, but robot '{robot.name}' has no rotor data (Jm and "
+                    "gear per joint in its file), so there is nothing to add: give them, or drop "
+                    "rotor_inertia", block=self.name)
 
     def setup(self):
         self.model = self.robot_of(self.p)
@@ -411,6 +419,19 @@ class Manipulator(RobotBlock):
 
     def unwired_width(self, port):
         return 6 if port == "f_ext" else super().unwired_width(port)
+
+    def doubtful(self):
+        """q0 outside the robot's joint limits (the robot file's qlim / URDF limits)."""
+        robot = self.robot_of(self.p)
+        q0 = np.broadcast_to(self.p.q0.reshape(self.p.batch, -1), (self.p.batch, self.n))
+        out = []
+        for i in range(self.n):
+            lo, hi = robot.q_lower[i], robot.q_upper[i]
+            bad = q0[:, i][(q0[:, i] < lo) | (q0[:, i] > hi)]
+            if bad.size:
+                out.append(("q0", f"joint {i + 1} ({robot.joint_names[i]}) starts at {bad[0]:g}, "
+                                  f"outside its limits [{lo:g}, {hi:g}] in robot '{robot.name}'"))
+        return out
 
     def check_values(self, v):
         super().check_values(v)

@@ -172,7 +172,12 @@ FULL_TURN = 2 * math.pi
 def warn_unlikely_angles(block: Block, bspec) -> None:
     """Warn (BlocksimWarning) about an angle parameter (units rad; not a phase) that the diagram
     gives beyond one full turn, 2 pi rad: most often degrees written where blocksim takes
-    radians (an amplitude of 30, a q0 of 90)."""
+    radians (an amplitude of 30, a q0 of 90); and about what the block finds doubtful
+    (Block.doubtful: a q0 outside the robot's joint limits)."""
+    for key, why in block.doubtful():
+        where = bspec.param_where.get(key, bspec.where)
+        warnings.warn(BlocksimWarning(f"{where}: block '{block.name}', parameter '{key}': {why}"),
+                      stacklevel=2)
     for key, decl in block.all_params().items():
         if decl.units != "rad" or key.startswith("phase") or key not in bspec.params \
                 or decl.kind != "array":
