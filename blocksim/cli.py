@@ -274,17 +274,21 @@ def cmd_check(args) -> int:
     return 0
 
 
+def _markdown_out(text: str, out: str | None) -> int:
+    """A catalogue's Markdown: written to `out` (docs/blocks.md, docs/metrics.md) or printed."""
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(text)
+        print(f"wrote {out}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def cmd_metrics(args) -> int:
     from .engine.metrics import METRIC_KINDS, markdown
     if args.markdown:
-        text = markdown()
-        if args.out:
-            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.out).write_text(text)
-            print(f"wrote {args.out}")
-        else:
-            sys.stdout.write(text)
-        return 0
+        return _markdown_out(markdown(), args.out)
     for kind in METRIC_KINDS.values():
         print(f"{kind.name:<18} {kind.doc}")
     return 0
@@ -297,14 +301,7 @@ def cmd_blocks(args) -> int:
     for name in args.plugin:
         load_plugin(name, Path.cwd())
     if args.markdown:
-        text = markdown(plugins=bool(args.plugin))
-        if args.out:
-            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-            Path(args.out).write_text(text)
-            print(f"wrote {args.out}")
-        else:
-            sys.stdout.write(text)
-        return 0
+        return _markdown_out(markdown(plugins=bool(args.plugin)), args.out)
     if args.out:
         from .errors import BlocksimError
         raise BlocksimError("--out goes with --markdown")

@@ -39,6 +39,19 @@ whether to decouple the axes, and the sample period Ts (s)."""
 # motors
 # =====================================================================================================
 
+class OwnLoad:
+    """A motor block that may carry its own mechanical load (`J_load` given: states q, qd and
+    the ports that go with them), a structure of its values."""
+
+    def structure(self, v):
+        """Whether the block carries its own load."""
+        return (v.J_load is not None,)
+
+    @property
+    def has_load(self) -> bool:
+        return self.structure(self.p)[0]
+
+
 # DCMotor's packed parameter columns (the last three: its own load, when it has one)
 DC_R, DC_L, DC_KT, DC_KE, DC_N, DC_J, DC_B = range(7)
 
@@ -115,7 +128,7 @@ def dc_motor_output_kernel(i, v, qd, P, i_out, tau, p_elec, p_copper, e_mag, p_m
 
 
 @register
-class DCMotor(ActuatorBlock):
+class DCMotor(OwnLoad, ActuatorBlock):
     """Brushed-DC motor behind a gear, per joint; also the q-axis model of a PMSM under FOC (W2).
 
         L di/dt = v - R i - Ke N qd,   joint torque tau = N Kt i
@@ -158,14 +171,6 @@ class DCMotor(ActuatorBlock):
     def check_values(self, v):
         self.positive("R", "L", "Kt", "Ke", "N", "J_load", v=v)
         self.positive("Jm", "b_load", allow_zero=True, v=v)
-
-    def structure(self, v):
-        """Whether the block carries its own load (states q, qd; ports)."""
-        return (v.J_load is not None,)
-
-    @property
-    def has_load(self) -> bool:
-        return self.structure(self.p)[0]
 
     def input_names(self):
         return ["v", "tau_load"] if self.has_load else ["v", "qd"]
@@ -315,7 +320,7 @@ def pmsm_derivative(t, xc, xd, u, dxc, p):
 
 
 @register
-class PMSM(ActuatorBlock):
+class PMSM(OwnLoad, ActuatorBlock):
     """Permanent-magnet synchronous motor behind a gear, in the rotor dq frame, per joint.
 
         Ld did/dt = vd - R id + we Lq iq
@@ -367,14 +372,6 @@ class PMSM(ActuatorBlock):
                                  block=self.name)
         self.positive("R", "Ld", "Lq", "psi", "Kt", "p", "N", "J_load", v=v)
         self.positive("Jm", "b_load", allow_zero=True, v=v)
-
-    def structure(self, v):
-        """Whether the block carries its own load (states q, qd; ports)."""
-        return (v.J_load is not None,)
-
-    @property
-    def has_load(self) -> bool:
-        return self.structure(self.p)[0]
 
     def input_names(self):
         return ["vd", "vq", "tau_load"] if self.has_load else list(self.inputs)
