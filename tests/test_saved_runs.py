@@ -80,7 +80,10 @@ def test_a_run_killed_while_it_replaces_an_earlier_one_leaves_the_earlier_one_wh
                              str(out), "--force", "--set", "simulation.stop_time=1.0e8",
                              "--set", "simulation.mode=interpreted"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    clock.sleep(5.0)
+    deadline = clock.monotonic() + 120
+    while not list(tmp_path.glob(".out.partial-*")) and clock.monotonic() < deadline:
+        clock.sleep(0.1)                 # the new run is being written
+    clock.sleep(1.0)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=60)
     assert {p.name: p.read_bytes() for p in (out / "slow").iterdir()} == before
