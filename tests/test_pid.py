@@ -216,13 +216,20 @@ def test_clamping_stops_the_integrator_while_saturated_and_recovers_faster(tmp_p
     leave = {aw: t[np.nonzero((t > 3.0) & (r["pid.out"][:, 0] < 1.0))[0][0]] - 3.0
              for aw, r in runs.items()}
     assert leave["clamping"] <= 0.011 and leave["none"] > 1.0, leave
-    # block level: the integral rate is 0 while saturated and e pushes outward, e otherwise
+    # block level: the integral rate is 0 while saturated and e pushes outward, e otherwise (the
+    # mode is set at a major step, the output call, and held by the derivative)
     blk = pid({"Kp": 2.0, "Ki": 4.0, "upper": 1.0, "lower": -1.0, "antiwindup": "clamping"},
               widths={"ref": 1, "meas": 1, "ref_d": 1, "meas_d": 1})
-    assert blk.derivative(0.0, 2.0, 0.5)[0, 0] == 0.0       # u = 3 > 1 and e > 0: frozen
-    assert blk.derivative(0.0, -2.0, 0.5)[0, 0] == 0.0      # u = -5 < -1 and e < 0: frozen
+    assert major_rate(blk, 2.0, 0.5) == 0.0                 # u = 3 > 1 and e > 0: frozen
+    assert major_rate(blk, -2.0, 0.5) == 0.0                # u = -5 < -1 and e < 0: frozen
     blk.xc[0, 0] = 1.0                                       # u = -0.2 + 4 > 1 but e < 0 pulls back
-    assert blk.derivative(0.0, 0.4, 0.5)[0, 0] == pytest.approx(-0.1, rel=1e-15)
+    assert major_rate(blk, 0.4, 0.5) == pytest.approx(-0.1, rel=1e-15)
+
+
+def major_rate(blk, *inputs):
+    """The integral's rate after a major step (which sets the held modes) at these inputs."""
+    blk.output(0.0, *inputs)
+    return blk.derivative(0.0, *inputs)[0, 0]
 
 def test_back_calculation_reduces_overshoot(tmp_path):
     text = WINDUP.replace("initial: 2.0, final: 0.5", "initial: 0.0, final: 0.9").replace(
@@ -274,10 +281,12 @@ def test_continuous_compiled_form_is_importable_and_computes_the_same():
     blk = pid({"Kp": [400.0, 200.0], "Ki": [100.0, 50.0], "Kd": [40.0, 20.0], "upper": 50.0,
                "antiwindup": "back_calculation"})
     k = blk.block.runtime_kernels()
-    assert {_import_name(f)[0] for f in (k.output, k.derivative)} == {"blocksim.blocks.control"}
+    assert {_import_name(f)[0] for f in (k.output, k.derivative, k.modes, k.zero_crossings)} == \
+        {"blocksim.blocks.control"}
     blk.xc[...] = [[0.1, -0.2, 0.15, -0.3]]         # integral and derivative-filter states
     u = blk.u(([0.3, -0.1], [0.1, 0.2]))
     y, dx = (np.zeros((1, 2)),), np.zeros((1, 4))
+    k.modes(0.0, blk.xc, blk.xd, u, k.params)              # a major step: the held regions
     k.output(0.0, blk.xc, blk.xd, u, y, k.params)
     k.derivative(0.0, blk.xc, blk.xd, u, dx, k.params)
     np.testing.assert_array_equal(y[0], blk.output(0.0, [0.3, -0.1], [0.1, 0.2]))

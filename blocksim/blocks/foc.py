@@ -16,8 +16,7 @@ from numba import njit
 
 from ..errors import ParameterError
 from ..models.foc import (clarke_transform, inverse_clarke_transform, inverse_park_transform,
-                          park_transform, svpwm_duty_cycles, svpwm_voltage_limit, voltage_circle_limit,
-                          voltage_magnitude)
+                          park_transform, svpwm_duty_cycles, svpwm_voltage_limit, voltage_magnitude)
 from ._bases import JointBlock
 from ._kernels import NO_PARAMS, no_update
 from .base import Kernels, Param, register
@@ -164,19 +163,37 @@ class InversePark(Transform):
 
 
 @njit(cache=True)
-def circle_limit_kernel(v1, v2, vdc, v1_out, v2_out, saturated):
-    """voltage_circle_limit at svpwm_voltage_limit(vdc) (V); saturated = 1 where the limit acted, else 0."""
+def circle_limit_kernel(v1, v2, vdc, limited, v1_out, v2_out, saturated):
+    """The voltage vector scaled onto the circle |v| = svpwm_voltage_limit(vdc) (V), its direction
+    kept, where the held mode `limited` (B, n) is 1, passed through where it is 0; saturated = the
+    mode. Where the limit acts this is voltage_circle_limit's arithmetic; in a solver stage past the
+    located crossing the held mode may scale a vector inside the circle onto it, or leave one
+    outside it (the mode switches at the crossing)."""
     w1, w2 = v1.shape[1], v2.shape[1]
     for k in range(v1_out.shape[0]):
         for j in range(v1_out.shape[1]):
-            v1_out[k, j], v2_out[k, j], limited = voltage_circle_limit(
-                v1[k, j if w1 > 1 else 0], v2[k, j if w2 > 1 else 0], svpwm_voltage_limit(vdc[k, j]))
-            saturated[k, j] = 1.0 if limited else 0.0
+            x, y = v1[k, j if w1 > 1 else 0], v2[k, j if w2 > 1 else 0]
+            mag = voltage_magnitude(x, y)
+            if limited[k, j] != 0.0 and mag > 0.0:
+                scale = svpwm_voltage_limit(vdc[k, j]) / mag
+                x, y = x * scale, y * scale
+            v1_out[k, j], v2_out[k, j] = x, y
+            saturated[k, j] = limited[k, j]
+
+
+@njit(cache=True)
+def circle_modes_kernel(v1, v2, vdc, limited):
+    """limited = 1 where |v| > vdc / sqrt(3) (the limit acts), else 0: the held mode."""
+    w1, w2 = v1.shape[1], v2.shape[1]
+    for k in range(limited.shape[0]):
+        for j in range(limited.shape[1]):
+            mag = voltage_magnitude(v1[k, j if w1 > 1 else 0], v2[k, j if w2 > 1 else 0])
+            limited[k, j] = 1.0 if mag > svpwm_voltage_limit(vdc[k, j]) else 0.0
 
 
 @njit(cache=True)
 def circle_crossings_kernel(v1, v2, vdc, g):
-    """g = |v| - vdc / sqrt(3) (V): the kink of the limit."""
+    """g = |v| - vdc / sqrt(3) (V): the kink of the limit (continuous, whatever the mode)."""
     w1, w2 = v1.shape[1], v2.shape[1]
     for k in range(g.shape[0]):
         for j in range(g.shape[1]):
@@ -186,7 +203,12 @@ def circle_crossings_kernel(v1, v2, vdc, g):
 
 @njit(cache=True, inline="always")
 def inverter_output(t, xc, xd, u, y, p):
-    circle_limit_kernel(u[0], u[1], p.vdc, y[0], y[1], y[2])
+    circle_limit_kernel(u[0], u[1], p.vdc, xd, y[0], y[1], y[2])
+
+
+@njit(cache=True, inline="always")
+def inverter_modes(t, xc, xd, u, p):
+    circle_modes_kernel(u[0], u[1], p.vdc, xd)
 
 
 @njit(cache=True, inline="always")
@@ -203,6 +225,11 @@ class Inverter(FocBlock):
     has inputs vd_ref, vq_ref and outputs vd, vq; `frame: alphabeta` inputs v_alpha_ref, v_beta_ref
     and outputs v_alpha, v_beta. Output `saturated` is 1 while the limit acts. Switching ripple and
     dead time are averaged out (one PWM period is far below the current loop's time constant).
+
+    A zero crossing per channel at |v| = Vdc / sqrt(3) makes an adaptive solver step onto the edge
+    of the circle; whether a channel is limited is a mode (xd, Block.modes), held through the
+    solver's stages until that located crossing: the output is scaled onto the circle only while
+    the held mode says limited, and `saturated` is the held mode.
     """
 
     type_name = "Inverter"
@@ -229,12 +256,17 @@ class Inverter(FocBlock):
         super().configure(in_widths, out_widths)
         self.n_zc = self.width
         self.zc_directions = np.zeros(self.n_zc, dtype=np.int64)
+        self.n_xd = self.n_modes = self.width      # limited or not per channel, held (Block.modes)
 
     def record(self, v):
         return VdcParams(self.rows_of(v)["vdc"])
 
+    def state_names(self):
+        return [], [f"limited[{j}]" for j in range(self.n_xd)]
+
     def kernels(self):
-        return Kernels(output=inverter_output, update=no_update, zero_crossings=inverter_zc)
+        return Kernels(output=inverter_output, update=no_update, zero_crossings=inverter_zc,
+                       modes=inverter_modes)
 
 
 @njit(cache=True)
