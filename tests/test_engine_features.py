@@ -163,7 +163,7 @@ def test_sigterm_stops_a_cli_run_as_ctrl_c_does_and_keeps_the_log(tmp_path):
     deadline = clock.monotonic() + 120
     while not list(tmp_path.glob(".out.partial-*")) and clock.monotonic() < deadline:
         clock.sleep(0.1)                 # the staging folder: the command is past its start-up
-    clock.sleep(2.0)
+    clock.sleep(5.0)                     # ... and past building the run (kernels, plan): stepping
     proc.send_signal(signal.SIGTERM)
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr

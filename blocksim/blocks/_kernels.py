@@ -38,6 +38,9 @@ def entry_point(fn, args: tuple):
     dispatcher's typing of every argument at every call (a parameter record, a named tuple, costs
     about 2 us to type): for call sites whose arrays and records stay the same objects."""
     signature = tuple(fn.typeof_pyval(a) for a in (0.0,) + tuple(args))
+    compiled = fn.overloads.get(signature)
+    if compiled is not None:          # already in this process: no compilation to announce
+        return compiled.entry_point
     with compile_notice(fn):
         return fn.compile(signature)
 
