@@ -28,11 +28,11 @@ class PythonBackend:
                  wait_for_kernels: bool = True):
         views = context.views
 
-        def bind(name, method, args):
-            return blocks[name].bind(method, args, records.get(name), wait_for_kernels)
+        def bind(name, method, args, want=None):
+            return blocks[name].bind(method, args, records.get(name), wait_for_kernels, want)
 
         self.context = context
-        bound = [bind(o.block, "output", views[o.block][:4]) for o in plan.output_steps]
+        bound = [bind(o.block, "output", views[o.block][:4], o.wanted) for o in plan.output_steps]
         self.major = []
         for o, entry in zip(plan.output_steps, bound):
             if o.modes:          # the modes first, at major steps only
