@@ -69,14 +69,19 @@ def choose_mode(settings, missing: list[str], cached: Callable[[], bool],
                       "run is short (`--mode compiled` builds the cache once)", tell=True)
 
 
+def first_run_policy() -> str:
+    """FIRST_RUN_ENV's value: "python" (the default) or "compile"."""
+    policy = os.environ.get(FIRST_RUN_ENV, "python").strip().lower()
+    if policy not in ("python", "compile"):
+        raise SolverError(f"{FIRST_RUN_ENV}={policy!r}: expected 'python' or 'compile'")
+    return policy
+
+
 def waits_for_kernels(estimate_twins: Callable[[], float]) -> bool:
     """Whether an interpreted run compiles the kernels it needs first (True) or runs the ones not
     compiled yet as Python twins (False): by FIRST_RUN_ENV, and the estimated length of a run on
     twins, estimate_twins() in s (asked only when it matters)."""
-    policy = os.environ.get(FIRST_RUN_ENV, "python").strip().lower()
-    if policy not in ("python", "compile"):
-        raise SolverError(f"{FIRST_RUN_ENV}={policy!r}: expected 'python' or 'compile'")
-    return policy == "compile" or estimate_twins() > AUTO_COMPILE_AFTER
+    return first_run_policy() == "compile" or estimate_twins() > AUTO_COMPILE_AFTER
 
 
 def estimated_interpreted_time(cd, run, batch: int, cost=INTERPRETED_CALL_COST) -> float:

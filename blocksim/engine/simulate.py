@@ -20,7 +20,8 @@ from ..diagram.settings import LogSettings, SimulationSettings, log_settings, si
 from ..errors import ParameterError, did_you_mean
 from .background_compile import compile_in_background
 from .metrics import check_metrics, compute_metrics
-from .mode import TWIN_CALL_COST, choose_mode, estimated_interpreted_time, waits_for_kernels
+from .mode import (TWIN_CALL_COST, choose_mode, estimated_interpreted_time, first_run_policy,
+                   waits_for_kernels)
 from .python_backend import PythonBackend
 from .result import Result, run_metadata
 from .scheduler import RunOutput, Simulation, run_settings
@@ -81,8 +82,8 @@ def interpreted_simulation(cd, run, logged, whole_batch: int | None) -> Simulati
                                                                 TWIN_CALL_COST))
     simulation = Simulation(cd, run, logged,
                             backend=functools.partial(PythonBackend, wait_for_kernels=wait))
-    deferred = take_deferred()
-    if deferred:
+    deferred = take_deferred()        # also the sources sampled by the joint-limit check
+    if deferred and first_run_policy() == "python":
         compile_in_background(deferred)
     return simulation
 
