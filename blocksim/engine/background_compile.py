@@ -13,7 +13,6 @@ user's own that nobody else may write (checked before each request file is read)
 """
 from __future__ import annotations
 
-import fcntl
 import importlib
 import os
 import pickle
@@ -24,6 +23,14 @@ import time
 from pathlib import Path
 
 from .numba_backend import cache_dir
+
+try:
+    import fcntl
+except ImportError:                  # not a POSIX system: first runs compile before running
+    fcntl = None
+
+AVAILABLE = fcntl is not None
+"""Whether kernels can be compiled in the background here (a POSIX file lock guards the spool)."""
 
 REQUEST_SUFFIX = ".request"
 LOCK_NAME = ".worker.lock"

@@ -18,7 +18,7 @@ from ..blocks.base import BatchValue
 from ..diagram.diagram import Diagram
 from ..diagram.settings import LogSettings, SimulationSettings, log_settings, simulation_settings
 from ..errors import ParameterError, did_you_mean
-from .background_compile import compile_in_background
+from . import background_compile
 from .metrics import check_metrics, compute_metrics
 from .mode import (TWIN_CALL_COST, choose_mode, estimated_interpreted_time, first_run_policy,
                    waits_for_kernels)
@@ -78,13 +78,13 @@ def make_simulation(cd, settings: SimulationSettings | None = None, log: LogSett
 def interpreted_simulation(cd, run, logged, whole_batch: int | None) -> Simulation:
     """The interpreted run; kernels numba has not compiled yet run as Python twins when the run
     is short (engine.mode.waits_for_kernels), and are then compiled in the background."""
-    wait = waits_for_kernels(lambda: estimated_interpreted_time(cd, run, whole_batch or cd.batch,
-                                                                TWIN_CALL_COST))
+    wait = not background_compile.AVAILABLE or waits_for_kernels(
+        lambda: estimated_interpreted_time(cd, run, whole_batch or cd.batch, TWIN_CALL_COST))
     simulation = Simulation(cd, run, logged,
                             backend=functools.partial(PythonBackend, wait_for_kernels=wait))
     deferred = take_deferred()        # also the sources sampled by the joint-limit check
     if deferred and first_run_policy() == "python":
-        compile_in_background(deferred)
+        background_compile.compile_in_background(deferred)
     return simulation
 
 
