@@ -169,6 +169,22 @@ def test_a_damaged_entry_of_the_fixed_step_loop_is_set_aside_and_rebuilt(cache):
     assert told == [] and mode_of(again) == "compiled" and loaded_from_disk(cache.name)
 
 
+def test_an_index_numba_discards_on_its_own_is_rebuilt_without_a_word(cache):
+    """An index of another numba version (its first pickle, the version, differs): numba itself
+    ignores it and compiles anew, and blocksim goes along without a warning; the rewritten index
+    then loads."""
+    import pickle
+    path = entry_of(cache, "derivatives", "nbi")
+    path.write_bytes(pickle.dumps("0.0.0") + b"whatever follows")
+    result, told = simulate(cache.diagram, **ADAPTIVE)
+    assert told == [] and compiled_adaptively(cache.name)
+    np.testing.assert_array_equal(result["i.out"], cache.pristine.adaptive["i.out"])
+    assert not list(cache.numba.glob("*.damaged-*"))
+    forget(cache.name)
+    simulate(cache.diagram, **ADAPTIVE)
+    assert loaded_from_disk(cache.name, "derivatives")
+
+
 def files_of(root: Path) -> dict[str, bytes]:
     return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
             if p.is_file()}
