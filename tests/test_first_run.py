@@ -138,3 +138,34 @@ def test_a_twin_calls_twins_through_modules_and_closures():
     assert got == pytest.approx(expected, rel=1e-13)
     assert np.abs(expected).max() > 1.0
     assert not hasattr(twin, "overloads")       # a plain Python function
+
+
+class _Trap:
+    """A pickle that, when read, leaves a file behind: proof that a request's code ran."""
+
+    def __init__(self, marker: Path):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.touch, (self.marker,))
+
+
+def test_the_worker_reads_no_request_file_that_anyone_could_have_written(tmp_path):
+    """A request file writable by every user (or a symbolic link) is removed unread: reading a
+    pickle can run code. A request of the user's own is read and consumed."""
+    import pickle
+    from blocksim.engine import background_compile
+    spool = tmp_path / "spool"
+    spool.mkdir(mode=0o700)
+    marker = tmp_path / "the-request-ran"
+    planted = spool / f"planted{background_compile.REQUEST_SUFFIX}"
+    planted.write_bytes(pickle.dumps(_Trap(marker)))
+    planted.chmod(0o666)
+    linked = spool / f"linked{background_compile.REQUEST_SUFFIX}"
+    (tmp_path / "elsewhere").write_bytes(pickle.dumps(_Trap(marker)))
+    linked.symlink_to(tmp_path / "elsewhere")
+    own = spool / f"own{background_compile.REQUEST_SUFFIX}"
+    own.write_bytes(pickle.dumps([]))
+    assert background_compile.work(spool) == 0
+    assert not marker.exists()
+    assert not list(spool.glob(f"*{background_compile.REQUEST_SUFFIX}"))

@@ -8,20 +8,23 @@ process (one per spool folder at a time, detached from the terminal, at low prio
 every request it finds, numba caching the machine code on disk, and exits when the spool is
 empty. Later runs load the compiled kernels from numba's cache.
 
-The spool holds pickled numba type signatures, so it is trusted as the cache is: a folder of the
-user's own that nobody else may write (checked before each request file is read).
+The spool holds pickled numba type signatures, and reading a pickle can run code, so it is
+trusted as a private cache is (engine/cache_guard.untrusted): the spool folder and each request
+file must be the user's own and not writable by every user, checked before each file is read. The
+spool is never group-shared, whatever BLOCKSIM_CACHE_SHARED says: each user's runs ask their own
+worker.
 """
 from __future__ import annotations
 
 import importlib
 import os
 import pickle
-import stat
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from .cache_guard import untrusted
 from .numba_backend import cache_dir
 
 try:
@@ -103,12 +106,10 @@ def _start_worker(spool: Path) -> int | None:
     return worker.pid
 
 
-def trusted(folder: Path) -> bool:
-    """Whether a spool folder may be read: a directory owned by this user that no one else may
-    write."""
-    info = folder.lstat()
-    return (stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
-            and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH))
+def trusted(path: Path) -> bool:
+    """Whether the spool folder, or a request file in it, may be read: a real folder or file
+    (not a symbolic link) that a private cache would trust."""
+    return not path.is_symlink() and path.exists() and untrusted(path, "private") is None
 
 
 def work(spool: Path) -> int:
@@ -129,7 +130,7 @@ def work(spool: Path) -> int:
                 break
             for path in requests:
                 try:
-                    items = pickle.loads(path.read_bytes())
+                    items = pickle.loads(path.read_bytes()) if trusted(path) else []
                 finally:
                     path.unlink(missing_ok=True)
                 for module, qualname, signature in items:
