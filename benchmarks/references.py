@@ -146,6 +146,128 @@ def w1_numba(ff=True, stop=2.0, h=1e-3):
     return max_e
 
 
+# Dormand-Prince 5(4) (Hairer, Norsett & Wanner, Solving ODEs I, II.5) with Shampine's dense output,
+# coefficients as in SciPy's RK45; error control as SciPy's: RMS of err / (atol + rtol max(|x|, |x_new|)).
+_DP_C = np.array([0.0, 1 / 5, 3 / 10, 4 / 5, 8 / 9, 1.0])
+_DP_A = np.array([[0.0, 0, 0, 0, 0],
+                  [1 / 5, 0, 0, 0, 0],
+                  [3 / 40, 9 / 40, 0, 0, 0],
+                  [44 / 45, -56 / 15, 32 / 9, 0, 0],
+                  [19372 / 6561, -25360 / 2187, 64448 / 6561, -212 / 729, 0],
+                  [9017 / 3168, -355 / 33, 46732 / 5247, 49 / 176, -5103 / 18656]])
+_DP_B = np.array([35 / 384, 0, 500 / 1113, 125 / 192, -2187 / 6784, 11 / 84])
+_DP_E = np.array([-71 / 57600, 0, 71 / 16695, -71 / 1920, 17253 / 339200, -22 / 525, 1 / 40])
+_DP_P = np.array([
+    [1, -8048581381 / 2820520608, 8663915743 / 2820520608, -12715105075 / 11282082432],
+    [0, 0, 0, 0],
+    [0, 131558114200 / 32700410799, -68118460800 / 10900136933, 87487479700 / 32700410799],
+    [0, -1754552775 / 470086768, 14199869525 / 1410260304, -10690763975 / 1880347072],
+    [0, 127303824393 / 49829197408, -318862633887 / 49829197408, 701980252875 / 199316789632],
+    [0, -282668133 / 205662961, 2019193451 / 616988883, -1453857185 / 822651844],
+    [0, 40617522 / 29380423, -110615467 / 29380423, 69997945 / 29380423]])
+
+
+@njit(cache=True)
+def _w1_log_error(t, x, max_e):
+    c = math.cos(math.pi * t)
+    for i in range(2):
+        max_e[i] = max(max_e[i], abs(A[i] * (1 - c) - x[i]))
+
+
+@njit(cache=True)
+def w1_dopri5_numba(ff=True, stop=2.0, rtol=1e-6, atol=1e-8, log_h=1e-3):
+    """W1 in numba under Dormand-Prince 5(4) with SciPy's step-size control (Hairer's first
+    step, safety 0.9, factors 0.2..10, no growth right after a rejection), the 1 ms log grid
+    filled from the dense output: (max |e| per joint, steps, evaluations)."""
+    n = 6
+    x, x_new, xs, f1 = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    K = np.zeros((7, n))
+    Q = np.zeros((n, 4))
+    max_e = np.zeros(2)
+    t, nfev, nsteps = 0.0, 0, 0
+    _w1_rhs(t, x, ff, K[0])
+    nfev += 1
+    # the first step (Hairer's rule, RMS norms)
+    d0, d1 = 0.0, 0.0
+    for i in range(n):
+        sc = atol + rtol * abs(x[i])
+        d0 += (x[i] / sc) ** 2
+        d1 += (K[0, i] / sc) ** 2
+    d0, d1 = math.sqrt(d0 / n), math.sqrt(d1 / n)
+    h0 = 1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1
+    for i in range(n):
+        xs[i] = x[i] + h0 * K[0, i]
+    _w1_rhs(t + h0, xs, ff, f1)
+    nfev += 1
+    d2 = 0.0
+    for i in range(n):
+        d2 += ((f1[i] - K[0, i]) / (atol + rtol * abs(x[i]))) ** 2
+    d2 = math.sqrt(d2 / n) / h0
+    if d1 <= 1e-15 and d2 <= 1e-15:
+        h1 = max(1e-6, h0 * 1e-3)
+    else:
+        h1 = (0.01 / max(d1, d2)) ** (1 / 5)
+    h = min(100 * h0, h1, stop)
+    n_log = int(round(stop / log_h)) + 1
+    k_log = 0
+    _w1_log_error(0.0, x, max_e)
+    k_log = 1
+    while t < stop:
+        rejected = False
+        while True:
+            t_new = min(t + h, stop)
+            hh = t_new - t
+            for s in range(1, 6):
+                for i in range(n):
+                    acc = 0.0
+                    for j in range(s):
+                        acc += _DP_A[s, j] * K[j, i]
+                    xs[i] = x[i] + hh * acc
+                _w1_rhs(t + _DP_C[s] * hh, xs, ff, K[s])
+            for i in range(n):
+                acc = 0.0
+                for j in range(6):
+                    acc += _DP_B[j] * K[j, i]
+                x_new[i] = x[i] + hh * acc
+            _w1_rhs(t_new, x_new, ff, K[6])
+            nfev += 6
+            err = 0.0
+            for i in range(n):
+                acc = 0.0
+                for j in range(7):
+                    acc += _DP_E[j] * K[j, i]
+                err += (hh * acc / (atol + rtol * max(abs(x[i]), abs(x_new[i])))) ** 2
+            err = math.sqrt(err / n)
+            if err < 1.0:
+                factor = 10.0 if err == 0.0 else min(10.0, 0.9 * err ** -0.2)
+                if rejected:
+                    factor = min(1.0, factor)
+                h = hh * factor
+                break
+            h = hh * max(0.2, 0.9 * err ** -0.2)
+            rejected = True
+        # the log samples inside the step, from the dense output
+        while k_log < n_log and k_log * log_h <= t_new:
+            tl = k_log * log_h
+            theta = (tl - t) / hh
+            for i in range(n):
+                for j in range(4):
+                    acc = 0.0
+                    for r in range(7):
+                        acc += K[r, i] * _DP_P[r, j]
+                    Q[i, j] = acc
+                xs[i] = x[i] + hh * (Q[i, 0] * theta + Q[i, 1] * theta ** 2
+                                     + Q[i, 2] * theta ** 3 + Q[i, 3] * theta ** 4)
+            _w1_log_error(tl, xs, max_e)
+            k_log += 1
+        t = t_new
+        for i in range(n):
+            x[i] = x_new[i]
+            K[0, i] = K[6, i]
+        nsteps += 1
+    return max_e, nsteps, nfev
+
+
 @njit(cache=True)
 def _w2_rhs(x, v, out):
     """States q1 q2 qd1 qd2 iq1 iq2; v the held motor voltages (V)."""
@@ -334,6 +456,7 @@ if __name__ == "__main__":
     print("W1 python pid_ff", w1_python(True))
     print("W1 numba  pid   ", w1_numba(False))
     print("W1 numba  pid_ff", w1_numba(True))
+    print("W1 numba  pid_ff dopri5 (max |e|, steps, evaluations)", w1_dopri5_numba(True))
     print("W2 numba        ", w2_numba())
     print("W2 python       ", w2_python())
     print("W3 numba        ", w3_reference())

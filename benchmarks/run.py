@@ -118,9 +118,10 @@ def main() -> None:
           f"{os.getloadavg()[0]:.2f}")
 
     # warm everything once (kernels and generated modules compiled, caches filled)
-    ref.w1_numba(True), ref.w2_numba(), ref.w3_reference()
+    ref.w1_numba(True), ref.w1_dopri5_numba(True), ref.w2_numba(), ref.w3_reference()
     hand = {
         "W1 pid_ff": (lambda: ref.w1_numba(True), lambda: ref.w1_python(True)),
+        "W1 pid_ff dopri5": (lambda: ref.w1_dopri5_numba(True), None),
         "W2": (lambda: ref.w2_numba(), lambda: ref.w2_python()),
         "W3": (lambda: ref.w3_reference(), None),
     }
@@ -134,7 +135,7 @@ def main() -> None:
         if not path.exists():
             print(f"{label}: {path.name} missing, skipped")
             continue
-        numba_fn, python_fn = hand.get(label.split(" dopri5")[0], (None, None))
+        numba_fn, python_fn = hand.get(label, (None, None))
         numba_t = statistics.median(timed(numba_fn, n)) if numba_fn else None
         python_t = statistics.median(timed(python_fn, max(1, n // 2))) if python_fn else None
         for mode in ("interpreted", "compiled"):

@@ -121,6 +121,30 @@ def test_interrupted_run_keeps_what_was_logged(tmp_path):
     np.testing.assert_allclose(r["x.out"][:6, 0], 0.5 * r.t[:6] ** 2, atol=1e-12)
 
 
+def test_an_interrupt_in_a_solver_stage_logs_the_run_state_not_the_stage(tmp_path):
+    """Ctrl-C in a Runge-Kutta stage of the step from 0.55 s (off the log grid), after the
+    stage has computed `twice` (read by y's derivative) from its stage state: the last sample is
+    at 0.55 s with the state and outputs there, not the stage's (x = t^2 / 2, exact under
+    rk4)."""
+    path = write(tmp_path, "d.yaml", """
+    blocksim: 1
+    blocks:
+      x:     {type: Integrator}
+      twice: {type: Gain, gain: 2.0}
+      y:     {type: Integrator}
+      clock: {type: TestInterruptAt, time: 0.55}
+    connections: [clock -> x, x -> twice, twice -> y]
+    simulation: {stop_time: 2.0, solver: rk4, step: 0.01}
+    log: {signals: [x.out, twice.out], every: 0.1}
+    """)
+    with pytest.raises(KeyboardInterrupt) as stop:
+        blocksim.simulate(blocksim.load(path))
+    r = stop.value.result
+    assert r.t[-1] == pytest.approx(0.55) and r.t[-2] == pytest.approx(0.5)
+    np.testing.assert_allclose(r["x.out"][:, 0], 0.5 * r.t ** 2, atol=1e-12)
+    np.testing.assert_allclose(r["twice.out"][:, 0], r.t ** 2, atol=1e-12)
+
+
 def test_an_interrupt_inside_an_adaptive_step_logs_up_to_the_time_reached(tmp_path):
     """Ctrl-C in a solver stage of a long major step (an adaptive run, no discrete rate): the log
     ends at the last accepted step, after the last grid sample, with the state there (it ended

@@ -99,13 +99,14 @@ class _Step:
     major step (None when there is no baseline), and the run's solver and counters."""
 
     __slots__ = ("t", "n", "hits", "g_prev", "leaving", "first", "solver", "adaptive", "stats",
-                 "progress")
+                 "progress", "integrating")
 
     def __init__(self, t, n, hits, solver, adaptive, progress):
         self.t, self.n, self.hits = t, n, hits
         self.g_prev = None
         self.leaving = False      # a crossing function leaves zero at t (Simulation._baseline)
         self.first = True
+        self.integrating = False  # inside advance: the solver holds the state reached
         self.solver, self.adaptive = solver, adaptive
         self.stats = {"major_steps": 0}
         self.progress = progress
@@ -184,7 +185,7 @@ class Simulation:
         """One run from the initial states: the backend's own loop when it has one for this run,
         else the major steps of MAJOR_STEP, one after another, until a phase ends the run."""
         self.start()
-        if self.backend.runs_whole_loop:
+        if getattr(self.backend, "loop", None):
             out = self.backend.run_loop(self)
             if out is not None:
                 return out
@@ -277,8 +278,10 @@ class Simulation:
             bp = next((b for b in self.breaks if t < b < t_next), None)
             if bp is not None:
                 t_next, next_tick = bp, None
+        step.integrating = True
         t_end, event_mask, g_end = self._advance(step.solver, t, t_next, step.adaptive,
                                                  step.g_prev)
+        step.integrating = False
         step.n = next_tick if t_end == t_next and isinstance(next_tick, int) else None
         step.hits = self.hits_at(step.n)
         step.t = t_end
@@ -404,15 +407,18 @@ class Simulation:
     def _log_reached(self, step: _Step, solver) -> None:
         """After an interrupt: the log's last sample at the time the run really reached, the end
         of the last step the solver accepted (inside a major step under an adaptive solver),
-        with the outputs recomputed there (the interrupt may have come in a solver stage)."""
+        with the outputs recomputed there: the interrupt may have come in a solver stage, or at
+        a major step before its outputs, when the buffers still hold a stage's values."""
         t = step.t
-        if solver is not None and solver.t > t:
-            t = float(solver.t)
-            np.copyto(self.xc, solver.x)
-            with np.errstate(all="ignore"):
-                self.backend.outputs_minor(t)
+        inside = solver is not None and step.integrating
+        if inside:                    # the context's state may be a stage's: take the solver's
+            t = max(t, float(solver.t))
         if self.recorder.count and self.recorder.times[self.recorder.count - 1] >= t:
             return
+        if inside:
+            np.copyto(self.xc, solver.x)
+        with np.errstate(all="ignore"):
+            self.backend.outputs_minor(t)
         self.recorder.record_final(t)
 
     def _finish_log(self, t: float) -> None:

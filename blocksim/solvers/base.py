@@ -7,6 +7,7 @@ from typing import Callable, ClassVar
 import numpy as np
 
 from blocksim.errors import SolverError
+from blocksim.solvers.step_control import initial_step_choice, initial_step_probe
 
 RUNNING = "running"
 """Solver status: step() may be called."""
@@ -182,32 +183,20 @@ class Solver(abc.ABC):
                               f"(member {bad[0]}, state {bad[1]})")
 
 
-def rms_norm(x: np.ndarray) -> float:
-    """Root mean square over all elements (0 for an empty array)."""
-    return float(np.sqrt(np.mean(np.square(x)))) if x.size else 0.0
-
-
 def select_initial_step(solver: Solver, f0: np.ndarray, error_order: int) -> float:
     """First step (s) by Hairer's rule (Hairer, Norsett & Wanner, Solving ODEs I, sec. II.4), RMS norm.
 
     Costs one evaluation of fun. error_order is the order of the error estimate (error ~ h**(order + 1)).
+    The arithmetic is solvers/step_control.py's, shared with the compiled adaptive loop.
     """
     t0, x0 = solver.t, solver.x
     interval = solver.t_bound - t0
     if x0.size == 0 or interval == 0:
         return min(interval, solver.max_step) if interval > 0 else solver.max_step
-    scale = solver.atol + solver.rtol * np.abs(x0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        d0 = rms_norm(x0 / scale)
-        d1 = rms_norm(f0 / scale)
-        usable = np.isfinite(d0) and np.isfinite(d1) and d0 >= 1e-5 and d1 >= 1e-5
-        h0 = min(0.01 * d0 / d1 if usable else 1e-6, interval)
-        f1 = solver._eval(t0 + h0, x0 + h0 * f0)
-        d2 = rms_norm((f1 - f0) / scale) / h0
-    if not (np.isfinite(d1) and np.isfinite(d2)):
-        return min(h0, solver.max_step)
-    if d1 <= 1e-15 and d2 <= 1e-15:
-        h1 = max(1e-6, h0 * 1e-3)
-    else:
-        h1 = (0.01 / max(d1, d2)) ** (1.0 / (error_order + 1))
-    return min(100 * h0, h1, interval, solver.max_step)
+    x_flat, f_flat = x0.reshape(-1), np.ascontiguousarray(f0).reshape(-1)
+    x_probe = np.empty_like(x0)
+    h0, d1 = initial_step_probe(x_flat, f_flat, solver.rtol, solver.atol, interval,
+                                x_probe.reshape(-1))
+    f1 = solver._eval(t0 + h0, x_probe)
+    return initial_step_choice(x_flat, f_flat, np.ascontiguousarray(f1).reshape(-1), solver.rtol,
+                               solver.atol, interval, solver.max_step, h0, d1, error_order)

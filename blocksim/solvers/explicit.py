@@ -10,17 +10,11 @@ from blocksim.errors import SolverError
 from blocksim.solvers.base import (BOUND_SNAP_FRACTION, MIN_STEP_SPACINGS, Interpolant, Solver,
                                    select_initial_step)
 from blocksim.solvers.stages import memberwise_error_norm, memberwise_stage_sum
+from blocksim.solvers.step_control import (hermite_at, power_series_at, step_after_accept,
+                                           step_after_reject)
 from blocksim.solvers.tableaux import (BogackiShampineTableau, DOP853Tableau, DormandPrinceTableau,
                                        EulerTableau, HeunTableau, Kutta3Tableau, MidpointTableau,
                                        RK4Tableau, Tableau)
-
-SAFETY = 0.9
-"""Multiplies the step size predicted from the error estimate, so the next step is likely accepted."""
-MIN_FACTOR = 0.2
-"""Smallest factor by which one error estimate may shrink the step."""
-MAX_FACTOR = 10.0
-"""Largest factor by which one error estimate may grow the step."""
-
 
 def rk_step(evaluate, t: float, t_new: float, x: np.ndarray, f0: np.ndarray, tableau: type[Tableau],
             K: np.ndarray) -> np.ndarray:
@@ -53,13 +47,11 @@ class HermiteInterpolant:
         self.x0, self.x1, self.f0, self.f1 = x0, x1, f0, f1
 
     def __call__(self, t: float) -> np.ndarray:
-        s = (t - self.t0) / self.h
-        s2 = s * s
-        h00 = (1.0 + 2.0 * s) * (1.0 - s) ** 2
-        h01 = s2 * (3.0 - 2.0 * s)
-        h10 = s * (1.0 - s) ** 2
-        h11 = s2 * (s - 1.0)
-        return h00 * self.x0 + h01 * self.x1 + self.h * (h10 * self.f0 + h11 * self.f1)
+        out = np.empty_like(self.x0)
+        hermite_at(t, self.t0, self.h, self.x0.reshape(-1), self.x1.reshape(-1),
+                   np.ascontiguousarray(self.f0).reshape(-1),
+                   np.ascontiguousarray(self.f1).reshape(-1), out.reshape(-1))
+        return out
 
 
 class PowerSeriesInterpolant:
@@ -69,11 +61,10 @@ class PowerSeriesInterpolant:
         self.t_old, self.h, self.x_old, self.Q = t_old, h, x_old, Q
 
     def __call__(self, t: float) -> np.ndarray:
-        theta = (t - self.t_old) / self.h
-        acc = self.Q[-1]
-        for q in self.Q[-2::-1]:
-            acc = q + theta * acc
-        return self.x_old + theta * acc
+        out = np.empty_like(self.x_old)
+        power_series_at(t, self.t_old, self.h, self.x_old.reshape(-1),
+                        self.Q.reshape(self.Q.shape[0], -1), out.reshape(-1))
+        return out
 
 
 class RungeKutta(Solver):
@@ -199,7 +190,8 @@ class AdaptiveRungeKutta(RungeKutta):
 
     The error of a step is the RMS over all (B, n) elements of err / (atol + rtol * max(|x|, |x_new|)),
     so the batch shares each step. The step size follows h * SAFETY * err**(-1 / (error_order + 1)),
-    bounded by MIN_FACTOR and MAX_FACTOR, without growth right after a rejection, and at most max_step.
+    bounded by MIN_FACTOR and MAX_FACTOR, without growth right after a rejection, and at most max_step
+    (solvers/step_control.py).
     The suggestion for the next step (_h_next) survives restart(); a step cut short by t_bound keeps the
     suggestion it was planned with.
     """
@@ -241,21 +233,15 @@ class AdaptiveRungeKutta(RungeKutta):
             else:
                 error = math.inf
             if error < 1.0:
-                factor = MAX_FACTOR if error == 0.0 else min(MAX_FACTOR, SAFETY * error ** self._error_exponent)
-                if rejected:
-                    factor = min(1.0, factor)
-                h_next = h_taken * factor
-                # A step cut short by the bound says nothing against the step size that was planned.
-                self._h_next = max(h_next, h) if clipped else h_next
+                # a step cut short by the bound says nothing against the step size that was planned
+                self._h_next = step_after_accept(error, self._error_exponent, rejected, h,
+                                                 h_taken, clipped)
                 break
             self.nrejected += 1
             rejected = True
-            if math.isfinite(error):
-                h = h_taken * max(MIN_FACTOR, SAFETY * error ** self._error_exponent)
-                reason = "the tolerance cannot be met"
-            else:
-                h = h_taken * MIN_FACTOR
-                reason = "the state or its derivative is not finite"
+            h = step_after_reject(error, self._error_exponent, h_taken)
+            reason = "the tolerance cannot be met" if math.isfinite(error) else \
+                "the state or its derivative is not finite"
         self._accept(t_new, x_new, K)
 
     def _error_norm(self, K: np.ndarray, h: float, x: np.ndarray, x_new: np.ndarray) -> float:

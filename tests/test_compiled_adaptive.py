@@ -1,0 +1,133 @@
+"""The compiled adaptive loop (engine/adaptive_loop.py): a run under rk23, dopri5 or dop853 without
+zero crossings steps inside compiled code, and takes the interpreted run's steps to the last bit
+(the same step-size rules and dense output, solvers/step_control.py): the same log, the same
+counters, the same errors, the same partial log after an interrupt."""
+from pathlib import Path
+from textwrap import dedent
+
+import numpy as np
+import pytest
+
+import blocksim
+from blocksim.engine import adaptive_loop
+from blocksim.errors import BlocksimError
+
+pytestmark = pytest.mark.usefixtures("compiled_cache")
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+MULTIRATE = """
+blocksim: 1
+blocks:
+  step:    {type: Step, time: 0.35, initial: 0.0, final: 1.0}
+  sampler: {type: ZeroOrderHold, period: 0.1}
+  err:     {type: Sum, signs: "+-"}
+  k:       {type: Gain, gain: 3.0}
+  x:       {type: Integrator, x0: 0.2}
+  v:       {type: Integrator, x0: 0.0}
+  damp:    {type: Gain, gain: -0.7}
+  force:   {type: Sum, signs: "++-"}
+connections: [step -> err.in1, x -> sampler, sampler -> err.in2, err -> k, k -> force.in1,
+              v -> damp, damp -> force.in2, x -> force.in3, force -> v, v -> x]
+simulation: {stop_time: 2.0, solver: dopri5, rtol: 1.0e-8, atol: 1.0e-10}
+log: {signals: [x.out, v.out, sampler.out], every: 0.01}
+"""
+
+
+def runs(diagram, **settings):
+    """(interpreted Result, compiled Result, compiled Simulator) of one diagram."""
+    out = []
+    for mode in ("interpreted", "compiled"):
+        sim = blocksim.Simulator(diagram, mode=mode, **settings)
+        out += [sim.run(), sim]
+    return out[0], out[2], out[3]
+
+
+def assert_same_run(a, b):
+    np.testing.assert_array_equal(a.t, b.t)
+    for name in a.names:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    assert {k: v for k, v in b.stats.items() if k != "mode"} == a.stats
+
+
+@pytest.mark.parametrize("solver", ["dopri5", "rk23", "dop853"])
+def test_w1_under_an_adaptive_solver_steps_in_compiled_code_bit_for_bit(solver):
+    diagram = blocksim.load(EXAMPLES / "two_link_pid_vs_ff.yaml", variant="pid_ff")
+    a, b, sim = runs(diagram, solver=solver, rtol=1e-6, atol=1e-8)
+    assert sim.parts[0].backend.loop == "run_adaptive" and b.stats["mode"] == "compiled"
+    assert_same_run(a, b)
+    if solver == "dopri5":        # the study's reference run: 249 steps, 1543 evaluations
+        assert (b.stats["nsteps"], b.stats["nfev"]) == (249, 1543)
+    # the tracking error the README quotes for W1 pid_ff: max |q_d - q| = (0.0068, 0.0054) rad
+    err = np.max(np.abs(b["ref.q"] - b["plant.q"]), axis=0)
+    np.testing.assert_allclose(err, [0.0068, 0.0054], atol=1e-4)
+
+
+def test_sample_hits_and_breakpoints_bound_the_compiled_steps(tmp_path):
+    """A 10 Hz sampler and a step at 0.35 s: every hit and the breakpoint is a major step, the
+    solver restarts there, and the log between them comes from the dense output."""
+    path = tmp_path / "multirate.yaml"
+    path.write_text(dedent(MULTIRATE))
+    a, b, sim = runs(blocksim.load(path))
+    assert sim.parts[0].backend.loop == "run_adaptive"
+    assert_same_run(a, b)
+    assert b.stats["major_steps"] == 22           # t = 0, 0.1, ..., 2.0 and the step at 0.35
+    held = b["sampler.out"][:, 0]
+    i = np.searchsorted(b.t, 0.35)
+    assert held[i - 1] == held[i - 4]             # held between the hits at 0.3 and 0.4
+
+
+def test_a_batch_shares_its_steps_in_compiled_code_as_interpreted(tmp_path):
+    path = tmp_path / "multirate.yaml"
+    path.write_text(dedent(MULTIRATE))
+    diagram = blocksim.load(path)
+    out = []
+    for mode in ("interpreted", "compiled"):
+        out.append(blocksim.simulate(diagram, batch={"k.gain": [2.0, 3.0, 4.5]}, mode=mode))
+    assert_same_run(*out)
+
+
+def test_a_run_that_diverges_fails_with_the_interpreted_message(tmp_path):
+    path = tmp_path / "blowup.yaml"
+    path.write_text(dedent("""
+    blocksim: 1
+    blocks:
+      sq: {type: Function, expr: "u * u"}
+      x:  {type: Integrator, x0: 1.0}
+    connections: [x -> sq, sq -> x]
+    simulation: {stop_time: 2.0, solver: dopri5}
+    """))
+    messages = []
+    for mode in ("interpreted", "compiled"):
+        with pytest.raises(BlocksimError) as caught:
+            blocksim.simulate(blocksim.load(path), mode=mode)
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1]
+    assert "x[0]" in messages[1] and "blowup.yaml:5" in messages[1]
+
+
+def test_an_interrupt_between_chunks_keeps_the_log_up_to_the_time_reached(tmp_path, monkeypatch):
+    """Ctrl-C arrives while the compiled loop runs a chunk of steps: the log holds every grid
+    sample before the time reached, equal to the whole run's, and ends with a sample at that
+    time; the Simulator raises KeyboardInterrupt with the partial result kept."""
+    path = tmp_path / "multirate.yaml"
+    path.write_text(dedent(MULTIRATE))
+    diagram = blocksim.load(path)
+    whole = blocksim.Simulator(diagram, mode="compiled").run()
+
+    class CtrlC(adaptive_loop.Progress):
+        def update(self, t, force=False):
+            if t > 0.2:
+                raise KeyboardInterrupt
+    monkeypatch.setattr(adaptive_loop, "Progress", CtrlC)
+    sim = blocksim.Simulator(diagram, mode="compiled")
+    with pytest.raises(KeyboardInterrupt):
+        sim.run()
+    r = sim.last_result
+    assert r.interrupted and np.all(np.diff(r.t) > 0)
+    reached = r.t[-1]
+    assert 0.2 < reached < 2.0 and reached not in whole.t
+    n = len(r.t) - 1
+    np.testing.assert_array_equal(r.t[:n], whole.t[:n])
+    np.testing.assert_array_equal(r["x.out"][:n], whole["x.out"][:n])
+    assert whole.t[n] > reached
