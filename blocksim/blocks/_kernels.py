@@ -15,6 +15,8 @@ from contextlib import contextmanager
 import numpy as np
 from numba import njit
 
+from ..twins import python_twin
+
 COMPILE_NOTICE_AFTER = 2.0
 """Seconds a compilation may last before the user is told what is being compiled."""
 
@@ -32,17 +34,60 @@ def kernel_params(record: type, **fields):
                      for key, v in fields.items()})
 
 
-def entry_point(fn, args: tuple):
+def entry_point(fn, args: tuple, wait: bool = True):
     """The compiled entry point of the numba function fn for calls fn(t, *args) with a float t and
     arguments of these types (compiled, or loaded from numba's cache, once). Calling it skips the
     dispatcher's typing of every argument at every call (a parameter record, a named tuple, costs
-    about 2 us to type): for call sites whose arrays and records stay the same objects."""
+    about 2 us to type): for call sites whose arrays and records stay the same objects.
+
+    wait=False: when this code is neither compiled in this process nor in numba's disk cache, fn's
+    Python twin instead (blocksim/twins.py: the same arithmetic, uncompiled), and the
+    signature is kept for a later compilation (take_deferred)."""
     signature = tuple(fn.typeof_pyval(a) for a in (0.0,) + tuple(args))
     compiled = fn.overloads.get(signature)
     if compiled is not None:          # already in this process: no compilation to announce
         return compiled.entry_point
+    if not wait:
+        cached = cached_entry_point(fn, signature)
+        if cached is not None:
+            return cached
+        _deferred.append((fn, signature))
+        return python_twin(fn)
     with compile_notice(fn):
         return fn.compile(signature)
+
+
+_deferred: list = []
+
+
+def cached_entry_point(fn, signature: tuple):
+    """fn's entry point for this signature when numba's disk cache holds it (loaded now, as
+    Dispatcher.compile would load it), else None: nothing is compiled. An unreadable cache entry
+    counts as absent."""
+    from numba.core.compiler_lock import global_compiler_lock
+    try:
+        with global_compiler_lock:
+            compiled = fn.overloads.get(signature)
+            if compiled is not None:
+                return compiled.entry_point
+            cres = fn._cache.load_overload(signature, fn.targetctx)
+            if cres is None:
+                return None
+            if not cres.objectmode:
+                fn.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
+            fn.add_overload(cres)
+            return cres.entry_point
+    except Exception:                 # a damaged entry or another numba: compile it later
+        return None
+
+
+def take_deferred() -> list[tuple[str, str, tuple]]:
+    """The kernels that ran as Python twins since the last call, as (module, qualified name,
+    numba signature) for a compilation elsewhere (engine/background_compile.py); cleared."""
+    taken = [(fn.py_func.__module__, fn.py_func.__qualname__, signature)
+             for fn, signature in _deferred]
+    _deferred.clear()
+    return taken
 
 
 _compile_notices = {"told": False, "since": None}
@@ -65,9 +110,9 @@ def compile_notice(fn):
             text = f"note: compiling {name} (its first use on this machine; cached afterwards)"
         else:
             text = (f"note: compiling {name} and the kernels it calls: a first run on this "
-                    "machine compiles the blocks' kernels once (the robot dynamics take 20-40 s "
-                    "on 2 cores, other blocks a few seconds) and caches them on disk for later "
-                    "runs")
+                    "machine compiles the blocks' kernels once (the robot dynamics take about a "
+                    "minute on 2 cores, other blocks a few seconds) and caches them on disk for "
+                    "later runs")
         _compile_notices["told"] = True
         print(text, file=sys.stderr, flush=True)
     timer = threading.Timer(COMPILE_NOTICE_AFTER, tell)

@@ -564,7 +564,8 @@ class Block:
         if k is not None and k.zero_crossings is not None:
             k.zero_crossings(t, xc, xd, u, g, self.own_record(p))
 
-    def bind(self, method: str, args: tuple, p=None) -> tuple[Any, tuple]:
+    def bind(self, method: str, args: tuple, p=None, wait: bool = True,
+             want: tuple[bool, ...] | None = None) -> tuple[Any, tuple]:
         """(fn, full args) such that fn(t, *full) does what getattr(self, method)(t, *args, p)
         does, for one call site whose arrays stay the same (the engine's views of one run); p is
         the run's parameter record (None: the block's own).
@@ -572,13 +573,19 @@ class Block:
         When the block runs `method` through its kernel (it does not override it), fn is the
         kernel's compiled entry point for these arguments' types, resolved once: a call then
         skips the Python method and numba's per-call typing of the tuples (a Gain's output
-        costs about 0.7 us instead of 1.5 us). Otherwise fn is the bound method itself."""
+        costs about 0.7 us instead of 1.5 us). Otherwise fn is the bound method itself.
+        wait=False: a kernel not compiled yet runs as its Python twin (entry_point). want: for
+        "output", the flags of the outputs read (OutputStep.wanted): when some are not, the
+        partial_output kernel where the block has one, as compiled mode calls it."""
         k = self.runtime_kernels()
         kernel = None if k is None else getattr(k, method)
         if kernel is None or getattr(type(self), method) is not getattr(Block, method):
             return getattr(self, method), (args if p is None else args + (p,))
         full = args + (self.own_record(p),)
-        return entry_point(kernel, full), full
+        if method == "output" and want is not None and not all(want) \
+                and k.partial_output is not None:
+            kernel, full = k.partial_output, full + (tuple(want),)
+        return entry_point(kernel, full, wait), full
 
     def on_event(self, t: float, xc, xd, u, mask, p=None) -> bool:
         """React to located crossings; True stops the simulation. p: the run's record."""

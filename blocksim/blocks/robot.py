@@ -248,6 +248,9 @@ class RobotBlock(Block):
 
     params = {**ROBOT_PARAMS}
     uses_closed_form = False
+    joint_angle_inputs: tuple[str, ...] = ()
+    """The inputs that carry joint angles of the block's robot (rad): their sources are checked
+    against its joint limits before a run (diagram/joint_references.py)."""
 
     def robot_of(self, v) -> RobotModel:
         """The robot of the values v with its link overrides (kept: the same object each time)."""
@@ -681,6 +684,7 @@ class InverseDynamics(_JointInputs):
               "friction": Param("model", "-", "friction law added when include_friction: model | "
                                 "coulomb_viscous | stribeck", kind="str", choices=FRICTION_LAWS)}
     inputs = ("q", "qd", "qdd")
+    joint_angle_inputs = ("q",)
     outputs = ("tau",)
 
     def configure(self, in_widths, out_widths):
@@ -703,6 +707,7 @@ class GravityCompensation(_JointInputs):
     type_name = "GravityCompensation"
     summary = "tau = G(q), the gravity torque of a (possibly mismatched) robot model"
     inputs = ("q",)
+    joint_angle_inputs = ("q",)
     outputs = ("tau",)
 
     def record(self, v):
@@ -727,6 +732,7 @@ class ComputedTorque(_JointInputs):
               "Kp": Param(units="1/s^2", doc="position gain per joint (wn^2)"),
               "Kd": Param(units="1/s", doc="velocity gain per joint (2 zeta wn)")}
     inputs = ("q_d", "qd_d", "qdd_d", "q", "qd")
+    joint_angle_inputs = ("q_d",)
     outputs = ("tau",)
 
     def configure(self, in_widths, out_widths):
@@ -761,6 +767,7 @@ class ForwardKinematics(_Kinematics):
     type_name = "ForwardKinematics"
     summary = "q -> tool position (m), rotation (row-major), pose"
     inputs = ("q",)
+    joint_angle_inputs = ("q",)
     outputs = ("position", "rotation", "pose")
     port_units = {"pose": "m, -"}
 
@@ -780,6 +787,7 @@ class Jacobian(_Kinematics):
     type_name = "Jacobian"
     summary = "q -> geometric Jacobian of the tool (6 x n, row-major)"
     inputs = ("q",)
+    joint_angle_inputs = ("q",)
     outputs = ("J",)
     port_units = {"J": "m/rad, -"}
 
@@ -801,6 +809,7 @@ class Energy(_Kinematics):
     type_name = "Energy"
     summary = "q, qd -> kinetic, potential and total energy (J)"
     inputs = ("q", "qd")
+    joint_angle_inputs = ("q",)
     outputs = ("kinetic", "potential", "total")
 
     def resolve_widths(self, in_widths):

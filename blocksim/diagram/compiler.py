@@ -19,7 +19,9 @@ from ..blocks.plugins import load_installed
 from ..errors import (BlocksimError, BlocksimWarning, ParameterError, SourceLoc,
                       UnknownBlockTypeError, WidthError, WiringError, did_you_mean)
 from .graph import OutputCall, block_order, sorted_calls
+from .joint_references import warn_references_outside_limits
 from .rates import resolve_sample_times
+from .settings import simulation_settings
 
 
 @dataclass
@@ -393,6 +395,12 @@ def compile_diagram(spec, batch: int = 1,
         sample_times = resolve_sample_times(blocks, wires, order)
     except BlocksimError as err:
         raise err.located(where=spec.blocks[err.block].where if err.block else None)
+    try:
+        span = simulation_settings(spec)
+    except BlocksimError:
+        span = None                    # reported where the settings are read
+    if span is not None:
+        warn_references_outside_limits(spec, blocks, wires, float(span.start), float(span.stop))
     cd = CompiledDiagram(spec, batch, blocks, wires, in_widths, out_widths, calls, sample_times,
                          varying_blocks(blocks, wires, sample_times, calls), 0,
                          values={name: blk.p for name, blk in blocks.items()})

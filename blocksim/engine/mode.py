@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Callable
 
@@ -14,6 +15,15 @@ estimated to take longer than this (s): compiling costs seconds to tens of secon
 
 INTERPRETED_CALL_COST = (2e-6, 5e-8)
 """Estimated cost of one block call in interpreted mode: (s per call, s per batch member)."""
+
+TWIN_CALL_COST = (10e-6, 15e-6)
+"""Estimated cost of one block call run as its kernel's Python twin: (s per call, s per batch
+member), an average over a diagram's blocks (a two-link arm's dynamics about 60 us)."""
+
+FIRST_RUN_ENV = "BLOCKSIM_FIRST_RUN"
+"""Environment variable: what an interpreted run does with kernels numba has not compiled yet.
+"python" (default): run their Python twins when the run is short (under AUTO_COMPILE_AFTER s so
+estimated) and compile them in the background for later runs; "compile": compile them first."""
 
 
 @dataclass(frozen=True)
@@ -59,9 +69,24 @@ def choose_mode(settings, missing: list[str], cached: Callable[[], bool],
                       "run is short (`--mode compiled` builds the cache once)", tell=True)
 
 
-def estimated_interpreted_time(cd, run, batch: int) -> float:
+def first_run_policy() -> str:
+    """FIRST_RUN_ENV's value: "python" (the default) or "compile"."""
+    policy = os.environ.get(FIRST_RUN_ENV, "python").strip().lower()
+    if policy not in ("python", "compile"):
+        raise SolverError(f"{FIRST_RUN_ENV}={policy!r}: expected 'python' or 'compile'")
+    return policy
+
+
+def waits_for_kernels(estimate_twins: Callable[[], float]) -> bool:
+    """Whether an interpreted run compiles the kernels it needs first (True) or runs the ones not
+    compiled yet as Python twins (False): by FIRST_RUN_ENV, and the estimated length of a run on
+    twins, estimate_twins() in s (asked only when it matters)."""
+    return first_run_policy() == "compile" or estimate_twins() > AUTO_COMPILE_AFTER
+
+
+def estimated_interpreted_time(cd, run, batch: int, cost=INTERPRETED_CALL_COST) -> float:
     """A rough duration (s) of the run in interpreted mode: block calls times their cost.
-    run: the RunSettings (span, solver, step or max_step)."""
+    run: the RunSettings (span, solver, step or max_step); cost: (s per call, s per member)."""
     from ..solvers import SOLVERS
     solver = SOLVERS[run.solver]
     span = float(run.stop - run.start)
@@ -71,5 +96,5 @@ def estimated_interpreted_time(cd, run, batch: int) -> float:
     else:
         steps = span / float(run.step)
         stages = len(solver.tableau.b) if hasattr(solver, "tableau") else 4
-    per_call = INTERPRETED_CALL_COST[0] + INTERPRETED_CALL_COST[1] * batch
+    per_call = cost[0] + cost[1] * batch
     return steps * (stages + 1) * len(cd.blocks) * per_call

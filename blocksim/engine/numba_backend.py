@@ -10,19 +10,28 @@ rendering of the phases of a major step (engine/major_step.py) as a whole fixed-
 steps, exact hits, Runge-Kutta stages, logging) for runs without zero crossings, returning to
 Python between chunks only for the progress bar and Ctrl-C.
 
-Cache folder: $BLOCKSIM_CACHE_DIR, else ~/.cache/blocksim (numba's own cache sits beside the
-generated files, in __pycache__). Delete the folder to force recompilation.
+Cache folder: $BLOCKSIM_CACHE_DIR, else ~/.cache/blocksim; the generated modules are kept in its
+subfolder compiled/, and numba's own cache (an index .nbi and data .nbc files per function) beside
+them, in compiled/__pycache__. Delete the folder to force recompilation. The cache heals itself
+and is trusted only when it should be (engine/cache_guard.py): a damaged entry is set aside as
+NAME.damaged-TIMESTAMP with a one-line warning and rebuilt; a cache folder that cannot be written
+(read-only, a file, no space) or is not trusted (writable by every user, or owned by another
+user) is warned about and the run goes on without it. BLOCKSIM_CACHE_SHARED=group opts in to a
+cache shared by a group, on a cluster's shared file system: folders and files of other users
+of one of your groups are trusted, and so is a folder writable by every user that has the sticky
+bit; blocksim then creates its folders group-writable (with a umask of 002).
 """
 from __future__ import annotations
 
 import functools
 import hashlib
 import importlib
-import importlib.util
+import linecache
 import os
 import re
 import sys
 import time as _time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +39,7 @@ import numpy as np
 from ..blocks._kernels import entry_point
 from ..blocks.base import Kernels
 from ..solvers import SOLVERS
+from . import cache_guard
 from .context import RunContext
 from .major_step import phase_handlers
 from .plan import EVERY_STEP, OutputStep, RunPlan
@@ -329,23 +339,79 @@ def run_fixed(k0, k1, last_k, num0, dnum, den, step_ticks, t_stop, per, off, hit
 
 
 def load_module(source: str):
-    """Import the generated module from the cache (writing it once); numba caches its machine code."""
+    """The generated module of `source`, from the cache folder (written there once, set aside and
+    written anew when damaged), its functions cached by numba beside it; or, when the cache cannot
+    be used (engine/cache_guard.py says why, in a warning), the module built in memory with numba's
+    cache off, so the run goes on without the cache."""
     digest = hashlib.sha1(source.encode()).hexdigest()[:20]
     name = f"blocksim_diagram_{digest}"
     if name in sys.modules:
         return sys.modules[name]
     folder = cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
+    shared = cache_guard.sharing()
     path = folder / f"{name}.py"
-    if not path.exists() or path.read_text() != source:
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(source)
-        os.replace(tmp, path)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
+    module = None
+    try:
+        why = cache_guard.prepare_folder(folder, shared) or \
+            cache_guard.store_source(path, source.encode(), shared)
+        if why is None:
+            module, why = _cached_module(name, source, path, shared)
+    except OSError as err:                  # e.g. a folder on the way that may not be read
+        why = f"{err.filename or folder} cannot be used ({err.strerror or err})"
+    if module is None:
+        cache_guard.warn(f"compiled cache not used: {why}; this run goes on without it (compiled "
+                         "code is then built anew in every run)")
+        text = _uncached(source)
+        filename = f"<blocksim generated module {name}>"
+        linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+        module = _exec_module(name, text, filename, file=None)
     return module
+
+
+def _cached_module(name: str, source: str, path: Path, shared: str):
+    """(module, None) for the generated module executed from its file in the cache folder, with
+    numba's cache for its functions; (None, why not) when numba's cache folder for it, or one of
+    its files there, is not trusted, or numba finds no folder it can write."""
+    pycache = path.parent / "__pycache__"
+    try:
+        if not pycache.exists():
+            pycache.mkdir(mode=cache_guard.FOLDER_MODE[shared])
+    except OSError:
+        pass                  # another process made it, or numba reports the folder below
+    try:
+        module = _exec_module(name, source, str(path), file=str(path))
+    except RuntimeError as err:                         # numba: "cannot cache function ..."
+        return None, f"numba cannot write a cache folder for {path} ({err})"
+    numba_folder = Path(module.outputs.stats.cache_path)
+    why = cache_guard.untrusted_entries(numba_folder, name + ".", shared)
+    if why is not None:
+        sys.modules.pop(name, None)
+        return None, why
+    return module, None
+
+
+def _exec_module(name: str, source: str, filename: str, file: str | None):
+    """The module `name` executed from `source` (compiled with `filename` as its file name, which
+    numba's cache locates and stamps), registered in sys.modules. The code is the generated text
+    itself, not a bytecode file: no .pyc is kept that could be damaged."""
+    module = types.ModuleType(name)
+    if file is not None:
+        module.__file__ = file
+    sys.modules[name] = module
+    try:
+        exec(compile(source, filename, "exec"), module.__dict__)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def _uncached(source: str) -> str:
+    """The generated module's text with numba's cache off (a run without the cache)."""
+    text = source.replace("@njit(cache=True,", "@njit(cache=False,")
+    if text.count("cache=False") != source.count("@njit(cache=True,"):
+        raise AssertionError("the generated module's decorators are not those of Generator")
+    return text
 
 
 class NumbaBackend:
@@ -371,19 +437,31 @@ class NumbaBackend:
         into parts run apart (Simulator's threads) with the same numbers."""
 
     def is_cached(self) -> bool:
-        """True when numba has compiled code for this module on disk (any signature)."""
-        folder = Path(self.module.__file__).parent / "__pycache__"
-        name = self.module.__name__
+        """True when numba has compiled code for this module on disk (any signature; whether it
+        loads is found when it is loaded, which heals a damaged entry)."""
         entry = "run_fixed" if self.runs_whole_loop else "derivatives"
-        return any(folder.glob(f"{name}.{entry}-*.nbi"))
+        folder = getattr(self.module, entry).stats.cache_path     # None: built without the cache
+        return folder is not None and \
+            any(Path(folder).glob(f"{self.module.__name__}.{entry}-*.nbi"))
 
     def _entry(self, name: str, args: tuple):
         """The module's function `name` bound to the types of (t, *args) at its first call (the
         scheduler's loop calls it every step; numba's typing of the records would cost more)."""
         fn = self._entries.get(name)
         if fn is None:
-            fn = self._entries[name] = entry_point(getattr(self.module, name), args)
+            dispatcher = getattr(self.module, name)
+            fn = self._entries[name] = cache_guard.compile_healing(
+                lambda: entry_point(dispatcher, args), f"{self.module.__name__}.{name}")
         return fn
+
+    def _ready(self, name: str, args: tuple) -> None:
+        """Compile the module's function `name` for calls with arguments of these types, or load
+        it from numba's cache, healing a damaged entry (engine/cache_guard.py)."""
+        fn = getattr(self.module, name)
+        signature = tuple(fn.typeof_pyval(a) for a in args)
+        if fn.overloads.get(signature) is None:
+            cache_guard.compile_healing(lambda: fn.compile(signature),
+                                        f"{self.module.__name__}.{name}")
 
     def outputs_major(self, t, hits):
         ctx = self.context
@@ -436,16 +514,20 @@ class NumbaBackend:
         progress = Progress(s.start, s.stop, s.progress)
         k, log_pos, status, interrupted = 0, 0, 0, False
         chunk = 64
+
+        def args(k0, k1, log_pos):
+            return (k0, k1, last_k, num0, dnum, den, step_ticks, float(s.stop), per, off, hits,
+                    ctx.xc, ctx.xd, ctx.dxc, self.s, self.p, logs, log_stride, log_pos,
+                    tableau.A, tableau.b, tableau.c, K, x0)
         try:
+            self._ready("run_fixed", args(0, 1, 0))
             while status == 0:
                 if sim.stop_requested:
                     interrupted = True
                     break
                 started = _time.perf_counter()
-                status, k, log_pos = self.module.run_fixed(
-                    k, min(k + chunk, last_k + 1), last_k, num0, dnum, den, step_ticks,
-                    float(s.stop), per, off, hits, ctx.xc, ctx.xd, ctx.dxc, self.s, self.p,
-                    logs, log_stride, log_pos, tableau.A, tableau.b, tableau.c, K, x0)
+                status, k, log_pos = self.module.run_fixed(*args(k, min(k + chunk, last_k + 1),
+                                                                 log_pos))
                 elapsed = _time.perf_counter() - started
                 chunk = max(16, int(chunk * min(4.0, CHUNK_SECONDS / max(elapsed, 1e-6))))
                 progress.update(float(s.start) + k * float(s.step), force=True)

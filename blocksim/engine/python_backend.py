@@ -17,20 +17,22 @@ class PythonBackend:
     """Evaluations of a plan on a context: outputs at major steps and at minor evaluations, the
     right-hand side for the solver, updates and zero crossings. blocks: the compiled diagram's
     blocks; records: the run's parameter records by block (Block.record; a block without one
-    uses its own)."""
+    uses its own); wait_for_kernels=False: kernels not compiled yet run as their Python twins
+    (blocksim/twins.py) rather than being compiled first."""
 
     mode = "interpreted"
     runs_whole_loop = False
     """The scheduler's Python loop runs every major step (no loop of this backend's own)."""
 
-    def __init__(self, plan: RunPlan, context: RunContext, blocks: dict, records: dict):
+    def __init__(self, plan: RunPlan, context: RunContext, blocks: dict, records: dict,
+                 wait_for_kernels: bool = True):
         views = context.views
 
-        def bind(name, method, args):
-            return blocks[name].bind(method, args, records.get(name))
+        def bind(name, method, args, want=None):
+            return blocks[name].bind(method, args, records.get(name), wait_for_kernels, want)
 
         self.context = context
-        bound = [bind(o.block, "output", views[o.block][:4]) for o in plan.output_steps]
+        bound = [bind(o.block, "output", views[o.block][:4], o.wanted) for o in plan.output_steps]
         self.major = []
         for o, entry in zip(plan.output_steps, bound):
             if o.modes:          # the modes first, at major steps only

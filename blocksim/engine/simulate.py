@@ -13,13 +13,16 @@ from typing import Any
 
 import numpy as np
 
-from ..blocks._kernels import compile_notice_done
+from ..blocks._kernels import compile_notice_done, take_deferred
 from ..blocks.base import BatchValue
 from ..diagram.diagram import Diagram
 from ..diagram.settings import LogSettings, SimulationSettings, log_settings, simulation_settings
 from ..errors import ParameterError, did_you_mean
+from . import background_compile
 from .metrics import check_metrics, compute_metrics
-from .mode import choose_mode, estimated_interpreted_time
+from .mode import (TWIN_CALL_COST, choose_mode, estimated_interpreted_time, first_run_policy,
+                   waits_for_kernels)
+from .python_backend import PythonBackend
 from .result import Result, run_metadata
 from .scheduler import RunOutput, Simulation, run_settings
 
@@ -59,7 +62,7 @@ def make_simulation(cd, settings: SimulationSettings | None = None, log: LogSett
     run = run_settings(settings, log, cd)
     logged = logged_signals(cd, log)
     if settings.mode == "interpreted":
-        return Simulation(cd, run, logged)
+        return interpreted_simulation(cd, run, logged, whole_batch)
     from .numba_backend import NumbaBackend, missing_kernels
     compiled = functools.lru_cache(maxsize=1)(
         lambda: Simulation(cd, run, logged, backend=NumbaBackend))
@@ -67,7 +70,22 @@ def make_simulation(cd, settings: SimulationSettings | None = None, log: LogSett
                          lambda: estimated_interpreted_time(cd, run, whole_batch or cd.batch))
     if choice.tell:
         _tell_once(cd.spec.file, choice.reason)
-    return compiled() if choice.mode == "compiled" else Simulation(cd, run, logged)
+    if choice.mode == "compiled":
+        return compiled()
+    return interpreted_simulation(cd, run, logged, whole_batch)
+
+
+def interpreted_simulation(cd, run, logged, whole_batch: int | None) -> Simulation:
+    """The interpreted run; kernels numba has not compiled yet run as Python twins when the run
+    is short (engine.mode.waits_for_kernels), and are then compiled in the background."""
+    wait = not background_compile.AVAILABLE or waits_for_kernels(
+        lambda: estimated_interpreted_time(cd, run, whole_batch or cd.batch, TWIN_CALL_COST))
+    simulation = Simulation(cd, run, logged,
+                            backend=functools.partial(PythonBackend, wait_for_kernels=wait))
+    deferred = take_deferred()        # also the sources sampled by the joint-limit check
+    if deferred and first_run_policy() == "python":
+        background_compile.compile_in_background(deferred)
+    return simulation
 
 
 MIN_MEMBERS_PER_THREAD = 32

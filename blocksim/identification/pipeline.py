@@ -18,10 +18,15 @@ Config keys (paths relative to the config file; units SI, angles rad):
                  measurement: {encoder_counts, kt, kt_error, current_noise, seed}}
                 or {log: FILE.npz|.csv of a real arm, period: s (omit if not periodic), skip_periods}
     processing: {cutoff: Hz, order, decimate, trim: s}
-    estimation: {prior_weight}
+    estimation: {prior_weight, friction_smoothing: rad/s of the identified robot file}
     validation: {frequency, harmonics, seed, periods, skip_periods, measurement_seed} (simulated)
                 or {log: FILE, period}
     tracking:   {diagram: tracking diagram with blocks ff (InverseDynamics) and plant}
+
+Every input (the config, the robot files, the diagrams, the data logs) is read and checked by
+`inputs.load_inputs` before the first slow step, so a wrong one fails in milliseconds with its
+file and line (`config.IdentifyConfigError`, `models.robot_file.RobotFileError`,
+`datalog.DataLogError`, `processing.ProcessingError`).
 """
 from __future__ import annotations
 
@@ -33,36 +38,14 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from ..errors import ParameterError
 from .base import base_parameters
 from .estimation import (complete_standard, consistency, ordinary_least_squares,
                          physically_consistent, weighted_least_squares)
-from .excitation import (FourierExcitation, condition_number, limits_for, optimise_excitation,
-                         random_excitation)
+from .excitation import FourierExcitation, condition_number, optimise_excitation, random_excitation
+from .inputs import load_inputs
 from .processing import Measurement, corrupt, process
-from .regressor import IdentificationModel
-from .robotfile import load_robot, robot_mapping, write_robot_file
+from .robotfile import load_robot, write_robot_file
 from .validation import relative_rms_error, residual_check
-
-_TOP_KEYS = {"identify", "name", "robot", "model", "base", "excitation", "data", "processing",
-             "estimation", "validation", "tracking"}
-
-
-def load_config(path) -> dict:
-    """The config mapping, with its unknown top-level keys rejected (closest name suggested)."""
-    path = Path(path)
-    try:
-        cfg = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ParameterError(f"{path}: cannot read the identification config: {exc}") from None
-    if not isinstance(cfg, dict) or "robot" not in cfg:
-        raise ParameterError(f"{path}: an identification config is a mapping with at least 'robot'")
-    for key in cfg:
-        if key not in _TOP_KEYS:
-            from ..errors import did_you_mean
-            raise ParameterError(f"{path}: unknown key '{key}'{did_you_mean(key, _TOP_KEYS)}; keys: "
-                                 f"{', '.join(sorted(_TOP_KEYS))}")
-    return cfg
 
 
 def _vec(value, n, default=None):
@@ -97,19 +80,13 @@ def run(config_path, out, *, echo=print) -> dict:
     excitation_run.yaml and data/*.npz."""
     started = time.perf_counter()
     config_path = Path(config_path)
-    cfg = load_config(config_path)
-    base_dir = config_path.parent
+    inputs = load_inputs(config_path)       # every input checked before the slow steps
+    cfg, base_dir, model = inputs.cfg, inputs.base_dir, inputs.model
     out = Path(out)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     (out / "data").mkdir(exist_ok=True)
     rob = cfg["robot"]
-    cad_robot = load_robot(rob["cad"], base_dir)
-    true_robot = load_robot(rob["plant"], base_dir) if rob.get("plant") else None
-    mc = cfg.get("model", {})
-    model = IdentificationModel(cad_robot, rotor_inertia=bool(mc.get("rotor_inertia", False)),
-                                friction=mc.get("friction", "coulomb_viscous"),
-                                stribeck_speed=mc.get("stribeck_speed", 0.1),
-                                stribeck_exponent=mc.get("stribeck_exponent", 2.0))
+    cad_robot, true_robot = inputs.cad, inputs.plant
     n = model.n
     metrics = {"name": cfg.get("name", config_path.stem), "joints": n, "parameters": model.p}
 
@@ -124,8 +101,7 @@ def run(config_path, out, *, echo=print) -> dict:
 
     # ---------------------------------------------------------------- excitation
     ec = cfg.get("excitation", {})
-    limits = limits_for(model, ec.get("q_min"), ec.get("q_max"), ec.get("qd_max", 1.0),
-                        ec.get("qdd_max", 5.0), float(ec.get("margin", 0.0)))
+    limits = inputs.limits
     q0 = _vec(ec.get("q0"), n, 0.5 * (limits.q_min + limits.q_max))
     opt = optimise_excitation(model, basis, frequency=float(ec.get("frequency", 0.1)),
                               harmonics=int(ec.get("harmonics", 5)), q0=q0, limits=limits,
@@ -143,18 +119,11 @@ def run(config_path, out, *, echo=print) -> dict:
 
     # ---------------------------------------------------------------- data
     dc = cfg.get("data", {})
-    pc = cfg.get("processing", {})
-    popts = {"cutoff": pc.get("cutoff", 10.0), "order": int(pc.get("order", 4)),
-             "decimate": int(pc.get("decimate", 10)), "trim": float(pc.get("trim", 0.0))}
-    if "log" in dc:
-        raw = Measurement.load(base_dir / dc["log"])
-        period = dc.get("period")
-        data = process(raw, period=period, skip_periods=int(dc.get("skip_periods", 0)), **popts)
+    popts = inputs.processing
+    if inputs.data is not None:
+        data = inputs.data
         source = f"log {dc['log']}"
     else:
-        if true_robot is None or "diagram" not in dc:
-            raise ParameterError("data: give either 'log' (a real arm's record) or 'diagram' with "
-                                 "robot.plant (a simulated excitation run)")
         diagram = base_dir / dc["diagram"]
         periods = int(dc.get("periods", 6)) + int(dc.get("skip_periods", 1))
         exact, _ = simulate_run(diagram, excitation, periods)
@@ -189,9 +158,8 @@ def run(config_path, out, *, echo=print) -> dict:
          f"consistent: {chk_ols.ok}; constrained estimate consistent: {chk_cons.ok}")
 
     # ---------------------------------------------------------------- identified robot file
-    template, _ = robot_mapping(rob["cad"], base_dir)
     ident_path = write_robot_file(
-        out / "identified_robot.yaml", model, cons.theta, template,
+        out / "identified_robot.yaml", model, cons.theta, inputs.template,
         name=f"{cad_robot.name}_identified",
         description=f"identified by blocksim from {source}",
         friction_smoothing=float(sc.get("friction_smoothing", cad_robot.friction_smoothing or 1e-3)),
@@ -203,10 +171,8 @@ def run(config_path, out, *, echo=print) -> dict:
     # ---------------------------------------------------------------- validation
     vc = cfg.get("validation", {})
     val = None
-    if "log" in vc:
-        raw_v = Measurement.load(base_dir / vc["log"])
-        val = process(raw_v, period=vc.get("period"), skip_periods=int(vc.get("skip_periods", 0)),
-                      **popts)
+    if inputs.validation is not None:
+        val = inputs.validation
     elif true_robot is not None and "diagram" in dc:
         vex = random_excitation(model, float(vc.get("frequency", 1.25 * excitation.frequency)),
                                 int(vc.get("harmonics", 4)), q0, limits, seed=vc.get("seed", 11),

@@ -4,12 +4,12 @@ periods, zero-phase low-pass filtering, central differences for qd and qdd, and 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import scipy.signal
 
 from ..errors import ParameterError
+from .datalog import read_log
 
 
 @dataclass(frozen=True)
@@ -25,31 +25,24 @@ class Measurement:
         return float(self.t[1] - self.t[0])
 
     @classmethod
-    def load(cls, path) -> "Measurement":
-        """A log of a real arm: NPZ with keys t (N,), q (N, n), tau (N, n); or CSV with a header row
-        t, then q columns (names starting with q), then tau columns (names starting with tau)."""
-        path = Path(path)
-        if path.suffix.lower() == ".npz":
-            data = np.load(path)
-            t, q, tau = data["t"], np.atleast_2d(data["q"]), np.atleast_2d(data["tau"])
-        elif path.suffix.lower() == ".csv":
-            with path.open() as f:
-                header = [h.strip() for h in f.readline().split(",")]
-            values = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
-            qc = [k for k, h in enumerate(header) if h.startswith("q")]
-            tc = [k for k, h in enumerate(header) if h.startswith("tau")]
-            if header[0] != "t" or not qc or len(qc) != len(tc):
-                raise ParameterError(f"{path}: the CSV header must be t, q1..qn, tau1..taun")
-            t, q, tau = values[:, 0], values[:, qc], values[:, tc]
-        else:
-            raise ParameterError(f"{path}: a measurement log must be .npz or .csv")
-        if q.shape != tau.shape or q.shape[0] != t.shape[0]:
-            raise ParameterError(f"{path}: t, q and tau must have matching lengths and q, tau one "
-                                 f"column per joint; got {t.shape}, {q.shape}, {tau.shape}")
-        dt = np.diff(t)
-        if not np.allclose(dt, dt[0], rtol=1e-6, atol=1e-12):
-            raise ParameterError(f"{path}: samples must be uniformly spaced in time")
-        return cls(np.asarray(t, float), np.asarray(q, float), np.asarray(tau, float))
+    def load(cls, path, joints: int | None = None, display: str | None = None) -> "Measurement":
+        """A log of a real arm: NPZ with keys t (N,), q (N, n), tau (N, n) (read without pickles);
+        or CSV with a header row t, then q columns (names starting with q), then tau columns
+        (names starting with tau). Checked by `datalog.read_log` (finite numbers, `joints`
+        columns when given, uniform time steps, enough samples): a DataLogError names the file
+        and the key, or the line and column."""
+        t, q, tau = read_log(path, joints, display)
+        return cls(t, q, tau)
+
+
+class ProcessingError(ParameterError):
+    """A processing option that does not fit the log (a period that is no whole number of samples,
+    a log shorter than the periods asked for, a cutoff above Nyquist, a trim longer than the log);
+    `key` names the option (period, skip_periods, cutoff, trim, order)."""
+
+    def __init__(self, message: str, *, key: str, **kw):
+        self.key = key
+        super().__init__(message, **kw)
 
 
 def corrupt(m: Measurement, *, encoder_counts=None, kt=1.0, kt_error=0.0, current_noise=0.0,
@@ -99,9 +92,13 @@ def _lowpass(x, dt, cutoff, order, periodic):
         return x
     wn = cutoff * 2 * dt
     if not 0 < wn < 1:
-        raise ParameterError(f"filter cutoff {cutoff} Hz must lie below the Nyquist frequency "
-                             f"{0.5 / dt:g} Hz")
+        raise ProcessingError(f"filter cutoff {cutoff} Hz must lie below the Nyquist frequency "
+                              f"{0.5 / dt:g} Hz of the log", key="cutoff")
     b, a = scipy.signal.butter(order, wn)
+    pad = 3 * max(len(a), len(b))
+    if x.shape[0] * (3 if periodic else 1) <= pad:
+        raise ProcessingError(f"{x.shape[0]} samples to filter; the order-{order} zero-phase filter "
+                              f"needs more than {pad}", key="order")
     if periodic:
         N = x.shape[0]
         return scipy.signal.filtfilt(b, a, np.concatenate([x, x, x]), axis=0)[N:2 * N]
@@ -138,13 +135,15 @@ def process(m: Measurement, *, period: float | None = None, skip_periods: int = 
     if period is not None:
         per = period / dt
         N = int(round(per))
-        if abs(per - N) > 1e-6 * max(1.0, per):
-            raise ParameterError(f"the period {period} s is not a whole number of samples ({dt:g} s)")
+        if abs(per - N) > 1e-6 * max(1.0, per) or N < 2:
+            raise ProcessingError(f"the period {period} s is not a whole number of samples "
+                                  f"({dt:g} s) of at least 2", key="period")
         start = skip_periods * N
         periods = (q.shape[0] - start) // N
         if periods < 1:
-            raise ParameterError(f"the log holds {q.shape[0] * dt:g} s, fewer than {skip_periods} + 1 "
-                                 f"periods of {period} s")
+            raise ProcessingError(f"the log holds {q.shape[0] * dt:g} s, fewer than {skip_periods} + 1 "
+                                  f"periods of {period} s",
+                                  key="skip_periods" if q.shape[0] >= N else "period")
         qp = q[start:start + periods * N].reshape(periods, N, -1)
         tp = tau[start:start + periods * N].reshape(periods, N, -1)
         q, tau = qp.mean(axis=0), tp.mean(axis=0)
@@ -160,6 +159,10 @@ def process(m: Measurement, *, period: float | None = None, skip_periods: int = 
     keep = np.ones(qf.shape[0], dtype=bool)
     if not periodic and trim > 0:
         k = int(round(trim / dt))
-        keep[:k] = keep[-k:] = False
+        if 2 * k >= qf.shape[0]:
+            raise ProcessingError(f"trim {trim} s at both ends leaves nothing of the "
+                                  f"{qf.shape[0] * dt:g} s log", key="trim")
+        if k > 0:                     # keep[-0:] would be the whole record
+            keep[:k] = keep[-k:] = False
     idx = np.nonzero(keep)[0][::max(1, int(decimate))]
     return ProcessedData(t[idx], qf[idx], qd[idx], qdd[idx], tf[idx], tau_std, periods)

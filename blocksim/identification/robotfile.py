@@ -8,29 +8,46 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from ..errors import ParameterError
+from ..errors import ParameterError, SourceLoc, did_you_mean
 from ..models.frames import inertial_from_params
+from ..models.located_yaml import to_plain
 from ..models.robot import RobotModel
+from ..models.robot_file import RobotFileError, read_robot_yaml
 from .regressor import IdentificationModel
 
 
 def robot_mapping(source: str, base_dir=None) -> tuple[dict, Path | None]:
     """The YAML mapping of a robot given as a preset name or a robot file path (relative to
-    base_dir), and the file's folder (None for a preset)."""
+    base_dir), and the file's folder (None for a preset); read as `RobotModel.from_yaml` reads it."""
     if source in RobotModel.preset_names():
         ref = resources.files("blocksim.models").joinpath("robots", source + ".yaml")
-        return yaml.safe_load(ref.read_text()), None
+        with resources.as_file(ref) as preset:
+            return to_plain(read_robot_yaml(preset)), None
     path = Path(base_dir or ".") / source
-    if not path.is_file():
-        raise ParameterError(f"robot '{source}' is neither a preset nor a file (looked for {path})")
-    return yaml.safe_load(path.read_text()), path.parent
+    return to_plain(read_robot_yaml(path)), path.parent
 
 
-def load_robot(source: str, base_dir=None) -> RobotModel:
-    """A RobotModel from a preset name or a robot file path relative to base_dir."""
+def load_robot(source: str, base_dir=None, where: SourceLoc | None = None,
+               key: str = "robot", error: type[ParameterError] = ParameterError) -> RobotModel:
+    """A RobotModel from a preset name or a robot file path relative to base_dir. A name that is
+    neither is an `error` at `where` (the config line naming it, `key`); a robot file that
+    cannot be read names the file and, after it, that line."""
     if source in RobotModel.preset_names():
         return RobotModel.preset(source)
-    return RobotModel.from_yaml(Path(base_dir or ".") / source)
+    path = Path(base_dir or ".") / source
+    if not path.exists() and Path(source).suffix.lower() not in (".yaml", ".yml", ".urdf"):
+        names = RobotModel.preset_names()
+        raise error(f"{key}: '{source}' is neither a preset{did_you_mean(source, names)} nor a robot "
+                    f"file (looked for {path}); presets: {', '.join(names)}", where=where)
+    try:
+        if path.suffix.lower() == ".urdf":
+            return RobotModel.from_urdf(path)
+        return RobotModel.from_yaml(path)
+    except RobotFileError as err:
+        if where is not None and err.where is not None and err.where.line is None:
+            err.message += f" ({key} at {where})"
+            err.args = (str(err),)
+        raise
 
 
 def write_robot_file(path, model: IdentificationModel, theta, template: dict, *, name: str,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..twins import python_twin
 from . import rigid_body_kernels as rbk
 
 __all__ = ["JointSpec", "axis_frame", "homogeneous", "inertial_from_params", "pack_pose",
@@ -87,7 +88,7 @@ def sym3(v):
 def transform_params(theta, T):
     """Standard parameters given in a frame F expressed in a frame P, where T (4x4) is F's pose in P."""
     out = np.zeros(10)
-    rbk._inertia_to_parent(pack_pose(T), np.asarray(theta, dtype=float), out)
+    python_twin(rbk._inertia_to_parent)(pack_pose(T), np.asarray(theta, dtype=float), out)
     return out
 
 

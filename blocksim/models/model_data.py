@@ -60,6 +60,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..twins import python_twin
+
 from . import planar2r as p2r
 from . import rigid_body_kernels as rbk
 
@@ -259,15 +261,17 @@ def stack_model(robots, use_closed_form: bool) -> tuple:
     field holds the planar 2R parameters when use_closed_form, else zeros."""
     jtype = np.ascontiguousarray(np.array(robots[0].arrays[0]), dtype=np.int64)
     model = (jtype, np.zeros((len(robots), model_size(jtype.shape[0]))))
+    field = {f.__name__: python_twin(f)       # set-up code: nothing compiled for it
+             for f in (xtree, tool, inertia, armature, gravity, closed_form)}
     for k, r in enumerate(robots):
         _, xt, inert, arm, tl = r.arrays
-        xtree(model, k)[:] = xt
-        tool(model, k)[:] = tl
-        inertia(model, k)[:] = inert
-        armature(model, k)[:] = arm
-        gravity(model, k)[:] = r.gravity
+        field["xtree"](model, k)[:] = xt
+        field["tool"](model, k)[:] = tl
+        field["inertia"](model, k)[:] = inert
+        field["armature"](model, k)[:] = arm
+        field["gravity"](model, k)[:] = r.gravity
         if use_closed_form:
-            closed_form(model, k)[:] = r.closed_form.params()
+            field["closed_form"](model, k)[:] = r.closed_form.params()
     return model
 
 

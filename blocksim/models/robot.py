@@ -42,15 +42,19 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import BlocksimError, ParameterError, did_you_mean
+from ..errors import BlocksimError, ParameterError, SourceLoc, did_you_mean
 from . import kinematics as kin
 from . import rigid_body_kernels as rbk
 from .frames import (JointSpec, homogeneous, inertial_from_params, pack_pose, params_from_inertial,
-                     params_transform_matrix, rotx, rotz, rpy_to_matrix, sym3, transform_params)
+                     params_transform_matrix, rotx, rotz, transform_params)
+from .input_values import text
+from .located_yaml import loc_of
 from .planar2r import Distributed2R, ik_2r
+from .robot_file import (CONVENTIONS, RobotFileError, inertia_tensor, link_values, model_values,
+                         pose_matrix, read_robot_yaml, source_path)
 from .urdf import parse_urdf
 
-__all__ = ["RobotModel", "JointSpec", "IKError", "NO_FEXT", "PARAMETER_ORDER"]
+__all__ = ["RobotModel", "JointSpec", "IKError", "NO_FEXT", "PARAMETER_ORDER", "RobotFileError"]
 
 NO_FEXT = rbk.NO_FEXT
 
@@ -94,97 +98,21 @@ def _rotation_vector(R):
 
 # ----------------------------------------------------------------------------- joint description
 
-_LINK_KEYS = {"name", "type", "a", "alpha", "d", "theta", "mass", "com", "inertia", "Jm", "G",
-              "gear", "viscous", "coulomb", "B", "Tc", "qlim"}
-_MODEL_KEYS = {"name", "description", "convention", "gravity", "rotor_inertia", "friction_smoothing",
-               "tool", "base", "links", "source"}
-
-
-def _unknown_key(key, allowed, what, where=None):
-    hint = did_you_mean(key, sorted(allowed))
-    return ParameterError(f"unknown {what} key '{key}'{hint}; allowed: {', '.join(sorted(allowed))}",
-                          where=where)
-
-
-def _inertia_tensor(value, where=None):
-    """3 values: diagonal; 6 values: Ixx, Ixy, Ixz, Iyy, Iyz, Izz; or a 3x3 nested list (kg m^2)."""
-    a = np.asarray(value, dtype=float)
-    if a.shape == (3,):
-        return np.diag(a)
-    if a.shape == (6,):
-        return sym3(a)
-    if a.shape == (3, 3):
-        if not np.allclose(a, a.T):
-            raise ParameterError("inertia tensor is not symmetric", where=where)
-        return a
-    raise ParameterError(f"inertia must have 3, 6 or 3x3 values, got shape {a.shape}", where=where)
-
-
-def _pose_from_spec(spec, where=None):
-    """A 4x4 pose from None, a 4x4 list, or {xyz: [..], rpy: [..]} (m, rad, URDF rpy order)."""
-    if spec is None:
-        return np.eye(4)
-    if isinstance(spec, dict):
-        bad = set(spec) - {"xyz", "rpy"}
-        if bad:
-            raise _unknown_key(sorted(bad)[0], {"xyz", "rpy"}, "pose", where)
-        return homogeneous(rpy_to_matrix(spec.get("rpy", (0, 0, 0))), spec.get("xyz", (0, 0, 0)))
-    T = np.asarray(spec, dtype=float)
-    if T.shape != (4, 4):
-        raise ParameterError(f"a pose must be 4x4 or {{xyz, rpy}}, got shape {T.shape}", where=where)
-    return T
-
-
-def _dh_joint(link, convention, index, where=None):
-    """JointSpec of one DH row (dict); see the module docstring for both conventions."""
-    for key in link:
-        if key not in _LINK_KEYS:
-            raise _unknown_key(key, _LINK_KEYS, f"link {index}", where)
-    kind = link.get("type", "revolute")
-    if kind not in ("revolute", "prismatic"):
-        raise ParameterError(f"link {index}: joint type must be 'revolute' or 'prismatic', got {kind!r}",
-                             where=where)
-    jtype = 0 if kind == "revolute" else 1
-    a = float(link.get("a", 0.0))
-    alpha = float(link.get("alpha", 0.0))
-    d = float(link.get("d", 0.0))
-    theta = float(link.get("theta", 0.0))
+def _dh_joint(row, convention):
+    """JointSpec of one checked DH row (`robot_file.link_values`); see the module docstring for
+    both conventions."""
+    a, alpha, d, theta = row["a"], row["alpha"], row["d"], row["theta"]
     if convention == "standard":
         placement = _rot_h(rotz(theta)) @ _trans_h(z=d)
         offset = _trans_h(x=a) @ _rot_h(rotx(alpha))
-    elif convention == "modified":
+    else:
         placement = _rot_h(rotx(alpha)) @ _trans_h(x=a) @ _rot_h(rotz(theta)) @ _trans_h(z=d)
         offset = np.eye(4)
-    else:
-        raise ParameterError(f"DH convention must be 'standard' or 'modified', got {convention!r}",
-                             where=where)
-    mass = float(link.get("mass", 0.0))
-    com = np.asarray(link.get("com", (0.0, 0.0, 0.0)), dtype=float)
-    if mass < 0:
-        raise ParameterError(f"link {index}: negative mass {mass}", where=where)
-    Ic = _inertia_tensor(link.get("inertia", (0.0, 0.0, 0.0)), where)
-    gear = float(link.get("G", link.get("gear", 1.0)))
-    viscous = float(link.get("viscous", 0.0)) + float(link.get("B", 0.0)) * gear ** 2
-    cpos, cneg = _coulomb_pair(link.get("coulomb", 0.0))
-    tpos, tneg = _coulomb_pair(link.get("Tc", 0.0))
-    cpos += abs(gear) * tpos
-    cneg += abs(gear) * tneg
-    lower, upper = link.get("qlim", (-math.inf, math.inf))
-    return JointSpec(name=str(link.get("name", f"joint{index + 1}")), jtype=jtype,
-                     placement=placement, offset=offset,
-                     theta=params_from_inertial(mass, com, Ic), lower=float(lower), upper=float(upper),
-                     viscous=viscous, coulomb_pos=cpos, coulomb_neg=cneg,
-                     Jm=float(link.get("Jm", 0.0)), gear=gear)
-
-
-def _coulomb_pair(value):
-    """Coulomb friction: a scalar Fc (symmetric: +Fc, -Fc) or [Tc+, Tc-] signed as Corke's Tc."""
-    a = np.atleast_1d(np.asarray(value, dtype=float))
-    if a.size == 1:
-        return float(a[0]), -float(a[0])
-    if a.size == 2:
-        return float(a[0]), float(a[1])
-    raise ParameterError(f"Coulomb friction must be a scalar or [positive, negative], got {value!r}")
+    return JointSpec(name=row["name"], jtype=row["jtype"], placement=placement, offset=offset,
+                     theta=params_from_inertial(row["mass"], row["com"], row["inertia"]),
+                     lower=row["lower"], upper=row["upper"], viscous=row["viscous"],
+                     coulomb_pos=row["coulomb_pos"], coulomb_neg=row["coulomb_neg"],
+                     Jm=row["Jm"], gear=row["gear"])
 
 
 # ----------------------------------------------------------------------------- the model
@@ -262,19 +190,30 @@ class RobotModel:
         `tool` and `base` are 4x4 poses or {xyz, rpy}: the tool in the last link frame, the first
         DH frame in the world (base) frame.
         """
-        joints = [_dh_joint(dict(link), convention, i) for i, link in enumerate(links)]
-        base_T = _pose_from_spec(base)
+        text(convention, None, "convention", choices=CONVENTIONS)
+        return cls._from_rows(links, convention, gravity, name,
+                              None if tool is None else pose_matrix(tool, None, "tool"),
+                              None if base is None else pose_matrix(base, None, "base"),
+                              rotor_inertia, friction_smoothing, None, ParameterError)
+
+    @classmethod
+    def _from_rows(cls, links, convention, gravity, name, tool, base, rotor_inertia,
+                   friction_smoothing, where, error):
+        """`from_dh` on checked options (tool and base 4x4 or None): each row is checked by
+        `robot_file.link_values` at its own line (`where` is the table's place), errors of class
+        `error`."""
+        rows = [link_values(link, i, loc_of(links, i, where), error) for i, link in enumerate(links)]
+        joints = [_dh_joint(row, convention) for row in rows]
+        base_T = np.eye(4) if base is None else base
         if not np.allclose(base_T, np.eye(4)):
             joints[0] = replace(joints[0], placement=base_T @ joints[0].placement)
         planar = None
-        if (convention == "standard" and len(links) == 2 and np.allclose(base_T, np.eye(4))
-                and tool is None
-                and all(j.jtype == 0 for j in joints)
-                and all(abs(float(link.get(k, 0.0))) == 0.0 for link in links for k in ("alpha", "d", "theta"))):
-            planar = (float(links[0].get("a", 0.0)), float(links[1].get("a", 0.0)))
-        return cls(joints, tool=_pose_from_spec(tool), gravity=gravity, name=name,
-                   rotor_inertia=rotor_inertia, friction_smoothing=friction_smoothing,
-                   planar_lengths=planar)
+        if (convention == "standard" and len(rows) == 2 and np.allclose(base_T, np.eye(4))
+                and tool is None and all(row["jtype"] == 0 for row in rows)
+                and all(row[k] == 0.0 for row in rows for k in ("alpha", "d", "theta"))):
+            planar = (rows[0]["a"], rows[1]["a"])
+        return cls(joints, tool=tool, gravity=gravity, name=name, rotor_inertia=rotor_inertia,
+                   friction_smoothing=friction_smoothing, planar_lengths=planar)
 
     @classmethod
     def from_urdf(cls, path, *, base_link=None, tip_link=None, gravity=_DEFAULT_GRAVITY,
@@ -283,7 +222,8 @@ class RobotModel:
 
         The chain runs from `base_link` (default: the root link) to `tip_link` (default: the last
         movable link, followed through single fixed children, e.g. `tool0`); the tool frame is
-        the tip link's frame.
+        the tip link's frame. A file that cannot be read, malformed XML and wrong values raise
+        `URDFError` (a RobotFileError) at the element's line.
         """
         desc = parse_urdf(path, base_link=base_link, tip_link=tip_link)
         return cls(desc.joints, tool=desc.tool, gravity=gravity, name=desc.name,
@@ -293,40 +233,36 @@ class RobotModel:
     def from_yaml(cls, path):
         """A model from a YAML robot file: the keys of `from_dh` (name, convention, gravity, tool,
         base, rotor_inertia, friction_smoothing) and `links` (the DH table), or `source: arm.urdf`
-        (a URDF path relative to the YAML file) with name, gravity and the two flags."""
-        import yaml
-        path = Path(path)
-        try:
-            data = yaml.safe_load(path.read_text())
-        except (OSError, yaml.YAMLError) as exc:
-            raise ParameterError(f"cannot read robot file: {exc}") from exc
-        return cls._from_mapping(data, str(path))
+        (a URDF path relative to the YAML file) with name, gravity and the two flags.
+
+        The file is read as diagrams are (UTF-8, YAML 1.2 scalars, no duplicate keys) and every
+        value is checked before the model is built: a file that cannot be read or holds a wrong
+        key or value raises `RobotFileError` naming the file and line."""
+        return cls._from_mapping(read_robot_yaml(path), str(path))
 
     @classmethod
     def _from_mapping(cls, data, where):
-        from ..errors import SourceLoc
+        """The model of a robot mapping read from file `where` (located or plain data)."""
         loc = SourceLoc(where)
-        if not isinstance(data, dict):
-            raise ParameterError("a robot file must be a mapping", where=loc)
-        for key in data:
-            if key not in _MODEL_KEYS:
-                raise _unknown_key(key, _MODEL_KEYS, "robot", loc)
-        if "source" in data:
+        values = model_values(data, where)
+        gravity = _DEFAULT_GRAVITY if values["gravity"] is None else values["gravity"]
+        if values["source"] is not None:
             # a URDF file (relative to this file) with the options given here
-            src = Path(where).parent / data["source"]
-            model = cls.from_urdf(src, gravity=data.get("gravity", _DEFAULT_GRAVITY),
-                                  rotor_inertia=bool(data.get("rotor_inertia", False)),
-                                  friction_smoothing=float(data.get("friction_smoothing", 0.0)))
-            return model.with_options(name=data["name"]) if "name" in data else model
-        if "links" not in data:
-            raise ParameterError("a robot file needs 'links' (a DH table)", where=loc)
+            try:
+                model = cls.from_urdf(source_path(where, values["source"]), gravity=gravity,
+                                      rotor_inertia=values["rotor_inertia"],
+                                      friction_smoothing=values["friction_smoothing"])
+            except RobotFileError as err:
+                if err.where is not None and err.where.line is None:      # the file itself
+                    err.message += f" (the 'source' of {loc_of(data, 'source', loc)})"
+                    err.args = (str(err),)
+                raise
+            return model if values["name"] is None else model.with_options(name=values["name"])
         try:
-            return cls.from_dh(data["links"], convention=data.get("convention", "standard"),
-                               gravity=data.get("gravity", _DEFAULT_GRAVITY),
-                               name=data.get("name", Path(where).stem),
-                               tool=data.get("tool"), base=data.get("base"),
-                               rotor_inertia=bool(data.get("rotor_inertia", False)),
-                               friction_smoothing=float(data.get("friction_smoothing", 0.0)))
+            return cls._from_rows(values["links"], values["convention"], gravity,
+                                  values["name"] or Path(where).stem, values["tool"], values["base"],
+                                  values["rotor_inertia"], values["friction_smoothing"],
+                                  loc_of(data, "links", loc), RobotFileError)
         except ParameterError as err:
             raise err.located(where=loc)
 
@@ -374,7 +310,8 @@ class RobotModel:
         mass (kg); com (3,) m in the tool frame; inertia about the payload's com with tool-frame
         axes (3, 6 or 3x3 values, kg m^2; default 0, a point mass). Added to the last link.
         """
-        Ic = _inertia_tensor(inertia if inertia is not None else (0.0, 0.0, 0.0))
+        Ic = inertia_tensor(inertia if inertia is not None else (0.0, 0.0, 0.0), None,
+                            "payload inertia")
         theta_tool = params_from_inertial(mass, com, Ic)
         theta_link = transform_params(theta_tool, np.asarray(self.tool))
         last = self._joints[-1]
@@ -388,7 +325,7 @@ class RobotModel:
         m0, c0, I0 = inertial_from_params(self._joints[i].theta)
         m = m0 if mass is None else float(mass)
         c = c0 if com is None else np.asarray(com, dtype=float)
-        Ic = I0 if inertia is None else _inertia_tensor(inertia)
+        Ic = I0 if inertia is None else inertia_tensor(inertia, None, f"link {i + 1} inertia")
         joints = list(self._joints)
         joints[i] = replace(joints[i], theta=params_from_inertial(m, c, Ic))
         return self._rebuild(joints)
