@@ -17,7 +17,7 @@ from blocksim.expressions.runtime import workspace_names
 from blocksim.diagram.file import (BlockSpec, ConnectionSpec, Endpoint, Override, apply_overrides,
                                    parse_connection, read_diagram_file)
 from blocksim.diagram.yaml_loader import IncludedLoc, YamlMap, load_yaml, plain_loc
-from blocksim.expressions.limits import check, count, limit
+from blocksim.reading.limits import check, count, limit
 from blocksim.expressions.parsing import recursion_for
 from blocksim.errors import (BlocksimError, DiagramFileError, ParameterError, SourceLoc, WiringError,
                              did_you_mean)

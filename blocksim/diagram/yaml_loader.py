@@ -25,7 +25,7 @@ from yaml.resolver import Resolver
 from yaml.scanner import Scanner
 
 from blocksim.errors import DiagramFileError, SourceLoc
-from blocksim.expressions.limits import LimitError, exceeded, limit, shorten
+from blocksim.reading.limits import LimitError, exceeded, limit, shorten
 
 _NOT_YAML = re.compile("[^\t\n\r\x20-\x7e\x85\xa0-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 """A character YAML does not allow in a file: control characters (other than tab and line

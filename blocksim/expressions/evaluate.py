@@ -15,7 +15,7 @@ import numpy as np
 
 from blocksim.errors import ExpressionError, ParameterError, SourceLoc, did_you_mean
 from blocksim.expressions.functions import CONSTANTS, FUNCTIONS, as_int, describe, plain
-from blocksim.expressions.limits import LimitError, check, limit, shorten
+from blocksim.reading.limits import LimitError, check, limit, shorten
 from blocksim.expressions.parsing import parse_expression, recursion_for, too_deep
 
 

@@ -10,7 +10,7 @@ import re
 import sys
 from typing import Iterator
 
-from blocksim.expressions.limits import LimitError, check, exceeded, limit, shorten
+from blocksim.reading.limits import LimitError, check, exceeded, limit, shorten
 
 _FRAMES_PER_LEVEL = 4
 """Python frames a walk over the tree (evaluator, compiler, unparse) takes per level, at most."""

@@ -12,7 +12,7 @@ from numba import njit
 
 from blocksim.errors import ExpressionError, WidthError, did_you_mean
 from blocksim.expressions.functions import CONSTANTS, FUNCTIONS
-from blocksim.expressions.limits import check, limit, shorten
+from blocksim.reading.limits import check, limit, shorten
 from blocksim.expressions.parsing import parse_expression, recursion_for
 
 OP_CONST, OP_INPUT, OP_TIME, OP_UNARY, OP_BINARY, OP_STORE, OP_PARAM = range(7)

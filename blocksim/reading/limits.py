@@ -7,9 +7,8 @@ A user who means it raises a limit with its environment variable (a whole number
 exponents allowed: `BLOCKSIM_MAX_BLOCKS=500_000`, `BLOCKSIM_MAX_STEPS=1e10`), read every time
 the limit is checked. Every message says the number found, the limit and the variable.
 
-The table sits in the lowest layer that every reader of user input may import (expressions/
-imports only errors), so the loader, the expression language, the compiler and the engine all
-read the same numbers.
+The table sits in the lowest layer (reading/ imports only errors), so the diagram and robot
+loaders, the expression language, the compiler and the engine all read the same numbers.
 """
 from __future__ import annotations
 
