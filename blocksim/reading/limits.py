@@ -47,8 +47,8 @@ class Limit:
 
 LIMITS: dict[str, Limit] = {limit.name: limit for limit in (
     Limit("file_bytes", 64_000_000, "bytes",
-          "the size of one diagram or subsystem file, read before it is parsed (a diagram of "
-          "tens of thousands of blocks is a few megabytes)"),
+          "the size of one input file (diagram, subsystem, robot file, identification config), "
+          "checked before it is read (a diagram of tens of thousands of blocks is a few megabytes)"),
     Limit("yaml_nodes", 500_000, "mappings and lists",
           "what one file may expand to: aliases are copied, so a few lines of anchors can "
           "expand exponentially (an alias bomb)"),
