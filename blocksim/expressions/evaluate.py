@@ -124,10 +124,16 @@ def _matmul_elements(a: Any, b: Any) -> int | None:
 # expressions
 # ---------------------------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=65536)
 def _parse(text: str) -> ast.Expression:
     """The syntax tree of an expression (cached: the same text is often evaluated many times),
-    within the length and depth limits (parsing.parse_expression)."""
+    within the length and depth limits (parsing.parse_expression) as they are now."""
+    return _parse_within(text, limit("expression_chars"), limit("expression_depth"))
+
+
+@functools.lru_cache(maxsize=65536)
+def _parse_within(text: str, chars: int, depth: int) -> ast.Expression:
+    """parse_expression(text), cached per limits (a text read under raised limits is checked
+    again when they are lowered)."""
     return parse_expression(text)
 
 

@@ -56,6 +56,26 @@ def too_deep(text: str) -> LimitError:
                       limit="expression_depth")
 
 
+PARSER_BRACKETS = 200
+"""Brackets ((), [], {}) Python's parser takes nested inside each other: a fixed bound of the
+parser, below which the expression_depth limit can be raised."""
+
+
+def _too_many_brackets(text: str) -> SyntaxError:
+    """The error for brackets nested deeper than Python's parser takes (a bound of the parser,
+    not a limit a user can raise: the message says how to write the expression instead)."""
+    depth = deepest = 0
+    for char in text:
+        if char in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in ")]}":
+            depth -= 1
+    return SyntaxError(f"brackets nested {deepest:,} deep, more than the {PARSER_BRACKETS} the "
+                       "parser takes (a fixed bound: give parts of the expression names as "
+                       "workspace parameters)")
+
+
 def parse_expression(text: str) -> ast.Expression:
     """The syntax tree of `text` (one expression, ast mode "eval"), checked against the length
     and depth limits first (a LimitError), else a SyntaxError for malformed text. The parser's
@@ -70,7 +90,7 @@ def parse_expression(text: str) -> ast.Expression:
         raise too_deep(text) from None
     except SyntaxError as err:
         if "too many nested parentheses" in str(err.msg):
-            raise too_deep(text) from None
+            raise _too_many_brackets(text) from None
         digits = _INT_DIGITS.search(str(err.msg))
         if digits:
             raise SyntaxError(f"an integer of more than {digits.group(1)} digits is too large "

@@ -225,7 +225,7 @@ class ExpressionCompiler:
             self.elements = self.vector(tree.body)
 
     def check_size(self, instructions: int) -> None:
-        check("program_size", instructions, f"expression '{shorten(self.text, 60)}' compiles to",
+        check("program_size", instructions, f"the expression '{shorten(self.text, 60)}' compiles to",
               block=self.block)
 
     # -- the size of the code, without building it --------------------------------------------

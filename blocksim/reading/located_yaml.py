@@ -50,13 +50,21 @@ class IncludedLoc(SourceLoc):
 
     `via` holds one step per level, outermost first, such as "arm.yaml:12 (subsystem 'act',
     actuator.yaml)"; str() puts them before the place itself, joined by " > ", so that an error
-    deep inside a subsystem says how the top diagram reached it.
+    deep inside a subsystem says how the top diagram reached it. A chain deeper than
+    SHOWN_LEVELS shows its first and last steps and how many are left out between them (a message
+    stays one readable line however deep the nesting).
     """
 
     via: tuple[str, ...] = ()
 
+    SHOWN_LEVELS = 6
+
     def __str__(self) -> str:
-        return " > ".join((*self.via, SourceLoc.__str__(self)))
+        steps = self.via
+        if len(steps) > self.SHOWN_LEVELS:
+            half = self.SHOWN_LEVELS // 2
+            steps = (*steps[:half], f"... ({len(steps) - 2 * half} more levels)", *steps[-half:])
+        return " > ".join((*steps, SourceLoc.__str__(self)))
 
 
 def plain_loc(where: SourceLoc) -> str:
