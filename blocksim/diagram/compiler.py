@@ -18,6 +18,7 @@ from ..blocks.base import Block, Params, SampleTime
 from ..blocks.plugins import load_installed
 from ..errors import (BlocksimError, BlocksimWarning, ParameterError, SourceLoc,
                       UnknownBlockTypeError, WidthError, WiringError, did_you_mean)
+from ..reading.collector import collector_paused
 from .graph import OutputCall, block_order, sorted_calls
 from .joint_references import warn_references_outside_limits
 from .rates import resolve_sample_times
@@ -372,6 +373,7 @@ def varying_blocks(blocks, wires, sample_times, calls) -> set[str]:
     return varying
 
 
+@collector_paused()             # tens of thousands of blocks: reading/collector.py
 def compile_diagram(spec, batch: int = 1,
                     batch_params: dict[tuple[str, str], Any] | None = None) -> CompiledDiagram:
     """Everything before the first step: blocks, wires, widths, order, rates and state layout,

@@ -146,15 +146,23 @@ def _syntax_message(text: str, err: SyntaxError) -> str:
     return message
 
 
-def names_in(text: str) -> set[str]:
+def names_in(text: str) -> frozenset[str]:
     """The parameter names an expression reads (not the functions it calls); empty if it does
     not parse or is beyond a limit (evaluating it says why)."""
     try:
         tree = _parse(text)
     except (SyntaxError, LimitError):
-        return set()
+        return frozenset()
+    return _names_in_tree(tree)
+
+
+@functools.lru_cache(maxsize=65536)
+def _names_in_tree(tree: ast.Expression) -> frozenset[str]:
+    """names_in of a parsed tree (cached with the tree: a text written on many blocks, or
+    evaluated many times, is walked once)."""
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
-    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and id(node) not in called}
+    return frozenset(node.id for node in ast.walk(tree)
+                     if isinstance(node, ast.Name) and id(node) not in called)
 
 
 class _Evaluator:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from blocksim.errors import BlocksimError, SourceLoc
 
@@ -38,11 +38,11 @@ class Limit:
     default: int
     unit: str
     why: str
+    variable: str = field(init=False)
+    """The environment variable that sets this limit: BLOCKSIM_MAX_<NAME>."""
 
-    @property
-    def variable(self) -> str:
-        """The environment variable that sets this limit."""
-        return f"BLOCKSIM_MAX_{self.name.upper()}"
+    def __post_init__(self):
+        object.__setattr__(self, "variable", f"BLOCKSIM_MAX_{self.name.upper()}")
 
 
 LIMITS: dict[str, Limit] = {limit.name: limit for limit in (

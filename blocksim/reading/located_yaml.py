@@ -19,15 +19,13 @@ as messages name it ("diagram file"); a limit exceeded is a LimitError whatever 
 """
 from __future__ import annotations
 
-import contextlib
 import errno
-import gc
 import os
 import pickle
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import yaml
 from yaml.composer import Composer
@@ -39,6 +37,7 @@ from yaml.resolver import Resolver
 from yaml.scanner import Scanner
 
 from blocksim.errors import BlocksimError, ParameterError, SourceLoc
+from blocksim.reading.collector import collector_paused
 from blocksim.reading.limits import LimitError, exceeded, limit, shorten
 
 
@@ -353,26 +352,13 @@ def _yaml_error(err: yaml.YAMLError, text: str, file: str, via: tuple[str, ...],
     return error(message, where=IncludedLoc(file, line, None, via) if via else SourceLoc(file, line))
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's garbage collector off for the duration: building a tree of a million small
-    objects (none of them in a reference cycle) otherwise triggers collections all along."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
-
-
 def _parse(text: str, file: str, via: tuple[str, ...], lines: bool,
            error: type[BlocksimError], what: str) -> Any:
     check_characters(text, file, via, lines, error=error, what=what)
     loader = LOADER(text)
     loader.file, loader.via, loader.lines, loader.error, loader.what = file, via, lines, error, what
     try:
-        with _collector_paused():
+        with collector_paused():
             return loader.get_single_data()
     except yaml.YAMLError as err:
         raise _yaml_error(err, text, file, via, error, what) from None
@@ -385,24 +371,31 @@ def _parse(text: str, file: str, via: tuple[str, ...], lines: bool,
 def parse_yaml_text(text: str, file: str, via: tuple[str, ...] = (), lines: bool = True, *,
                     error: type[BlocksimError] = ParameterError, what: str = "YAML file") -> Any:
     """Parse YAML text (one document) into YamlMap/YamlList/scalars; `file` names it in locations
-    (with line numbers unless `lines` is False: a text the program wrote from a dict).
+    (with line numbers unless `lines` is False: a text the program wrote from a dict), `via` is
+    the chain of subsystems that led to it (IncludedLoc).
 
     Each call returns a fresh tree. A text asked for a second time is kept as its pickled tree
     (the last _CACHED texts), rebuilt from it 4 to 40 times faster than parsing: a batch over
-    workspace parameters reads its file once per member, a subsystem is read once per use."""
-    key = (text, file, tuple(via), lines, error, what)
-    pickled = _pickled.get(key)
-    if pickled is not None:
+    workspace parameters reads its file once per member, a subsystem file is parsed once however
+    many blocks use it (each use has its own chain `via`: the copy's locations are given it)."""
+    via = tuple(via)
+    key = (text, file, lines, error, what)
+    cached = _pickled.get(key)
+    if cached is not None:
         _pickled[key] = _pickled.pop(key)                 # the most recently used, last
-        with _collector_paused():
-            return pickle.loads(pickled)
-    tree = _parse(text, file, key[2], lines, error, what)
+        pickled_via, pickled = cached
+        with collector_paused():
+            tree = pickle.loads(pickled)
+            if pickled_via != via:
+                _give_chain(tree, via)
+        return tree
+    tree = _parse(text, file, via, lines, error, what)
     if hash(key) in _seen:
-        with _collector_paused():
+        with collector_paused():
             try:
-                _pickled[key] = pickle.dumps(tree)
+                _pickled[key] = (via, pickle.dumps(tree))
             except RecursionError:
-                raise error("the YAML is nested too deeply", where=file_loc(file, key[2])) from None
+                raise error("the YAML is nested too deeply", where=file_loc(file, via)) from None
         while len(_pickled) > _CACHED:
             del _pickled[next(iter(_pickled))]
     else:
@@ -412,9 +405,29 @@ def parse_yaml_text(text: str, file: str, via: tuple[str, ...] = (), lines: bool
     return tree
 
 
+def _give_chain(tree: Any, via: tuple[str, ...]) -> None:
+    """Every location in `tree` (of one file) given the subsystem chain `via` (none: plain)."""
+    def located(where: SourceLoc) -> SourceLoc:
+        if via:
+            return IncludedLoc(where.file, where.line, where.column, via)
+        return SourceLoc(where.file, where.line, where.column)
+
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, YamlMap):
+            node.where = located(node.where)
+            node.key_where = {key: located(where) for key, where in node.key_where.items()}
+            stack.extend(node.values())
+        elif isinstance(node, YamlList):
+            node.where = located(node.where)
+            node.item_where = [located(where) for where in node.item_where]
+            stack.extend(node)
+
+
 _CACHED = 64
-_pickled: dict[tuple, bytes] = {}
-"""Texts parsed twice: their trees, pickled (oldest first)."""
+_pickled: dict[tuple, tuple[tuple[str, ...], bytes]] = {}
+"""Texts parsed twice: the chain their tree was parsed with, and the tree, pickled (oldest first)."""
 _seen: dict[int, None] = {}
 """The hashes of texts parsed once (oldest first): a second parse keeps the tree."""
 
