@@ -11,7 +11,7 @@ import pytest
 
 import blocksim
 from blocksim.errors import DiagramFileError, ExpressionError
-from blocksim.reading.limits import LIMITS, LimitError
+from blocksim.reading.limits import LIMITS, RUN_MEMORY_VARIABLE, LimitError, count
 from blocksim.reading.located_yaml import parse_yaml_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -318,3 +318,59 @@ def test_cli_check_prints_a_limit_in_one_line_and_exits_1(tmp_path):
     assert proc.stderr == (f"error: {top}:4: block 'big': the diagram flattens to 1,000,012 blocks, more "
                            "than the limit of 100,000 (block 'big', s6.yaml, brings 1,000,000 of them)"
                            + raise_hint("blocks") + "\n")
+
+
+# ------------------------------------------------------------------- the table of docs/semantics.md
+
+def limits_table() -> list[list[str]]:
+    """The rows of the table under "### Limits" in docs/semantics.md, as lists of cells."""
+    text = (ROOT / "docs" / "semantics.md").read_text()
+    section = text.split("\n### Limits\n", 1)[1].split("\n#", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    assert rows[0] == "| limit | default | unit | variable | why |"
+    return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows[2:]]
+
+
+def test_the_docs_table_lists_every_limit_with_its_default_unit_and_variable():
+    rows = limits_table()
+    assert [row[0] for row in rows] == [f"`{name}`" for name in LIMITS] + ["run memory"]
+    for row, entry in zip(rows, LIMITS.values()):
+        assert row[1:4] == [count(entry.default), entry.unit, f"`{entry.variable}`"], row
+        assert len(row[4]) > 40, row                  # each says why
+    assert rows[-1][1:4] == ["the memory available now", "bytes", f"`{RUN_MEMORY_VARIABLE}`"]
+
+
+# ------------------------------------------------------------------- linear time
+
+def test_a_subsystem_file_parsed_once_gives_each_use_its_own_chain():
+    text = "inports: [u]\nblocks:\n  g: {type: Gain, gain: 1.0}\n"
+    trees = [parse_yaml_text(text, "part.yaml", via) for via in
+             [("top.yaml:3 (subsystem 'a', part.yaml)",), ("top.yaml:4 (subsystem 'b', part.yaml)",), (),
+              ("top.yaml:5 (subsystem 'c', part.yaml)",)]]
+    assert [str(tree["blocks"]["g"].loc("gain")) for tree in trees] == [
+        "top.yaml:3 (subsystem 'a', part.yaml) > part.yaml:3", "top.yaml:4 (subsystem 'b', part.yaml) > part.yaml:3",
+        "part.yaml:3", "top.yaml:5 (subsystem 'c', part.yaml) > part.yaml:3"]
+    assert [str(tree["inports"].loc(0)) for tree in trees][2:] == [
+        "part.yaml:1", "top.yaml:5 (subsystem 'c', part.yaml) > part.yaml:1"]
+    assert type(trees[2].where) is blocksim.errors.SourceLoc and trees[2].where.column == 1
+
+
+def big_diagram(blocks: int, parameters: int) -> str:
+    """A chain of `blocks` Gains whose gain is the last of `parameters` chained parameters."""
+    lines = ["blocksim: 1", "parameters:", "  p0: 1.0"]
+    lines += [f"  p{k}: ${{p{k - 1} + 1}}" for k in range(1, parameters)]
+    lines += ["blocks:", "  c: {type: Constant, value: 1.0}"]
+    lines += [f"  g{k}: {{type: Gain, gain: \"${{p{parameters - 1} / {parameters}}}\"}}" for k in range(blocks)]
+    lines += ["  t: {type: Terminator}", "connections:", "  - c -> g0"]
+    lines += [f"  - g{k} -> g{k + 1}" for k in range(blocks - 1)] + [f"  - g{blocks - 1} -> t"]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_diagram_of_5000_blocks_and_5000_chained_parameters_is_checked_without_hanging(tmp_path):
+    path = write(tmp_path, "big.yaml", big_diagram(5_000, 5_000))
+    assert path.stat().st_size > 400_000
+    proc = subprocess.run([sys.executable, str(ROOT / "cli.py"), "check", str(path)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"{path}: 'big' is valid\n")
+    assert "\n  5002. t " in proc.stdout and "\nrates: constant\n" in proc.stdout
