@@ -374,3 +374,43 @@ def test_a_diagram_of_5000_blocks_and_5000_chained_parameters_is_checked_without
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(f"{path}: 'big' is valid\n")
     assert "\n  5002. t " in proc.stdout and "\nrates: constant\n" in proc.stdout
+
+
+# ------------------------------------------------------------------- libyaml and PyYAML's own parser
+
+SAME_TEXTS = [
+    "a: 1e-3\nb: yes\nc: 012\nd: 1:30\ne: 2024-01-02\nf: 0x1F\ng: .inf\nh: -.5\ni: ~\nj: on\n",
+    "base: &b {x: [1, 2], y: {z: 3}}\none: *b\ntwo: {<<: *b, w: [4]}\n",
+    "list:\n  - {a: 1}\n  - [2, 3]\n  - 'text'\n  - true\n",
+]
+SAME_ERRORS = ["a: 1\nb: 2\na: 3\n", "a: !!python/object/apply:os.system [ls]\n", "? [1, 2]\n: 3\n",
+               "base: &b {x: 1}\ntwo: {<<: *b, x: 2}\n", "a: &a [1, *a]\n", alias_bomb(7)]
+
+
+def with_each_parser(monkeypatch, parse):
+    """parse(file) with libyaml's parser, then with PyYAML's own (the fallback)."""
+    from blocksim.reading import located_yaml
+    results = [parse("fast.yaml")]
+    monkeypatch.setattr(located_yaml, "LOADER", located_yaml.LocatedLoader)
+    results.append(parse("pure.yaml"))
+    return results
+
+
+@pytest.mark.parametrize("text", SAME_TEXTS)
+def test_both_parsers_read_the_same_tree_and_locations(monkeypatch, text):
+    from blocksim.reading.located_yaml import to_plain
+    fast, pure = with_each_parser(monkeypatch, lambda file: parse_yaml_text(text, file))
+    assert repr(to_plain(fast)) == repr(to_plain(pure))
+    for key in fast:
+        assert (fast.loc(key).line, fast.loc(key).column) == (pure.loc(key).line, pure.loc(key).column)
+
+
+@pytest.mark.parametrize("text", SAME_ERRORS)
+def test_both_parsers_refuse_the_same_text_with_the_same_message(monkeypatch, text):
+    def message(file):
+        with pytest.raises(blocksim.errors.BlocksimError) as info:
+            parse_yaml_text(text, file, error=DiagramFileError, what="diagram file")
+        return type(info.value), info.value.where.line, info.value.message
+
+    fast, pure = with_each_parser(monkeypatch, message)
+    assert fast == pure
