@@ -1,4 +1,4 @@
-"""Parsing an expression's text into a syntax tree within the limits (expressions/limits.py): its
+"""Parsing an expression's text into a syntax tree within the limits (reading/limits.py): its
 length in characters and its nesting depth, so that neither Python's parser nor the recursive
 walks over the tree (the `${...}` evaluator, the Function block's compiler) can be exhausted.
 Both languages parse their text here."""
