@@ -172,7 +172,7 @@ def test_a_diagram_without_the_blocks_identify_sets_is_refused_before_the_slow_s
     assert str(err) == (f"{folder / 'cfg.yaml'}:16: data.diagram: the diagram has no block 'plant', "
                         "'u' (identify uses blocks ref, plant, u)")
     err, _ = fails(folder, DiagramFileError, edit("diagram: run.yaml", "diagram: gone.yaml", text))
-    assert str(err) == f"{folder / 'gone.yaml'}: no such diagram file (data.diagram at {folder / 'cfg.yaml'}:16)"
+    assert str(err) == f"{folder / 'gone.yaml'}: cannot read the diagram file: no such file (data.diagram at {folder / 'cfg.yaml'}:16)"
 
 
 def simulated_config(folder):

@@ -80,5 +80,5 @@ def test_a_mistake_in_a_dict_names_the_block_and_port_without_a_line():
 
 
 def test_a_one_line_string_is_a_path():
-    with pytest.raises(BlocksimError, match="no-such.yaml: no such diagram file"):
+    with pytest.raises(BlocksimError, match="^no-such.yaml: cannot read the diagram file: no such file$"):
         blocksim.load("no-such.yaml")

@@ -12,12 +12,12 @@ import pytest
 import yaml
 
 from blocksim.cli import main
-from blocksim.diagram import yaml_loader as diagram_yaml
-from blocksim.errors import DiagramFileError, ParameterError
-from blocksim.models import located_yaml
+from blocksim.errors import ParameterError
 from blocksim.models.robot import RobotModel
 from blocksim.models.robot_file import RobotFileError
 from blocksim.models.urdf import URDFError
+from blocksim.reading import located_yaml
+from blocksim.reading.limits import LimitError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -122,8 +122,12 @@ def test_an_alias_bomb_is_refused_before_it_is_built(tmp_path):
               f"*a{i - 1}, *a{i - 1}, *a{i - 1}]" for i in range(1, 9)]
     path = robot_yaml(tmp_path, "\n".join(lines) + "\n")
     start = time.perf_counter()
-    with pytest.raises(RobotFileError, match="more than 200000 mappings and lists"):
+    with pytest.raises(LimitError) as info:
         RobotModel.from_yaml(path)
+    assert str(info.value) == (
+        f"{path}:1: the file expands to 123,456,790 mappings and lists, more than the limit of "
+        "500,000 (each use of an alias is a copy); if you mean it, raise the limit with the "
+        "environment variable BLOCKSIM_MAX_YAML_NODES")
     assert time.perf_counter() - start < 0.5       # counted on the node graph, before building
 
 
@@ -144,14 +148,14 @@ def test_os_errors_on_reading_a_robot_file_are_path_and_reason(tmp_path, monkeyp
         assert str(info.value) == f"{path}: cannot read the robot file: {reason}"
     # permission: simulated, since the suite may run as root (which reads every file)
     locked = robot_yaml(tmp_path, GOOD_YAML, "locked.yaml")
-    real = Path.read_bytes
+    real = Path.open
 
-    def refuse(self):
+    def refuse(self, *args, **kwargs):
         if self == locked:
             raise PermissionError(13, "Permission denied", str(self))
-        return real(self)
+        return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", refuse)
+    monkeypatch.setattr(Path, "open", refuse)
     with pytest.raises(RobotFileError) as info:
         RobotModel.from_yaml(locked)
     assert str(info.value) == f"{locked}: cannot read the robot file: permission denied"
@@ -303,52 +307,59 @@ def test_cli_check_with_a_duplicate_key_in_the_robot_file_has_no_traceback(tmp_p
                            "(first written at line 1)\n")
 
 
-# ------------------------------------------------------------------- the reader reads as diagrams do
+# ------------------------------------------------------------------- the one YAML reader, for robot files
 
-PARITY_TEXTS = [
-    "a: 1e-3\nb: yes\nc: 012\nd: 1:30\ne: 2024-01-02\nf: 0x1F\ng: .inf\nh: -.5\ni: ~\nj: on\n",
-    "base: &b {x: [1, 2], y: {z: 3}}\none: *b\ntwo: {<<: *b, w: [4]}\n",
-    "list:\n  - {a: 1}\n  - [2, 3]\n  - 'text'\n  - true\n",
-]
-PARITY_ERRORS = [
-    "a: 1\nb: 2\na: 3\n",
-    "a: !!python/object/apply:os.system [ls]\n",
-    "a: [1, 2\n",
-    "a:\n\tb: 1\n",
-    "? [1, 2]\n: 3\n",
-    "base: &b {x: 1}\ntwo: {<<: *b, x: 2}\n",         # a merge key does not license a duplicate
-]
-
-
-def typed(value):
-    """`value` with every scalar paired with its type (1, 1.0 and True are equal in Python)."""
-    if isinstance(value, dict):
-        return {key: typed(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [typed(item) for item in value]
-    return (type(value).__name__, value)
-
-
-@pytest.mark.parametrize("text", PARITY_TEXTS)
-def test_the_models_reader_parses_as_the_diagram_loader(text):
-    ours = located_yaml.parse_yaml_text(text, "x.yaml")
-    theirs = diagram_yaml.parse_yaml_text(text, "x.yaml")
-    assert typed(located_yaml.to_plain(ours)) == typed(diagram_yaml.to_plain(theirs))
-    for key in ours:
-        assert ours.loc(key) == theirs.loc(key)
-        if isinstance(ours[key], list):
-            assert ours[key].item_where == theirs[key].item_where
+@pytest.mark.parametrize("text, where, message", [
+    ("name: arm\nlinks: []\nname: b\n", (3, 1), "duplicate key 'name' (first written at line 1)"),
+    ("name: !!python/object/apply:os.system [ls]\n", (1, None),
+     "the YAML tag !!python/object/apply:os.system is not allowed; a robot file is plain data"),
+    ("links: [1, 2\n", (2, None), "malformed YAML: did not find expected ',' or ']' (while parsing a "
+                                   "flow sequence)"),
+    ("links:\n\tmass: 1\n", (2, None), "malformed YAML: found character that cannot start any "
+                                      "token (while scanning for the next token); indent with spaces, "
+                                      "not tabs"),
+    ("? [1, 2]\n: 3\n", (1, 3), "a mapping key must be a name or number, not a list"),
+    ("base: &b {x: 1}\ntwo: {<<: *b, x: 2}\n", (2, 15), "duplicate key 'x' (first written at line 1)"),
+    ("name: arm\x07\n", (1, 10), "the character U+0007 (BEL) (column 10) is not allowed in a robot "
+                                  "file; remove it (in a double-quoted string, write it as an escape "
+                                  "such as \\x07)"),
+    ("mass: 1" + "0" * 400 + "\n", (1, 7), "the integer 1000000000000000000000000000000000000000... "
+                                        "(401 characters) is too large for a number (beyond 1.8e308)"),
+    ("a: &a [1, *a]\n", (1, 4), "an alias is used inside the mapping or list it names (which would "
+                                "expand without end)"),
+])
+def test_the_reader_refuses_a_bad_robot_file_at_its_line_as_a_robot_file_error(tmp_path, text, where,
+                                                                                 message):
+    path = robot_yaml(tmp_path, text)
+    with pytest.raises(RobotFileError) as info:
+        RobotModel.from_yaml(path)
+    assert (info.value.where.line, info.value.where.column) == where
+    assert info.value.message == message
 
 
-@pytest.mark.parametrize("text", PARITY_ERRORS)
-def test_the_models_reader_refuses_what_the_diagram_loader_refuses(text):
-    with pytest.raises(RobotFileError) as ours:
-        located_yaml.parse_yaml_text(text, "x.yaml", RobotFileError)
-    with pytest.raises(DiagramFileError) as theirs:
-        diagram_yaml.parse_yaml_text(text, "x.yaml")
-    assert ours.value.where == theirs.value.where
-    assert ours.value.message.split(";")[0].split(" a diagram")[0] == \
-        theirs.value.message.split(";")[0].split(" a diagram")[0]
+def test_the_reader_reads_yaml_1_2_scalars_with_the_line_and_column_of_every_key_and_item():
+    text = "a: 1e-3\nb: yes\nc: 012\nd: 1:30\ne: 2024-01-02\nf: 0x1F\ng: .inf\nh: -.5\ni: ~\nj: on\n" \
+           "k: [1, {z: 2}]\nbase: &b {x: [1, 2]}\none: *b\n"
+    data = located_yaml.parse_yaml_text(text, "x.yaml", error=RobotFileError, what="robot file")
+    assert located_yaml.to_plain(data) == {
+        "a": 1e-3, "b": "yes", "c": 12, "d": "1:30", "e": "2024-01-02", "f": 31, "g": float("inf"),
+        "h": -0.5, "i": None, "j": "on", "k": [1, {"z": 2}], "base": {"x": [1, 2]}, "one": {"x": [1, 2]}}
+    assert [type(data[key]) for key in "acf"] == [float, int, int]
+    assert data.loc("h") == located_yaml.SourceLoc("x.yaml", 8, 1)
+    assert data["k"].item_where == [located_yaml.SourceLoc("x.yaml", 11, 5),
+                                    located_yaml.SourceLoc("x.yaml", 11, 8)]
+    data["one"]["x"].append(3)                     # an alias is a copy: the anchor is unchanged
+    assert data["base"]["x"] == [1, 2]
+
+
+def test_a_robot_file_over_the_file_bytes_limit_is_refused_unread(tmp_path, monkeypatch):
+    path = robot_yaml(tmp_path, GOOD_YAML)
+    monkeypatch.setenv("BLOCKSIM_MAX_FILE_BYTES", "100")
+    with pytest.raises(LimitError) as info:
+        RobotModel.from_yaml(path)
+    assert str(info.value) == (f"{path}: the robot file has {len(GOOD_YAML)} bytes, more than the limit "
+                               "of 100; if you mean it, raise the limit with the environment variable "
+                               "BLOCKSIM_MAX_FILE_BYTES")
 
 
 def shipped_robot_files():

@@ -264,7 +264,7 @@ def test_malformed_yaml_is_a_file_error_at_its_line(tmp_path, text, line, says):
 
 
 def test_missing_file_and_empty_file(tmp_path):
-    with pytest.raises(DiagramFileError, match="no such diagram file"):
+    with pytest.raises(DiagramFileError, match="cannot read the diagram file: no such file$"):
         load_spec(tmp_path / "nope.yaml")
     with pytest.raises(DiagramFileError, match="the file is empty"):
         load_spec(write(tmp_path, "# nothing\n"))

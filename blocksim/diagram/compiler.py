@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -17,6 +18,7 @@ from ..blocks.base import Block, Params, SampleTime
 from ..blocks.plugins import load_installed
 from ..errors import (BlocksimError, BlocksimWarning, ParameterError, SourceLoc,
                       UnknownBlockTypeError, WidthError, WiringError, did_you_mean)
+from ..reading.collector import collector_paused
 from .graph import OutputCall, block_order, sorted_calls
 from .joint_references import warn_references_outside_limits
 from .rates import resolve_sample_times
@@ -264,35 +266,53 @@ def infer_widths(spec, blocks, wires):
     def inputs_of(name):
         return {p: out_w[wires[(name, p)]] for p in blocks[name].input_names() if (name, p) in wires}
 
-    def sweep():
+    readers: dict[str, list[str]] = {name: [] for name in blocks}
+    for (dst, _), (src, _) in wires.items():
+        readers[src].append(dst)
+
+    def resolve(name):
+        """Block `name`'s output widths from its inputs'; True when one became known."""
+        blk = blocks[name]
+        try:
+            outs = blk.resolve_widths(inputs_of(name))
+        except BlocksimError as err:
+            if isinstance(err, WidthError) and (name, err.port) in wires \
+                    and out_w[wires[(name, err.port)]] is not None:
+                src = wires[(name, err.port)]
+                origin = width_origin(spec, blocks, wires, out_w, src)
+                if origin:
+                    err.message += f"; the width {out_w[src]} of {src[0]}.{src[1]} {origin}"
+            raise err.located(where=_input_where(spec, name, err.port), block=name)
         changed = False
-        for name, blk in blocks.items():
-            try:
-                outs = blk.resolve_widths(inputs_of(name))
-            except BlocksimError as err:
-                if isinstance(err, WidthError) and (name, err.port) in wires \
-                        and out_w[wires[(name, err.port)]] is not None:
-                    src = wires[(name, err.port)]
-                    origin = width_origin(spec, blocks, wires, out_w, src)
-                    if origin:
-                        err.message += f"; the width {out_w[src]} of {src[0]}.{src[1]} {origin}"
-                raise err.located(where=_input_where(spec, name, err.port), block=name)
-            for port, w in outs.items():
-                if w is not None and out_w[(name, port)] is None:
-                    out_w[(name, port)] = int(w)
-                    changed = True
-                elif w is not None and out_w[(name, port)] != w:
-                    raise WidthError(f"output width changed from {out_w[(name, port)]} to {w}",
-                                     where=spec.blocks[name].where, block=name, port=port)
+        for port, w in outs.items():
+            if w is not None and out_w[(name, port)] is None:
+                out_w[(name, port)] = int(w)
+                changed = True
+            elif w is not None and out_w[(name, port)] != w:
+                raise WidthError(f"output width changed from {out_w[(name, port)]} to {w}",
+                                 where=spec.blocks[name].where, block=name, port=port)
         return changed
 
+    # every block once in file order, then again each time an input's width became known (a
+    # block's widths follow from its inputs': linear in the diagram, in whatever order it is)
+    queue = deque(blocks)
+    queued = set(blocks)
+    pending = iter(list(out_w))                # a width once known stays known: scan once
     while True:
-        while sweep():
-            pass
-        unknown = [k for k, w in out_w.items() if w is None]
-        if not unknown:
+        while queue:
+            name = queue.popleft()
+            queued.discard(name)
+            if resolve(name):
+                for reader in readers[name]:
+                    if reader not in queued:
+                        queued.add(reader)
+                        queue.append(reader)
+        unknown = next((k for k in pending if out_w[k] is None), None)
+        if unknown is None:
             break
-        out_w[unknown[0]] = 1
+        out_w[unknown] = 1
+        queue.extend(readers[unknown[0]])
+        queued.update(readers[unknown[0]])
     in_widths = {n: {p: w for p, w in inputs_of(n).items()} for n in blocks}
     out_widths = {n: {o: out_w[(n, o)] for o in b.output_names()} for n, b in blocks.items()}
     return in_widths, out_widths
@@ -353,6 +373,7 @@ def varying_blocks(blocks, wires, sample_times, calls) -> set[str]:
     return varying
 
 
+@collector_paused()             # tens of thousands of blocks: reading/collector.py
 def compile_diagram(spec, batch: int = 1,
                     batch_params: dict[tuple[str, str], Any] | None = None) -> CompiledDiagram:
     """Everything before the first step: blocks, wires, widths, order, rates and state layout,

@@ -94,6 +94,7 @@ def _try_order(blocks, wires, file_order, split: bool):
     before: dict[tuple[str, int], set[tuple[str, int]]] = {}
     node_of_output: dict[tuple[str, str], tuple[str, int]] = {}
     node_inputs: dict[tuple[str, int], frozenset[str]] = {}
+    nodes_of: dict[str, list[tuple[str, int]]] = {}
     serves: dict[tuple[str, int], tuple[str, ...]] = {}
     for name, blk in blocks.items():
         groups = output_groups(blk)
@@ -106,12 +107,13 @@ def _try_order(blocks, wires, file_order, split: bool):
             node = (name, k)
             before[node] = {(name, k - 1)} if k else set()
             node_inputs[node] = reads
+            nodes_of.setdefault(name, []).append(node)
             serves[node] = outs
             for o in outs:
                 node_of_output[(name, o)] = node
     for (dst, dport), (src, sport) in wires.items():
-        for node, reads in node_inputs.items():
-            if node[0] == dst and dport in reads:
+        for node in nodes_of.get(dst, ()):
+            if dport in node_inputs[node]:
                 before[node].add(node_of_output[(src, sport)])
     sorter = TopologicalSorter(before)
     try:

@@ -1,6 +1,7 @@
 """Sample times: inherited rates resolved from their drivers, and the exact base tick of a run."""
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 from functools import cached_property
 from fractions import Fraction
@@ -21,23 +22,27 @@ def resolve_sample_times(blocks: dict, wires: dict, order: list[str]) -> dict[st
     """
     times = {name: blk.sample_time() for name, blk in blocks.items()}
     drivers: dict[str, list[str]] = {name: [] for name in blocks}
+    consumers: dict[str, list[str]] = {name: [] for name in blocks}
     for (dst, _), (src, _) in wires.items():
         drivers[dst].append(src)
-    pending = [n for n in order if times[n].kind == "inherited"]
-    changed = True
-    while pending and changed:
-        changed = False
-        for name in list(pending):
-            srcs = [times[s] for s in drivers[name]]
-            if any(s.kind == "inherited" for s in srcs):
-                continue
-            times[name] = _common_rate(srcs)
-            blk = blocks[name]
-            if times[name].kind == "constant" and (blk.time_varying or blk.n_xc > 0):
-                times[name] = SampleTime.continuous()
-            pending.remove(name)
-            changed = True
-    for name in pending:
+        consumers[src].append(dst)
+    # each inherited block waits for its inherited drivers; resolved in time linear in the wires
+    waiting = {name: sum(times[s].kind == "inherited" for s in drivers[name])
+               for name in order if times[name].kind == "inherited"}
+    ready = deque(name for name, count in waiting.items() if count == 0)
+    while ready:
+        name = ready.popleft()
+        del waiting[name]
+        times[name] = _common_rate([times[s] for s in drivers[name]])
+        blk = blocks[name]
+        if times[name].kind == "constant" and (blk.time_varying or blk.n_xc > 0):
+            times[name] = SampleTime.continuous()
+        for consumer in consumers[name]:
+            if consumer in waiting:
+                waiting[consumer] -= 1
+                if waiting[consumer] == 0:
+                    ready.append(consumer)
+    for name in waiting:                # in a cycle of inherited blocks, or fed by one
         times[name] = SampleTime.continuous()
     return times
 

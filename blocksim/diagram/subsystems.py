@@ -2,6 +2,8 @@
 rewire connections through the subsystem's inports and outports, so the engine sees one flat diagram."""
 from __future__ import annotations
 
+import errno
+import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +16,9 @@ from blocksim.expressions.evaluate import Resolved, evaluate_workspace, referenc
 from blocksim.expressions.runtime import workspace_names
 from blocksim.diagram.file import (BlockSpec, ConnectionSpec, Endpoint, Override, apply_overrides,
                                    parse_connection, read_diagram_file)
-from blocksim.diagram.yaml_loader import IncludedLoc, YamlMap, plain_loc
+from blocksim.diagram.yaml_loader import IncludedLoc, YamlMap, load_yaml, plain_loc
+from blocksim.reading.limits import check, count, limit
+from blocksim.expressions.parsing import recursion_for
 from blocksim.errors import (BlocksimError, DiagramFileError, ParameterError, SourceLoc, WiringError,
                              did_you_mean)
 
@@ -64,6 +68,13 @@ def subsystem_file(block_type: str, including_dir: Path) -> Path | None:
     """
     if block_type.endswith(SUBSYSTEM_SUFFIXES):
         return including_dir / block_type
+    return _shipped(block_type)
+
+
+@functools.lru_cache(maxsize=1024)
+def _shipped(block_type: str) -> Path | None:
+    """blocksim/library/<type>.yaml when it exists (asked once per type: a diagram of many
+    blocks of one type asks it for each)."""
     shipped = LIBRARY_DIR / f"{block_type}.yaml"
     return shipped if shipped.is_file() else None
 
@@ -170,16 +181,19 @@ class _Scope:
                          param_where: dict[str, SourceLoc], where: SourceLoc) -> Flattened:
         full = self.prefix + name
         block_type = raw["type"]
+        display = _display(sub_path)
+        problem = _not_a_file(sub_path)
+        if problem:
+            raise DiagramFileError(f"subsystem file {block_type} {problem} ({display})",
+                                   where=raw.loc("type"), block=full)
         resolved = sub_path.resolve()
         if resolved in self.stack:
             cycle = self.stack[self.stack.index(resolved):]
             chain = " > ".join(_display(p) for p in (*cycle, resolved))
             raise DiagramFileError(f"subsystem {block_type} contains itself ({chain})", where=where, block=full)
-        display = _display(sub_path)
+        check("subsystem_depth", len(self.stack), f"subsystem {block_type} is nested",
+              where=raw.loc("type"), block=full)
         via = _via(where) + (f"{plain_loc(where)} (subsystem '{full}', {block_type})",)
-        if not sub_path.is_file():
-            raise DiagramFileError(f"subsystem file {block_type} not found (looked for {display})",
-                                   where=raw.loc("type"), block=full)
         doc = read_diagram_file(sub_path, display, via, subsystem=True)
         load_plugins(doc["plugins"], sub_path.parent, doc["plugins"].loc)
         nested = apply_overrides(doc, self.nested_overrides.get(name, []), scope=f"{full}/")
@@ -365,12 +379,76 @@ class _Scope:
         return self.out
 
 
+def _not_a_file(path: Path) -> str:
+    """Why `path` cannot be read as a subsystem file ("" when it can be)."""
+    try:
+        if path.is_file():
+            path.resolve(strict=True)
+            return ""
+        if path.is_dir():
+            return "is a directory, not a subsystem file"
+        if os.path.islink(path):
+            path.resolve(strict=True)
+            return "is a symbolic link to nothing"
+    except RuntimeError:                # a loop of symbolic links (Python before 3.13)
+        return "is a loop of symbolic links"
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return "is a loop of symbolic links"
+        if err.errno == errno.ENOENT and os.path.islink(path):
+            return "is a symbolic link to nothing"
+        return f"cannot be read: {err.strerror}"
+    return "not found"
+
+
+def flat_size(doc: YamlMap, path: Path, stack: tuple[Path, ...] = (),
+              sizes: dict[Path, int] | None = None) -> tuple[int, dict[str, int]]:
+    """How many blocks `doc` flattens to, counted without expanding anything: (the total, the
+    count of each of its blocks). A block type cannot be overridden, so a subsystem file's count
+    is the file's own: each file is read once, however often it is used (subsystem files that
+    include each other several times expand exponentially, and this sees it first). A file that
+    cannot be read, or contains itself, counts 1 (the expansion says what is wrong with it)."""
+    sizes = {} if sizes is None else sizes
+    blocks = doc.get("blocks") if isinstance(doc, YamlMap) else None
+    each: dict[str, int] = {}
+    for name, raw in (blocks.items() if isinstance(blocks, YamlMap) else ()):
+        block_type = raw.get("type") if isinstance(raw, YamlMap) else None
+        sub = subsystem_file(block_type, path.parent) if isinstance(block_type, str) else None
+        each[name] = 1
+        if sub is None or _not_a_file(sub):
+            continue
+        resolved = sub.resolve()
+        if resolved in stack:
+            continue
+        if resolved not in sizes and len(stack) < limit("subsystem_depth"):
+            try:
+                child = load_yaml(sub, _display(sub))
+            except BlocksimError:
+                child = None
+            sizes[resolved] = flat_size(child, sub, (*stack, resolved), sizes)[0]
+        each[name] = sizes.get(resolved, 1)
+    return sum(each.values()), each
+
+
 def flatten(doc: YamlMap, *, path: Path, display: str, workspace: Mapping[str, Any],
             nested_overrides: Mapping[str, list[Override]]) -> Flattened:
     """Expand every subsystem of the top diagram `doc` (already overridden, workspace evaluated).
 
     Returns the flat blocks, one ConnectionSpec per driver -> consumer wire, and the aliases of
-    every subsystem port. Errors inside a subsystem carry the chain of including blocks.
+    every subsystem port. Errors inside a subsystem carry the chain of including blocks. A
+    diagram that would flatten to more blocks than the `blocks` limit is refused before any
+    subsystem is expanded, at the block that brings the most.
     """
-    return _Scope(doc, path, display, workspace, nested_overrides, prefix="", via=(),
-                  stack=(path.resolve(),), subsystem=False).expand()
+    top = path.resolve()
+    with recursion_for(limit("subsystem_depth")):
+        total, each = flat_size(doc, path, (top,))
+        if total > limit("blocks"):
+            name = max(each, key=each.get)
+            blocks = doc["blocks"]
+            detail = "" if each[name] == 1 else \
+                f" (block '{name}', {blocks[name]['type']}, brings {count(each[name])} of them)"
+            check("blocks", total, "the diagram flattens to", detail,
+                  where=blocks.loc(name) if each[name] > 1 else doc.loc("blocks"),
+                  block=name if each[name] > 1 else None)
+        return _Scope(doc, path, display, workspace, nested_overrides, prefix="", via=(),
+                      stack=(top,), subsystem=False).expand()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import math
 import operator
 import re
 from dataclasses import dataclass
@@ -14,10 +15,9 @@ import numpy as np
 
 from blocksim.errors import ExpressionError, ParameterError, SourceLoc, did_you_mean
 from blocksim.expressions.functions import CONSTANTS, FUNCTIONS, as_int, describe, plain
+from blocksim.reading.limits import LimitError, check, limit, shorten
+from blocksim.expressions.parsing import parse_expression, recursion_for, too_deep
 
-
-MAX_EXPRESSION_LENGTH = 10_000
-"""Longest ${...} text accepted (a diagram expression is a formula, not a program)."""
 
 _REFERENCE = re.compile(r"^\$([A-Za-z_][A-Za-z0-9_]*)$")
 _EXPRESSION = re.compile(r"^\$\{(.*)\}$", re.S)
@@ -85,52 +85,103 @@ _FLOATING_POINT = {"divide": "division by zero", "overflow": "overflow (the resu
 _LARGEST_INT_POWER = 4096
 """int ** int with a larger result (in bits) is done in floating point, so it cannot hang."""
 
+_FLOAT_BITS = 1024
+"""An integer of more bits than this is beyond the largest float (1.8e308): an overflow."""
+
+_SHOWN = 200
+"""Characters of an expression that a message quotes (a longer one is cut, with its length)."""
+
+
+def _whole(value: int) -> int:
+    """An exact integer result, refused beyond the float range (every value becomes a float)."""
+    if abs(value).bit_length() > _FLOAT_BITS:
+        raise OverflowError("the integer is too large for a number (beyond 1.8e308)")
+    return value
+
+
+def _broadcast_elements(*values: Any) -> int | None:
+    """Elements of the array that elementwise arithmetic on `values` makes (None: the shapes do
+    not broadcast, and the operation says so itself)."""
+    try:
+        return math.prod(np.broadcast_shapes(*(np.shape(v) for v in values)))
+    except ValueError:
+        return None
+
+
+def _matmul_elements(a: Any, b: Any) -> int | None:
+    """Elements of a @ b (numpy's rules: 1-D operands promoted, leading axes broadcast)."""
+    sa, sb = np.shape(a), np.shape(b)
+    if not sa or not sb:
+        return None
+    try:
+        lead = np.broadcast_shapes(sa[:-2], sb[:-2])
+    except ValueError:
+        return None
+    return math.prod(lead) * (sa[-2] if len(sa) > 1 else 1) * (sb[-1] if len(sb) > 1 else 1)
+
 
 # ---------------------------------------------------------------------------------------------
 # expressions
 # ---------------------------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=4096)
 def _parse(text: str) -> ast.Expression:
-    """The syntax tree of an expression (cached: the same text is often evaluated many times)."""
-    if len(text) > MAX_EXPRESSION_LENGTH:
-        raise ValueError(f"the expression is longer than {MAX_EXPRESSION_LENGTH} characters")
-    return ast.parse(text.strip(), mode="eval")
+    """The syntax tree of an expression (cached: the same text is often evaluated many times),
+    within the length and depth limits (parsing.parse_expression) as they are now."""
+    return _parse_within(text, limit("expression_chars"), limit("expression_depth"))
 
 
-def _syntax_message(text: str, err: Exception) -> str:
-    if isinstance(err, SyntaxError):
-        message = f"malformed expression '{text}': {err.msg}"
-        if "$" in text:
-            message += "; inside ${...} write parameter names without $ (and use one ${...} around all of it)"
-        elif re.match(r"\s*(import|from)\b", text) or re.search(r"(?<![=!<>])=(?!=)", text):
-            message += "; only an expression is allowed, no statements such as import or ="
-        return message
-    if isinstance(err, RecursionError):
-        return f"the expression '{text[:60]}...' is nested too deeply"
-    return str(err)
+@functools.lru_cache(maxsize=65536)
+def _parse_within(text: str, chars: int, depth: int) -> ast.Expression:
+    """parse_expression(text), cached per limits (a text read under raised limits is checked
+    again when they are lowered)."""
+    return parse_expression(text)
 
 
-def names_in(text: str) -> set[str]:
-    """The parameter names an expression reads (not the functions it calls); empty if it does not parse."""
+def _syntax_message(text: str, err: SyntaxError) -> str:
+    message = f"malformed expression '{shorten(text, _SHOWN)}': {err.msg}"
+    if "$" in text:
+        message += "; inside ${...} write parameter names without $ (and use one ${...} around all of it)"
+    elif re.match(r"\s*(import|from)\b", text) or re.search(r"(?<![=!<>])=(?!=)", text):
+        message += "; only an expression is allowed, no statements such as import or ="
+    return message
+
+
+def names_in(text: str) -> frozenset[str]:
+    """The parameter names an expression reads (not the functions it calls); empty if it does
+    not parse or is beyond a limit (evaluating it says why)."""
     try:
         tree = _parse(text)
-    except (SyntaxError, ValueError, RecursionError):
-        return set()
+    except (SyntaxError, LimitError):
+        return frozenset()
+    return _names_in_tree(tree)
+
+
+@functools.lru_cache(maxsize=65536)
+def _names_in_tree(tree: ast.Expression) -> frozenset[str]:
+    """names_in of a parsed tree (cached with the tree: a text written on many blocks, or
+    evaluated many times, is walked once)."""
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
-    return {node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and id(node) not in called}
+    return frozenset(node.id for node in ast.walk(tree)
+                     if isinstance(node, ast.Name) and id(node) not in called)
 
 
 class _Evaluator:
     """Walks one expression's tree; every node kind not handled here is refused."""
 
     def __init__(self, text: str, names: Mapping[str, Any], known: Iterable[str]):
-        self.text = text
+        self.text = shorten(text, _SHOWN)
         self.names = names
-        self.known = set(known) | set(names) | set(CONSTANTS)
+        self.known = known            # only an unknown name reads it (for the hint)
+        self.max_elements = limit("array_elements")
 
     def refuse(self, what: str, hint: str = "") -> ExpressionError:
         return ExpressionError(f"{what} in '{self.text}'{hint}")
+
+    def check_elements(self, elements: int | None, node: ast.AST) -> None:
+        """Refuse an array of more elements than the limit, before it is made."""
+        if elements is not None and elements > self.max_elements:
+            check("array_elements", elements,
+                  f"{shorten(ast.unparse(node), 60)} would make an array of")
 
     def visit(self, node: ast.AST) -> Any:
         method = getattr(self, f"visit_{type(node).__name__}", None)
@@ -143,7 +194,9 @@ class _Evaluator:
 
     def visit_Constant(self, node: ast.Constant) -> Any:
         value = node.value
-        if isinstance(value, (bool, int, float)):
+        if isinstance(value, int) and not isinstance(value, bool):
+            return _whole(value)
+        if isinstance(value, (bool, float)):
             return value
         if isinstance(value, (str, bytes)):
             raise self.refuse("strings are not allowed")
@@ -160,7 +213,8 @@ class _Evaluator:
             return CONSTANTS[name]
         if name in FUNCTIONS:
             raise self.refuse(f"'{name}' is a function; call it as {name}(...)")
-        raise self.refuse(f"unknown name '{name}'", did_you_mean(name, self.known, clause=True))
+        known = set(self.known) | set(self.names) | set(CONSTANTS)
+        raise self.refuse(f"unknown name '{name}'", did_you_mean(name, known, clause=True))
 
     def visit_List(self, node: ast.List | ast.Tuple) -> np.ndarray:
         return as_array([self.visit(item) for item in node.elts])
@@ -186,13 +240,16 @@ class _Evaluator:
         func = _BINARY[type(node.op)]
         if isinstance(node.op, ast.MatMult) and (np.ndim(left) == 0 or np.ndim(right) == 0):
             raise ValueError("@ multiplies matrices and vectors; use * with a single number")
+        if isinstance(left, np.ndarray) or isinstance(right, np.ndarray):
+            self.check_elements(_matmul_elements(left, right) if isinstance(node.op, ast.MatMult)
+                                else _broadcast_elements(left, right), node)
         if type(left) is int and type(right) is int:
             if not (isinstance(node.op, ast.Pow) and right > 0
                     and right * max(abs(left), 1).bit_length() > _LARGEST_INT_POWER):
                 result = func(left, right)
                 if isinstance(result, complex):
                     raise ValueError("the result is a complex number")
-                return result
+                return _whole(result) if isinstance(result, int) else result
         return plain(func(np.float64(left) if np.ndim(left) == 0 else left,
                           np.float64(right) if np.ndim(right) == 0 else right))
 
@@ -205,6 +262,8 @@ class _Evaluator:
             right = self.visit(right_node)
             self.require_numeric(left, "comparison")
             self.require_numeric(right, "comparison")
+            if isinstance(left, np.ndarray) or isinstance(right, np.ndarray):
+                self.check_elements(_broadcast_elements(left, right), node)
             outcome = _COMPARE[type(op)](left, right)
             result = outcome if result is True else np.logical_and(result, outcome)
             left = right
@@ -267,6 +326,8 @@ class _Evaluator:
         args = [self.visit(arg) for arg in node.args]
         for arg in args:
             self.require_numeric(arg, f"{name}()")
+        if function.elements is not None:
+            self.check_elements(function.elements(*args, **keywords), node)
         result = plain(function.apply(*args, **keywords))
         if isinstance(result, np.ndarray) and result.dtype.kind in "iu":
             return result.astype(float)
@@ -295,23 +356,24 @@ def evaluate_expression(text: str, names: Mapping[str, Any], known: Iterable[str
     """
     try:
         tree = _parse(text)
-    except (SyntaxError, ValueError, RecursionError) as err:
+    except SyntaxError as err:
         raise ExpressionError(_syntax_message(text, err)) from None
     try:
-        with np.errstate(divide="raise", over="raise", invalid="raise"):
+        with np.errstate(divide="raise", over="raise", invalid="raise"), \
+                recursion_for(limit("expression_depth")):
             return _Evaluator(text, names, known).visit(tree)
-    except ExpressionError:
+    except (ExpressionError, LimitError):
         raise
     except ZeroDivisionError:
-        raise ExpressionError(f"division by zero in '{text}'") from None
+        raise ExpressionError(f"division by zero in '{shorten(text, _SHOWN)}'") from None
     except FloatingPointError as err:
         kind = next((meaning for word, meaning in _FLOATING_POINT.items() if word in str(err)),
                     "invalid arithmetic")
-        raise ExpressionError(f"{kind} in '{text}'") from None
+        raise ExpressionError(f"{kind} in '{shorten(text, _SHOWN)}'") from None
     except RecursionError:
-        raise ExpressionError(f"the expression '{text[:60]}...' is nested too deeply") from None
+        raise too_deep(text) from None
     except (ValueError, TypeError, ArithmeticError, IndexError, np.linalg.LinAlgError) as err:
-        raise ExpressionError(f"cannot evaluate '{text}': {err}") from None
+        raise ExpressionError(f"cannot evaluate '{shorten(text, _SHOWN)}': {err}") from None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -380,6 +442,8 @@ def _resolve_string(text: str, names: Mapping[str, Any], where: SourceLoc | None
         return evaluate_expression(expression.group(1), names, known)
     except ExpressionError as err:
         raise ExpressionError(f"{what}: {err.message}", where=where) from None
+    except LimitError as err:
+        raise LimitError(f"{what}: {err.message}", limit=err.limit, where=where) from None
 
 
 def references(value: Any) -> set[str]:
@@ -408,25 +472,33 @@ def evaluate_workspace(raw: Mapping[str, Any], where_of: Callable[[str], SourceL
         if not isinstance(name, str) or not _NAME.match(name) or name.startswith("__"):
             raise ParameterError(f"{label} name '{name}' must be letters, digits and _ "
                                  "(not starting with a digit or __)", where=where_of(name))
-    depends = {name: sorted(references(value) & set(raw)) for name, value in raw.items()}
+    defined = set(raw)
+    depends = {name: sorted(references(value) & defined) for name, value in raw.items()}
     order: list[str] = []
     state: dict[str, str] = {}
-
-    def visit(name: str, path: list[str]) -> None:
-        if state.get(name) == "done":
-            return
-        if state.get(name) == "active":
-            cycle = path[path.index(name):] + [name]
-            raise ExpressionError(f"{label}s {', '.join(repr(n) for n in cycle[:-1])} depend on each "
-                                  f"other in a cycle: {' -> '.join(cycle)}", where=where_of(cycle[0]))
-        state[name] = "active"
-        for dependency in depends[name]:
-            visit(dependency, path + [name])
-        state[name] = "done"
-        order.append(name)
-
-    for name in raw:
-        visit(name, [])
+    for root in raw:                  # depth first, without recursion: chains of any length
+        if root in state:
+            continue
+        state[root] = "active"
+        path, pending = [root], [iter(depends[root])]
+        while path:
+            for dependency in pending[-1]:
+                if state.get(dependency) == "done":
+                    continue
+                if state.get(dependency) == "active":
+                    cycle = path[path.index(dependency):] + [dependency]
+                    raise ExpressionError(f"{label}s {', '.join(repr(n) for n in cycle[:-1])} depend "
+                                          f"on each other in a cycle: {' -> '.join(cycle)}",
+                                          where=where_of(cycle[0]))
+                state[dependency] = "active"
+                path.append(dependency)
+                pending.append(iter(depends[dependency]))
+                break
+            else:
+                name = path.pop()
+                pending.pop()
+                state[name] = "done"
+                order.append(name)
     values: dict[str, Any] = {}
     for name in order:
         values[name] = resolve_value(raw[name], values, where_of(name), f"{label} '{name}'", known=raw)

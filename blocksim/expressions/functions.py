@@ -107,17 +107,60 @@ def _concat(*parts):
     return np.concatenate([np.atleast_1d(part) for part in parts]).astype(float)
 
 
+# how many elements a function's result will have, from its arguments, before it is computed
+# (the ${...} evaluator refuses an array beyond the array_elements limit); None: not known
+# before (the arguments are not sizes), the function then says what is wrong itself
+
+def _sizes(*dims, **_) -> int | None:
+    try:
+        return math.prod(as_int(d, "a size") for d in dims)
+    except ValueError:
+        return None
+
+
+def _square(n, **_) -> int | None:
+    try:
+        return as_int(n, "the size") ** 2
+    except ValueError:
+        return None
+
+
+def _points(start, stop, count, **_) -> int | None:
+    try:
+        return as_int(count, "the number of points")
+    except ValueError:
+        return None
+
+
+def _diagonal(x, *rest, **_) -> int | None:
+    return np.size(x) ** 2 if np.ndim(x) == 1 else None
+
+
+def _joined(*parts, **_) -> int:
+    return sum(np.size(part) for part in parts)
+
+
+def _broadcast(*args, **_) -> int | None:
+    try:
+        return math.prod(np.broadcast_shapes(*(np.shape(a) for a in args)))
+    except ValueError:
+        return None
+
+
 @dataclass(frozen=True)
 class Function:
     """One function an expression may call: its workspace form (`apply`, numpy), how many
-    positional arguments and which keywords that form takes, and its run-time form in a Function
-    block (`scalar`: "unary", "elementwise", "reduction", or None when only `${...}` has it)."""
+    positional arguments and which keywords that form takes, its run-time form in a Function
+    block (`scalar`: "unary", "elementwise", "reduction", or None when only `${...}` has it), and,
+    for a function whose result can be larger than its arguments, `elements`: the result's
+    number of elements from the arguments, known before it is made."""
 
     apply: Callable
     min_args: int
     max_args: int | None
     keywords: tuple[str, ...] = ()
     scalar: str | None = None
+    elements: Callable[..., int | None] | None = None
 
 
 _UNARY_ELEMENTWISE = {
@@ -134,25 +177,28 @@ FUNCTIONS: dict[str, Function] = {
         "log2": np.log2, "radians": np.radians, "degrees": np.degrees,
         "array": lambda x: np.array(x, dtype=float), "diag": np.diag,
         "transpose": np.transpose, "inv": np.linalg.inv, "det": np.linalg.det, "len": _length,
-    }.items()},
+    }.items() if name != "diag"},
+    "diag": Function(np.diag, 1, 1, elements=_diagonal),
     "log": Function(_log, 1, 2, scalar="unary"),
-    "atan2": Function(np.arctan2, 2, 2, scalar="elementwise"),
-    "hypot": Function(np.hypot, 2, 2, scalar="elementwise"),
-    "pow": Function(np.power, 2, 2, scalar="elementwise"),
-    "min": Function(_extremum(np.min, np.minimum), 1, None, ("axis",), scalar="elementwise"),
-    "max": Function(_extremum(np.max, np.maximum), 1, None, ("axis",), scalar="elementwise"),
+    "atan2": Function(np.arctan2, 2, 2, scalar="elementwise", elements=_broadcast),
+    "hypot": Function(np.hypot, 2, 2, scalar="elementwise", elements=_broadcast),
+    "pow": Function(np.power, 2, 2, scalar="elementwise", elements=_broadcast),
+    "min": Function(_extremum(np.min, np.minimum), 1, None, ("axis",), scalar="elementwise",
+                    elements=_broadcast),
+    "max": Function(_extremum(np.max, np.maximum), 1, None, ("axis",), scalar="elementwise",
+                    elements=_broadcast),
     "sum": Function(_reduction(np.sum), 1, 1, ("axis",), scalar="reduction"),
     "norm": Function(_norm, 1, 2, ("axis",), scalar="reduction"),
     "dot": Function(np.dot, 2, 2, scalar="reduction"),
     "round": Function(_rounding(np.round), 1, 2),
     "mean": Function(_reduction(np.mean), 1, 1, ("axis",)),
-    "zeros": Function(_filled(np.zeros), 1, 2),
-    "ones": Function(_filled(np.ones), 1, 2),
-    "eye": Function(lambda n: np.eye(as_int(n, "the size")), 1, 1),
-    "linspace": Function(_linspace, 3, 3),
-    "concat": Function(_concat, 1, None),
-    "clip": Function(np.clip, 3, 3),
-    "where": Function(np.where, 3, 3),
+    "zeros": Function(_filled(np.zeros), 1, 2, elements=_sizes),
+    "ones": Function(_filled(np.ones), 1, 2, elements=_sizes),
+    "eye": Function(lambda n: np.eye(as_int(n, "the size")), 1, 1, elements=_square),
+    "linspace": Function(_linspace, 3, 3, elements=_points),
+    "concat": Function(_concat, 1, None, elements=_joined),
+    "clip": Function(np.clip, 3, 3, elements=_broadcast),
+    "where": Function(np.where, 3, 3, elements=_broadcast),
 }
 """The functions an expression may call. All work elementwise on arrays (lists become arrays).
 At run time (`scalar` set) a Function block's `log` takes one argument, `min` and `max` two or

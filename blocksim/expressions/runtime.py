@@ -12,6 +12,8 @@ from numba import njit
 
 from blocksim.errors import ExpressionError, WidthError, did_you_mean
 from blocksim.expressions.functions import CONSTANTS, FUNCTIONS
+from blocksim.reading.limits import check, limit, shorten
+from blocksim.expressions.parsing import parse_expression, recursion_for
 
 OP_CONST, OP_INPUT, OP_TIME, OP_UNARY, OP_BINARY, OP_STORE, OP_PARAM = range(7)
 """Stack-program instructions: push a constant / an input element / t, apply a unary or binary
@@ -130,11 +132,13 @@ def workspace_names(text: str, inputs: int, workspace) -> list[str]:
     """The workspace parameters an expression of `inputs` inputs reads, in the order they
     first appear (names that are not its inputs, t, constants or functions); [] when the text
     does not parse (check_expression says why). A workspace parameter named as an input, t or a
-    constant that the expression uses is an ExpressionError: which one it means is unclear."""
+    constant that the expression uses is an ExpressionError: which one it means is unclear.
+    Text beyond the length or depth limit is a LimitError."""
     try:
-        tree = ast.parse(str(text).strip(), mode="eval")
+        tree = parse_expression(str(text))
     except SyntaxError:
         return []
+    text = shorten(text, _SHOWN)
     own = {"t", *CONSTANTS, *(f"u{k + 1}" for k in range(inputs)), *(["u"] if inputs == 1 else [])}
     names: list[str] = []
     for node in ast.walk(tree):
@@ -158,11 +162,14 @@ def workspace_names(text: str, inputs: int, workspace) -> list[str]:
 
 def check_expression(text: str, variables, block: str) -> ast.Expression:
     """Parse `text` and accept only numbers, the given variables, arithmetic, constant subscripts,
-    list literals and the whitelisted math functions; anything else is an ExpressionError."""
+    list literals and the whitelisted math functions; anything else is an ExpressionError (a
+    LimitError beyond the length or depth limit)."""
     try:
-        tree = ast.parse(text.strip(), mode="eval")
+        tree = parse_expression(text)
     except SyntaxError as err:
-        raise ExpressionError(f"expression '{text}' is not valid: {err.msg}", block=block) from None
+        raise ExpressionError(f"expression '{shorten(text, _SHOWN)}' is not valid: {err.msg}",
+                              block=block) from None
+    text = shorten(text, _SHOWN)
     allowed = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.Call, ast.Name, ast.Load, ast.Constant,
                ast.Subscript, ast.Slice, ast.List, ast.Tuple, ast.USub, ast.UAdd,
                *BINARY_OPERATORS)
@@ -194,17 +201,87 @@ def check_expression(text: str, variables, block: str) -> ast.Expression:
     return tree
 
 
+_SHOWN = 200
+"""Characters of an expression that a message quotes (a longer one is cut, with its length)."""
+
+
 class ExpressionCompiler:
     """Turns a checked expression into scalar stack code, one fragment per output element, once the
-    input widths are known (elementwise arithmetic; a width-1 operand broadcasts)."""
+    input widths are known (elementwise arithmetic; a width-1 operand broadcasts). The code's
+    size is worked out first (`size`, nothing built) and held to the program_size limit: an
+    expression of wide inputs, or reductions of reductions, can ask for billions of
+    instructions from a few characters."""
 
     def __init__(self, text, tree, variables, widths, ports, block, values=None):
         """values: {workspace name: (offset, width)} into the run's values (OP_PARAM)."""
-        self.text, self.variables, self.widths, self.block = text, variables, widths, block
+        self.text, self.variables, self.widths, self.block = shorten(text, _SHOWN), variables, \
+            widths, block
         self.ports = ports
         self.values = values or {}
         self.consts: list[float] = []
-        self.elements = self.vector(tree.body)
+        with recursion_for(limit("expression_depth")):
+            self.width, self.size_of_elements = self.size(tree.body)
+            self.check_size(self.size_of_elements)
+            self.elements = self.vector(tree.body)
+
+    def check_size(self, instructions: int) -> None:
+        check("program_size", instructions, f"the expression '{shorten(self.text, 60)}' compiles to",
+              block=self.block)
+
+    # -- the size of the code, without building it --------------------------------------------
+
+    def size(self, node) -> tuple[int, int]:
+        """(width, instructions) of vector(node): the same checks, nothing built."""
+        if isinstance(node, ast.Constant):
+            return 1, 1
+        if isinstance(node, ast.Name):
+            if node.id == "t" or node.id in CONSTANTS:
+                return 1, 1
+            if node.id in RUNTIME_FUNCTIONS:
+                self.fail(f"function '{node.id}' used as a value")
+            width = self.values[node.id][1] if node.id in self.values \
+                else self.widths[self.variables[node.id]]
+            return width, width
+        if isinstance(node, (ast.List, ast.Tuple)):
+            parts = [self.size(item) for item in node.elts]
+            return sum(w for w, _ in parts), sum(n for _, n in parts)
+        if isinstance(node, ast.Subscript):
+            picked = len(self.subscript(node))
+            return picked, picked
+        if isinstance(node, ast.UnaryOp):
+            width, n = self.size(node.operand)
+            return (width, n) if isinstance(node.op, ast.UAdd) else (width, n + width)
+        if isinstance(node, ast.BinOp):
+            return self.elementwise_size(BINARY_OPERATORS[type(node.op)], [node.left, node.right])
+        name, args = node.func.id, node.args
+        form = FUNCTIONS[name]
+        if form.scalar == "reduction":
+            self.reduction_arguments(name, args)
+            if name == "dot":
+                width, n = self.elementwise_size("mul", args)
+                return 1, n + width - 1
+            width, n = self.size(args[0])
+            return (1, n + width - 1) if name == "sum" else (1, 2 * n + 2 * width)
+        if form.scalar == "unary":
+            self.call_arguments(name, args)
+            width, n = self.size(args[0])
+            return width, n + width
+        self.call_arguments(name, args)
+        return self.elementwise_size(name, args)
+
+    def elementwise_size(self, name, args) -> tuple[int, int]:
+        parts = [self.size(a) for a in args]
+        width = self.common_width(name, [w for w, _ in parts])
+        return width, sum(n if w > 1 else width * n for w, n in parts) + (len(args) - 1) * width
+
+    def common_width(self, name, widths) -> int:
+        """The width of an elementwise operation on operands of `widths` (1 broadcasts)."""
+        wide = set(widths) - {1}
+        if len(wide) > 1:
+            self.fail(f"operands of {name} have widths {list(widths)}")
+        return wide.pop() if wide else 1
+
+    # -- the code ------------------------------------------------------------------------------
 
     def fail(self, message, port=None):
         raise WidthError(f"expression '{self.text}': {message}", block=self.block, port=port)
@@ -284,58 +361,71 @@ class ExpressionCompiler:
 
     def elementwise(self, name, args):
         operands = [self.vector(a) for a in args]
-        widths = {len(o) for o in operands} - {1}
-        if len(widths) > 1:
-            self.fail(f"operands of {name} have widths {[len(o) for o in operands]}")
-        width = widths.pop() if widths else 1
+        width = self.common_width(name, [len(o) for o in operands])
         code = BINARY_OPS.index(name)
         out = []
         for i in range(width):
-            acc = operands[0][i if len(operands[0]) > 1 else 0]
+            acc = list(operands[0][i if len(operands[0]) > 1 else 0])
             for o in operands[1:]:
-                acc = acc + o[i if len(o) > 1 else 0] + [(OP_BINARY, code, 0)]
+                acc.extend(o[i if len(o) > 1 else 0])
+                acc.append((OP_BINARY, code, 0))
             out.append(acc)
         return out
+
+    def call_arguments(self, name, args):
+        """Check the number of arguments of a unary or elementwise function."""
+        form = FUNCTIONS[name]
+        if form.scalar == "unary":
+            if len(args) != 1:
+                self.fail(f"{name}() takes one argument")
+            return
+        needed = form.max_args
+        if (needed and len(args) != needed) or len(args) < 2:
+            self.fail(f"{name}() takes {needed or 'two or more'} arguments")
+
+    def reduction_arguments(self, name, args):
+        """Check the number of arguments of a reduction."""
+        if name == "dot" and len(args) != 2:
+            self.fail("dot() takes two arguments")
+        if name != "dot" and len(args) != 1:
+            self.fail(f"{name}() takes one argument")
 
     def call(self, node):
         name, args = node.func.id, node.args
         form = FUNCTIONS[name]
         if form.scalar == "reduction":
             return [self.reduction(name, args)]
+        self.call_arguments(name, args)
         if form.scalar == "unary":
-            if len(args) != 1:
-                self.fail(f"{name}() takes one argument")
             code = UNARY_OPS.index(name)
             return [e + [(OP_UNARY, code, 0)] for e in self.vector(args[0])]
-        needed = form.max_args
-        if (needed and len(args) != needed) or len(args) < 2:
-            self.fail(f"{name}() takes {needed or 'two or more'} arguments")
         return self.elementwise(name, args)
 
     def reduction(self, name, args):
         mul, add = BINARY_OPS.index("mul"), BINARY_OPS.index("add")
+        self.reduction_arguments(name, args)
         if name == "dot":
-            if len(args) != 2:
-                self.fail("dot() takes two arguments")
-            terms = [e for e in self.elementwise("mul", args)]
-        elif len(args) != 1:
-            self.fail(f"{name}() takes one argument")
+            terms = self.elementwise("mul", args)
         elif name == "sum":
             terms = self.vector(args[0])
         else:
             terms = [e + e + [(OP_BINARY, mul, 0)] for e in self.vector(args[0])]
-        acc = terms[0]
+        acc = list(terms[0])
         for e in terms[1:]:
-            acc = acc + e + [(OP_BINARY, add, 0)]
+            acc.extend(e)
+            acc.append((OP_BINARY, add, 0))
         if name == "norm":
-            acc = acc + [(OP_UNARY, UNARY_OPS.index("sqrt"), 0)]
+            acc.append((OP_UNARY, UNARY_OPS.index("sqrt"), 0))
         return acc
 
     def program(self, width):
         """(code (n, 3) int64, consts, stack depth) storing the expression into y[:, 0..width-1]."""
+        each = len(self.elements) > 1
+        self.check_size(self.size_of_elements + width if each else (self.size_of_elements + 1) * width)
         rows = []
         for i in range(width):
-            rows += self.elements[i if len(self.elements) > 1 else 0] + [(OP_STORE, i, 0)]
+            rows.extend(self.elements[i if each else 0])
+            rows.append((OP_STORE, i, 0))
         depth = max_depth = 0
         for op, _, _ in rows:
             depth += {OP_CONST: 1, OP_INPUT: 1, OP_TIME: 1, OP_UNARY: 0, OP_BINARY: -1,

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..errors import ParameterError, SourceLoc
 from ..models.input_values import describe, flag, integer, known_keys, mapping, real, text
-from ..models.located_yaml import YamlMap, loc_of, read_yaml, where_of
+from ..reading.located_yaml import YamlMap, loc_of, read_yaml, where_of
 from .regressor import FRICTION_KINDS
 
 

@@ -15,7 +15,7 @@ import zipfile
 import numpy as np
 
 from ..errors import ParameterError, SourceLoc
-from ..models.located_yaml import decode_utf8, read_input_bytes
+from ..reading.located_yaml import decode_utf8, read_input_bytes
 
 MIN_SAMPLES = 3
 """Fewest samples of a log (two steps: a spacing to check, a central difference to take)."""
@@ -36,7 +36,7 @@ def read_log(path, joints: int | None = None, display: str | None = None):
     if suffix not in ("npz", "csv"):
         raise DataLogError("a data log must be .npz (keys t, q, tau) or .csv (columns t, q1.., "
                            "tau1..)", where=SourceLoc(file))
-    raw = read_input_bytes(path, "data log", DataLogError, file)
+    raw = read_input_bytes(path, "data log", DataLogError, file, limited=False)     # logs may be large
     t, q, tau, names = (_npz if suffix == "npz" else _csv)(raw, file)
     _check(t, q, tau, names, joints, file)
     return t, q, tau

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import BlocksimError, ParameterError, SourceLoc
-from ..models.located_yaml import YamlMap
+from ..reading.located_yaml import YamlMap
 from ..models.robot import RobotModel
 from .config import IdentifyConfigError, check_joint_values, config_file, config_loc, load_config
 from .datalog import DataLogError

@@ -10,7 +10,7 @@ import yaml
 
 from ..errors import ParameterError, SourceLoc, did_you_mean
 from ..models.frames import inertial_from_params
-from ..models.located_yaml import to_plain
+from ..reading.located_yaml import to_plain
 from ..models.robot import RobotModel
 from ..models.robot_file import RobotFileError, read_robot_yaml
 from .regressor import IdentificationModel

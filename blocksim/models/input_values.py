@@ -2,7 +2,7 @@
 value in the Python type the code needs, or raises the caller's error class at the value's place
 in the file, naming the key and saying what was found ("must be a number, got the text 'heavy'").
 
-`where` is a SourceLoc (from `located_yaml.loc_of`) or None for plain data given in Python; `what`
+`where` is a SourceLoc (from `reading.located_yaml.loc_of`) or None for plain data given in Python; `what`
 names the value in messages ("link 1 ('shoulder'): mass"). Numbers are YAML ints and floats, not
 booleans; NaN is refused everywhere and infinity unless `infinite=True`.
 """
@@ -14,7 +14,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from ..errors import BlocksimError, ParameterError, SourceLoc, did_you_mean
-from .located_yaml import loc_of
+from ..reading.located_yaml import loc_of
 
 
 def describe(value: Any) -> str:

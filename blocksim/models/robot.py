@@ -48,7 +48,7 @@ from . import rigid_body_kernels as rbk
 from .frames import (JointSpec, homogeneous, inertial_from_params, pack_pose, params_from_inertial,
                      params_transform_matrix, rotx, rotz, transform_params)
 from .input_values import text
-from .located_yaml import loc_of
+from ..reading.located_yaml import loc_of
 from .planar2r import Distributed2R, ik_2r
 from .robot_file import (CONVENTIONS, RobotFileError, inertia_tensor, link_values, model_values,
                          pose_matrix, read_robot_yaml, source_path)

@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import BlocksimError, ParameterError, SourceLoc
 from .frames import homogeneous, rpy_to_matrix, sym3
 from .input_values import describe, flag, known_keys, mapping, matrix, real, reals, text
-from .located_yaml import YamlMap, loc_of, read_yaml, where_of
+from ..reading.located_yaml import YamlMap, loc_of, read_yaml, where_of
 
 LINK_KEYS = {"name", "type", "a", "alpha", "d", "theta", "mass", "com", "inertia", "Jm", "G",
              "gear", "viscous", "coulomb", "B", "Tc", "qlim"}
@@ -31,7 +31,7 @@ class RobotFileError(ParameterError):
 
 
 def read_robot_yaml(path, display: str | None = None) -> YamlMap:
-    """The located mapping of a YAML robot file (UTF-8, the diagram loader's YAML rules)."""
+    """The located mapping of a YAML robot file (UTF-8, read by blocksim.reading.located_yaml)."""
     display = str(path) if display is None else display
     data = read_yaml(path, "robot file", RobotFileError, display)
     if not isinstance(data, dict):

@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import SourceLoc
 from .frames import (JointSpec, axis_frame, homogeneous, params_from_inertial, rpy_to_matrix,
                      transform_params)
-from .located_yaml import decode_utf8, read_input_bytes
+from ..reading.located_yaml import decode_utf8, read_input_bytes
 from .robot_file import RobotFileError
 
 
