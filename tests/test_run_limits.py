@@ -254,3 +254,14 @@ def test_the_cli_refuses_in_one_line_without_traceback(tmp_path):
         "than the limit of 10 (the span 1 s / simulation.step 0.001 s)" + STEPS_TAIL]
     assert "Traceback" not in proc.stderr + proc.stdout
 
+
+def test_a_period_beyond_the_run_runs_compiled(tmp_path, compiled_cache):
+    """A period far longer than the run (1e20 s: 1e22 ticks of the 0.01 s step, beyond int64)
+    hits once, at the start, in the compiled loop as in the interpreted one."""
+    path = diagram(tmp_path, {"stop_time": 1, "solver": "rk4", "step": 0.01},
+                   hold_period="1.0e+20")
+    compiled = blocksim.simulate(blocksim.load(path), mode="compiled")
+    interpreted = blocksim.simulate(blocksim.load(path), mode="interpreted")
+    assert compiled.stats["mode"] == "compiled" and compiled.stats["major_steps"] == 101
+    assert (compiled["hold.out"] == 1.0).all()
+    assert (compiled["x.out"] == interpreted["x.out"]).all()
