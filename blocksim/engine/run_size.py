@@ -3,10 +3,11 @@ log grid and the bytes of its arrays, each checked against its limit (reading/li
 
 An absurd stop time, step, max_step, sample period or log interval, or a batch too large for the
 machine, is refused in milliseconds with a LimitError located at the setting that causes it and
-saying the numbers, instead of a run that loops without end or exhausts the memory. The
-estimates count exactly what the engine will allocate for the log (its time grid and one
-(members, samples, width) array per logged signal) and the run's own arrays (states, derivatives,
-crossing values, signals, the solver's stages; the stiff solvers' Jacobian blocks), 8 bytes each.
+saying the numbers, instead of a run that loops without end or exhausts the memory. The log is
+counted exactly as the engine allocates it (its time grid and one (members, samples, width) array
+per logged signal), the run's states, derivatives, crossing values and signal slots exactly, and
+the solver's working values as an estimate (a Runge-Kutta method's stages, a stiff solver's
+Jacobian blocks), 8 bytes each.
 """
 from __future__ import annotations
 

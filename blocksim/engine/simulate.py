@@ -127,6 +127,11 @@ class Simulator:
     thread (the compiled loop releases the GIL); the parts' logs are joined in member order, so
     the numbers are those of one unsplit run, bit for bit. Other runs (interpreted, adaptive or
     with zero crossings, whose members share step sizes and events) run whole on one thread.
+
+    Before any array of a run is allocated, its major steps, its log grid and the memory of the
+    whole batch are estimated and checked against their limits (engine/run_size.py): an absurd
+    stop time, step or log interval, or a batch the machine cannot hold, is a LimitError naming
+    the setting and the numbers.
     """
 
     def __init__(self, diagram: Diagram, batch: dict[str, list] | None = None,
