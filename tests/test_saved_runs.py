@@ -77,8 +77,8 @@ def test_a_run_killed_while_it_replaces_an_earlier_one_leaves_the_earlier_one_wh
     assert run_cli("simulate", path, "--out", out, "--variant", "slow").returncode == 0
     before = {p.name: p.read_bytes() for p in (out / "slow").iterdir()}
     proc = subprocess.Popen([sys.executable, str(ROOT / "cli.py"), "simulate", str(path), "--out",
-                             str(out), "--force", "--set", "simulation.stop_time=1.0e8",
-                             "--set", "simulation.mode=interpreted"],
+                             str(out), "--force", "--set", "simulation.stop_time=1.0e5",
+                             "--set", "log.every=1.0", "--set", "simulation.mode=interpreted"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = clock.monotonic() + 120
     while not list(tmp_path.glob(".out.partial-*")) and clock.monotonic() < deadline:

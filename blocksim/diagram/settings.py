@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Mapping
@@ -151,6 +152,10 @@ def read_simulation(table: Mapping[str, Any], where: Mapping[str, SourceLoc],
     if stop <= start:
         raise SampleTimeError(f"stop_time ({float(stop)} s) must be after start_time "
                               f"({float(start)} s)", where=loc("stop_time"))
+    if stop - start > sys.float_info.max:
+        raise SampleTimeError(f"the span stop_time - start_time ({float(stop):g} s - "
+                              f"{float(start):g} s) is more than the largest double "
+                              f"({sys.float_info.max:.3g} s)", where=loc("stop_time"))
     solver = table["solver"] if given("solver") else default.solver
     if solver not in SOLVERS:
         raise SolverError(f"unknown solver '{solver}'{did_you_mean(str(solver), SOLVERS)}; "

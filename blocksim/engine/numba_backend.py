@@ -519,8 +519,10 @@ class NumbaBackend:
         if max(abs(num0), abs(dnum) * step_ticks * (last_k + 1), den) >= 2 ** 53:
             return None
         log_stride = int(s.log_every / s.step)
-        per = np.array([r.period for r in tb.rates], dtype=np.int64)
-        off = np.array([r.offset for r in tb.rates], dtype=np.int64)
+        # a period or offset beyond the run's last tick hits as that tick would (int64-safe)
+        beyond = step_ticks * (last_k + 1) + 1
+        per = np.array([min(r.period, beyond) for r in tb.rates], dtype=np.int64)
+        off = np.array([min(r.offset, beyond) for r in tb.rates], dtype=np.int64)
         hits = np.zeros(len(tb.rates), dtype=np.bool_)
         B, n = ctx.xc.shape
         K = np.zeros((len(tableau.b) + 1, B, n))

@@ -133,14 +133,9 @@ class RunPlan:
         return int(ticks) if ticks.denominator == 1 else ticks
 
 
-def make_plan(cd: CompiledDiagram, run, logged: dict[str, tuple[str, str]]) -> RunPlan:
-    """The plan of one run of cd with the RunSettings `run`, logging `logged` ({signal name:
-    (block, output)})."""
-    fixed_step = None if SOLVERS[run.solver].adaptive else run.step
-    timebase = make_timebase(cd.sample_times, run.start, fixed_step)
-    rate_index = {r.sample_time: i for i, r in enumerate(timebase.rates)}
-    enabled = [n for n, b in cd.blocks.items() if b.enabled]
-
+def signal_slots(cd: CompiledDiagram) -> tuple[list[Slot], dict, dict, dict]:
+    """The run's signal arrays: (slots, outputs_of, inputs_of, index), index = {(block, output):
+    its slot}; every output has a slot, and every unwired input a slot of zeros of its own."""
     slots, outputs_of, inputs_of = [], {}, {}
     index = {}
     for name, widths in cd.out_widths.items():
@@ -158,6 +153,18 @@ def make_plan(cd: CompiledDiagram, run, logged: dict[str, tuple[str, str]]) -> R
             else:
                 inputs.append(index[src])
         inputs_of[name] = tuple(inputs)
+    return slots, outputs_of, inputs_of, index
+
+
+def make_plan(cd: CompiledDiagram, run, logged: dict[str, tuple[str, str]]) -> RunPlan:
+    """The plan of one run of cd with the RunSettings `run`, logging `logged` ({signal name:
+    (block, output)})."""
+    fixed_step = None if SOLVERS[run.solver].adaptive else run.step
+    timebase = make_timebase(cd.sample_times, run.start, fixed_step)
+    rate_index = {r.sample_time: i for i, r in enumerate(timebase.rates)}
+    enabled = [n for n, b in cd.blocks.items() if b.enabled]
+
+    slots, outputs_of, inputs_of, index = signal_slots(cd)
     log = tuple((signal, index[bp]) for signal, bp in logged.items())
 
     order = block_order(cd.calls)

@@ -9,6 +9,13 @@ import numpy as np
 from ..errors import SampleTimeError
 
 
+def log_sample_count(start: Fraction, stop: Fraction, every: Fraction) -> int:
+    """How many times log_times(start, stop, every) holds: every full interval, plus the stop
+    when it is off the grid (exact)."""
+    count = int((stop - start) // every)
+    return count + 1 + (start + count * every != stop)
+
+
 def log_times(start: Fraction, stop: Fraction, every: Fraction) -> np.ndarray:
     """start, start + every, ... up to stop, always ending at stop (s); exact rationals to floats."""
     if every <= 0:

@@ -24,6 +24,7 @@ from .plan import make_plan
 from .progress import Progress
 from .recorder import Recorder
 from .run_output import Event, RunOutput
+from .run_size import check_run_length
 
 FIXED_STEP_DEFAULT_DIVISIONS = 1000
 """A fixed-step run with no step and no discrete block takes (stop - start) / this."""
@@ -68,7 +69,9 @@ def run_settings(settings: SimulationSettings, log: LogSettings,
     """The run's timing for a compiled diagram: a fixed-step solver without simulation.step takes
     the fastest discrete period (else 1/1000 of the span); log.every defaults to the fixed step,
     or to 1/1000 of an adaptive run's span, and must be a multiple of a fixed step; an adaptive
-    run with zero crossings and no max_step takes 1/CROSSING_MAX_STEP_DIVISIONS of the span."""
+    run with zero crossings and no max_step takes 1/CROSSING_MAX_STEP_DIVISIONS of the span.
+    A run whose major steps or log grid would exceed their limits is refused here, before anything
+    of it is allocated (engine/run_size.py)."""
     step = None
     if not settings.adaptive:
         step = settings.step
@@ -87,10 +90,12 @@ def run_settings(settings: SimulationSettings, log: LogSettings,
     max_step = settings.max_step
     if settings.adaptive and cd.n_zc and max_step == float("inf"):
         max_step = float(settings.stop - settings.start) / CROSSING_MAX_STEP_DIVISIONS
-    return RunSettings(settings.start, settings.stop, settings.solver,
-                       step if step is not None else settings.step, settings.rtol,
-                       settings.atol, max_step, settings.zero_crossing_tol, every,
-                       settings.progress)
+    run = RunSettings(settings.start, settings.stop, settings.solver,
+                      step if step is not None else settings.step, settings.rtol,
+                      settings.atol, max_step, settings.zero_crossing_tol, every,
+                      settings.progress)
+    check_run_length(settings, log, run, cd)
+    return run
 
 
 class _Step:

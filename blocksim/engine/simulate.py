@@ -24,7 +24,8 @@ from .mode import (TWIN_CALL_COST, choose_mode, estimated_interpreted_time, firs
                    waits_for_kernels)
 from .python_backend import PythonBackend
 from .result import Result, run_metadata
-from .scheduler import RunOutput, Simulation, run_settings
+from .run_size import check_run_memory
+from .scheduler import RunOutput, RunSettings, Simulation, run_settings
 
 
 def logged_signals(cd, log: LogSettings | None = None) -> dict[str, tuple[str, str]]:
@@ -52,15 +53,17 @@ def _tell_once(file: str, text: str) -> None:
 
 
 def make_simulation(cd, settings: SimulationSettings | None = None, log: LogSettings | None = None,
-                    whole_batch: int | None = None) -> Simulation:
+                    whole_batch: int | None = None, run: RunSettings | None = None,
+                    logged: dict[str, tuple[str, str]] | None = None) -> Simulation:
     """The run of a compiled diagram in the mode engine.mode.choose_mode picks (auto mode says
     once per file why it picked what it did). settings, log: the diagram's settings (read from
     cd.spec when not given); whole_batch: the size of the whole batch when cd is one part of it
-    (the run's length is judged on the whole)."""
+    (the run's length is judged on the whole); run, logged: the run's timing and logged signals
+    when the caller has them already (else found here)."""
     settings = settings or simulation_settings(cd.spec)
     log = log or log_settings(cd.spec)
-    run = run_settings(settings, log, cd)
-    logged = logged_signals(cd, log)
+    run = run or run_settings(settings, log, cd)
+    logged = logged or logged_signals(cd, log)
     if settings.mode == "interpreted":
         return interpreted_simulation(cd, run, logged, whole_batch)
     from .numba_backend import NumbaBackend, missing_kernels
@@ -124,6 +127,11 @@ class Simulator:
     thread (the compiled loop releases the GIL); the parts' logs are joined in member order, so
     the numbers are those of one unsplit run, bit for bit. Other runs (interpreted, adaptive or
     with zero crossings, whose members share step sizes and events) run whole on one thread.
+
+    Before any array of a run is allocated, its major steps, its log grid and the memory of the
+    whole batch are estimated and checked against their limits (engine/run_size.py): an absurd
+    stop time, step or log interval, or a batch the machine cannot hold, is a LimitError naming
+    the setting and the numbers.
     """
 
     def __init__(self, diagram: Diagram, batch: dict[str, list] | None = None,
@@ -141,7 +149,12 @@ class Simulator:
         self._saved: dict[str, Any] = {}         # ... those shared by every member: saved diagram
         self._followed: set | None = None        # block parameters the workspace values move
         self.whole = diagram.compile(batch)
-        check_metrics(self.whole, logged_signals(self.whole, self.log))
+        self._logged = logged_signals(self.whole, self.log)
+        check_metrics(self.whole, self._logged)
+        # the run's steps and log grid (run_settings), then the whole batch's memory, are checked
+        # before any array of the run is allocated (engine/run_size.py)
+        self._run = run_settings(self.settings, self.log, self.whole)
+        check_run_memory(self.whole, self.log, self._run, self._logged)
         self.parts = self._parts(self.whole)
         self._runs = 0
         self.last_result: Result | None = None    # the last run's, kept when it was interrupted
@@ -152,17 +165,18 @@ class Simulator:
         member ranges of `whole`, the same blocks with their members' values), else one. A split
         is ruled out from the settings alone (interpreted mode, an adaptive solver) first."""
         parts = min(self._threads, self.batch // MIN_MEMBERS_PER_THREAD)
+        made = functools.partial(make_simulation, settings=self.settings, log=self.log,
+                                 run=self._run, logged=self._logged)
         if parts < 2 or self.settings.mode == "interpreted" or self.settings.adaptive \
                 or not whole.values_are_data:
-            return [make_simulation(whole, self.settings, self.log)]
+            return [made(whole)]
         bounds = [self.batch * i // parts for i in range(parts + 1)]
 
         def part(a, b):
-            return make_simulation(whole.for_members(a, b), self.settings, self.log,
-                                   whole_batch=self.batch)
+            return made(whole.for_members(a, b), whole_batch=self.batch)
         first = part(bounds[0], bounds[1])
         if not first.members_independent():
-            return [make_simulation(whole, self.settings, self.log)]
+            return [made(whole)]
         sims = [first] + [part(a, b) for a, b in zip(bounds[1:-1], bounds[2:])]
         for sim in sims[1:]:
             sim.settings = replace(sim.settings, progress=False)   # one progress bar: the first's
