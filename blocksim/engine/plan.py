@@ -162,7 +162,7 @@ def make_plan(cd: CompiledDiagram, run, logged: dict[str, tuple[str, str]]) -> R
     fixed_step = None if SOLVERS[run.solver].adaptive else run.step
     timebase = make_timebase(cd.sample_times, run.start, fixed_step)
     rate_index = {r.sample_time: i for i, r in enumerate(timebase.rates)}
-    enabled = [n for n, b in cd.blocks.items() if b.enabled]
+    enabled = {n for n, b in cd.blocks.items() if b.enabled}
 
     slots, outputs_of, inputs_of, index = signal_slots(cd)
     log = tuple((signal, index[bp]) for signal, bp in logged.items())
