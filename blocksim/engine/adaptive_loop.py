@@ -29,12 +29,13 @@ from . import cache_guard
 from .major_step import phase_handlers
 from .progress import Progress
 from .run_output import RunOutput
+from .source_text import block, indent, unpack_tuples, unpacked
 
-ISTATE = ("n", "n_floor", "phase", "have_f", "log_pos", "nfev", "nsteps", "nrejected",
+ISTATE = ("n", "n_floor", "mode", "have_f", "log_pos", "nfev", "nsteps", "nrejected",
           "major_steps", "next_break", "tick_next", "floor_next", "reason")
 """The integer state of a run in run_adaptive, by index: the tick of t (-1 off the tick grid,
-after a breakpoint), the tick counted from when off the grid, 0 at a major step or 1 inside an
-interval, whether f(t, x) is known (FSAL), the log position, the solver's counters, the major
+after a breakpoint), the tick counted from when off the grid, 0 at a major step or 1 between
+steps inside an interval, whether f(t, x) is known (FSAL), the log position, the solver's counters, the major
 steps, the next breakpoint's index, the tick and floor tick of the interval's end, and why the
 solver failed (0: the tolerance, 1: a non-finite state or derivative)."""
 _I = {name: k for k, name in enumerate(ISTATE)}
@@ -57,189 +58,269 @@ def supports(plan, solver) -> bool:
 
 def render(gen) -> str:
     """run_adaptive's source for Generator `gen`: ADAPTIVE_LOOP with the major step's phases
-    (MAJOR_STEP, in order) and the log copies filled in."""
-    renders = {"outputs": lambda: ["outputs(t, hits, True, xc, xd, s, p)"],
-               "events_at_t": gen._render_events_at_t,
+    (MAJOR_STEP, in order), the outputs, the stage outputs and derivatives and the log copies
+    filled in. Every block call is written once: one output site serves the major steps and the
+    log samples, one evaluation site every derivative of a step (numba's compile time grows with
+    call sites)."""
+    frame = {"outputs": lambda: [], "advance": lambda: []}
+    renders = {"events_at_t": gen._render_events_at_t,
                "log": lambda: ["if log_pos < n_log and log_times[log_pos] == t:"]
-               + ["    " + line for line in gen.record_body()] + ["    log_pos += 1"],
-               "updates": lambda: ["updates(t, hits, xc, xd, s, p)"],
+               + indent(gen.record_body(), 4) + ["    log_pos += 1"],
+               "updates": gen.update_body,
                "finite_check": lambda: ["if not (all_finite(xc) and all_finite(xd)):",
                                         "    status = 2", "    break"],
                "stop": lambda: ["major_steps += 1", "if not t < t_stop:",
-                                "    status = 1", "    break"],
-               "advance": lambda: ["phase = 1"]}
-    phases = phase_handlers("compiled adaptive loop", renders.get)
+                                "    status = 1", "    break"]}
+    phases = phase_handlers("compiled adaptive loop",
+                            lambda name: frame.get(name) or renders.get(name))
     major = []
-    for name, rendering in phases:
+    for name, rendering in phases[1:-1]:
         major += [f"# {name}"] + rendering()
-    record = "\n".join(" " * 16 + line for line in gen.record_body()) or " " * 16 + "pass"
-    return ADAPTIVE_LOOP.format(major="\n".join(" " * 12 + line for line in major),
-                                record=record, snap=repr(BOUND_SNAP_FRACTION),
-                                spacings=MIN_STEP_SPACINGS)
+    if phases[0][0] != "outputs" or phases[-1][0] != "advance":
+        raise NotImplementedError("the adaptive loop's frame puts outputs first and the advance "
+                                  "last")
+    return ADAPTIVE_LOOP.format(
+        unpack=unpack_tuples(len(gen.plan.slots), len(gen.params), 4),
+        outputs=unpacked(block(gen.output_body("major", "te", minor="all"), 12)),
+        major=unpacked(block(major, 16)),
+        record=unpacked(block(gen.record_body(), 12)),
+        evaluate=unpacked(block(gen.output_body(None, "te") + gen.derivative_body("te", "K[row]"),
+                                8)),
+        snap=repr(BOUND_SNAP_FRACTION), spacings=MIN_STEP_SPACINGS)
 
 
-ADAPTIVE_LOOP = '''
+ADAPTIVE_LOOP = """
 
 @njit(cache=True, error_model='numpy', nogil=True)
-def run_adaptive(budget, fstate, istate, per, off, hits, nohits, num0, dnum, den, stop_ceil,
-                 stop_tick, t_stop, breaks, break_ticks, log_times, xc, xd, s, p, logs,
-                 A, b, c, E, E3, P_rows, A_dense, c_dense, exponent, error_order, rtol, atol,
-                 max_step, K, f, xsol, x_old, x_new, xs, Q, zero):
-    """At most `budget` solver steps of the run (engine/adaptive_loop.py); returns the status."""
+def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil, stop_tick,
+                 t_stop, breaks, break_ticks, log_times, xc, xd, s, p, logs, A, b, c, E, E3,
+                 P_rows, A_dense, c_dense, exponent, error_order, rtol, atol, max_step, K, xsol,
+                 x_old, x_new, Q, zero):
+    \"\"\"At most `budget` solver steps of the run (engine/adaptive_loop.py); returns the status.
+
+    mode 0: a major step at t (the outputs, the phases after them, the next major time, the
+    solver's restart); mode 2: a log sample inside the last step, from its dense output; mode 1:
+    the solver, task by task, each evaluation of the derivatives at (te, xc) into K[row] through
+    the one evaluation site below. xc holds the state being evaluated; the solver's state is xsol.
+    Rows of K: the stages, FSAL, the dense output's extra stages, f(t, x) (ROW_F), a scratch row.\"\"\"
+{unpack}
     n_stages = b.shape[0]
     n_main = n_stages + 1
+    ROW_F = K.shape[0] - 2
+    ROW_TMP = K.shape[0] - 1
     stages = K.reshape((K.shape[0], -1))
     xc_flat = xc.reshape(-1)
     xsol_flat = xsol.reshape(-1)
     x_old_flat = x_old.reshape(-1)
     x_new_flat = x_new.reshape(-1)
-    xs_flat = xs.reshape(-1)
-    f_flat = f.reshape(-1)
     n_log = log_times.shape[0]
     n_breaks = breaks.shape[0]
     t, t1, h_next, t_old = fstate[0], fstate[1], fstate[2], fstate[3]
-    n, n_floor, phase, have_f, log_pos = istate[0], istate[1], istate[2], istate[3], istate[4]
+    n, n_floor, mode, have_f, log_pos = istate[0], istate[1], istate[2], istate[3], istate[4]
     nfev, nsteps, nrejected, major_steps = istate[5], istate[6], istate[7], istate[8]
     next_break, tick_next, floor_next, reason = istate[9], istate[10], istate[11], istate[12]
+    task = 10
     status = 0
     done = 0
+    major = False
+    rejected = False
+    h = h_taken = t_new = hh = h0 = d1 = error = te = 0.0
+    clipped = False
+    i = r = row = 0
     while True:
-        if phase == 0:
-            if n >= 0:
-                rate_hits(n, per, off, hits)
-            else:
-                for r in range(hits.shape[0]):
-                    hits[r] = False
-{major}
-            # the next major time: the next sample hit, the stop time, or a breakpoint before
-            base = n if n >= 0 else n_floor
-            tick = stop_ceil
-            for r in range(per.shape[0]):
-                if base < off[r]:
-                    hit = off[r]
+        if mode != 1:
+            if mode == 0:
+                te = t
+                major = True
+                if n >= 0:
+                    rate_hits(n, per, off, hits)
                 else:
-                    hit = off[r] + ((base - off[r]) // per[r] + 1) * per[r]
-                tick = min(tick, hit)
-            if tick >= stop_ceil:
-                t1 = t_stop
-                tick_next = stop_tick
+                    for q in range(hits.shape[0]):
+                        hits[q] = False
             else:
-                t1 = (num0 + tick * dnum) / den
-                tick_next = tick
-            floor_next = tick_next
-            while next_break < n_breaks and breaks[next_break] <= t:
-                next_break += 1
-            if next_break < n_breaks and breaks[next_break] < t1:
-                t1 = breaks[next_break]
-                tick_next = -1
-                floor_next = break_ticks[next_break]
-            # the solver restarts at (t, x): f(t, x) is evaluated anew, the step size is kept
-            copy1d(xsol_flat, xc_flat)
-            have_f = 0
+                te = log_times[log_pos]
+                major = False
+                if te == t:
+                    copy1d(xc_flat, xsol_flat)
+                elif te == t_old:
+                    copy1d(xc_flat, x_old_flat)
+                elif P_rows.shape[0] > 0:
+                    power_series_at(te, t_old, hh, x_old_flat, Q, xc_flat)
+                else:
+                    hermite_at(te, t_old, hh, x_old_flat, xsol_flat, stages[0], stages[ROW_F],
+                               xc_flat)
+            # the outputs: every block at a major step, the varying ones at a log sample
+{outputs}
+            if mode == 0:
+{major}
+                # advance: the next major time (the next sample hit, the stop time, or a
+                # breakpoint before them), where the solver restarts from (t, x) with f(t, x)
+                # evaluated anew and the step size kept
+                base = n if n >= 0 else n_floor
+                tick = stop_ceil
+                for q in range(per.shape[0]):
+                    if base < off[q]:
+                        hit = off[q]
+                    else:
+                        hit = off[q] + ((base - off[q]) // per[q] + 1) * per[q]
+                    tick = min(tick, hit)
+                if tick >= stop_ceil:
+                    t1 = t_stop
+                    tick_next = stop_tick
+                else:
+                    t1 = (num0 + tick * dnum) / den
+                    tick_next = tick
+                floor_next = tick_next
+                while next_break < n_breaks and breaks[next_break] <= t:
+                    next_break += 1
+                if next_break < n_breaks and breaks[next_break] < t1:
+                    t1 = breaks[next_break]
+                    tick_next = -1
+                    floor_next = break_ticks[next_break]
+                copy1d(xsol_flat, xc_flat)
+                have_f = 0
+                mode = 1
+                task = 10
+                continue
+            # the log sample
+{record}
+            log_pos += 1
+            if not (log_pos < n_log and (log_times[log_pos] < min(t, t1)
+                                         or (t < t1 and log_times[log_pos] == t))):
+                mode = 1
+                task = 9
             continue
-        if done >= budget:
-            break
-        # one accepted step of the solver from (t, xsol) towards t1
-        if have_f == 0:
-            derivatives(t, xsol, xd, f, s, p)
-            nfev += 1
-            if not all_finite(f):
-                status = 4
+        # ---- the solver, task by task ----
+        if task == 10:                               # a new step
+            if done >= budget:
                 break
-            have_f = 1
-        if math.isnan(h_next):
-            h0, d1 = initial_step_probe(xsol_flat, f_flat, rtol, atol, t1 - t, xs_flat)
-            derivatives(t + h0, xs, xd, x_new, s, p)
-            nfev += 1
-            h_next = initial_step_choice(xsol_flat, f_flat, x_new_flat, rtol, atol, t1 - t,
-                                         max_step, h0, d1, error_order)
-        min_step = {spacings} * (np.nextafter(t, np.inf) - t)
-        h = min(h_next, max_step)
-        rejected = False
-        reason = 0
-        while True:
-            if h < min_step:
+            task = 0 if have_f == 0 else (1 if math.isnan(h_next) else 2)
+            continue
+        if task == 2:                                # the step size to try
+            h = min(h_next, max_step)
+            rejected = False
+            reason = 0
+            task = 3
+            continue
+        if task == 3:                                # an attempt of step h
+            if h < {spacings} * (np.nextafter(t, np.inf) - t):
                 status = 3
+                fstate[3] = h
                 break
             t_new = t + h
             clipped = t_new >= t1 - {snap} * h
             if clipped:
                 t_new = t1
             h_taken = t_new - t
-            copy1d(stages[0], f_flat)
-            for i in range(1, n_stages):
-                memberwise_stage_sum(xsol_flat, h_taken, A[i], stages, i, xs_flat)
-                ti = t_new if c[i] == 1.0 else min(t + c[i] * h_taken, t_new)
-                derivatives(ti, xs, xd, K[i], s, p)
-                nfev += 1
+            copy1d(stages[0], stages[ROW_F])
+            i = 1
+            task = 4 if n_stages > 1 else 5
+            continue
+        if task == 5:                                # the step's end state
             memberwise_stage_sum(xsol_flat, h_taken, b, stages, n_stages, x_new_flat)
             if all_finite(x_new):
-                derivatives(t_new, x_new, xd, K[n_stages], s, p)
-                nfev += 1
-                error = memberwise_error_norm(E, E3, stages, h_taken, xsol_flat, x_new_flat,
-                                              rtol, atol)
+                task = 6
             else:
                 error = np.inf
+                task = 7
+            continue
+        if task == 7:                                # accept or reject
             if error < 1.0:
                 h_next = step_after_accept(error, exponent, rejected, h, h_taken, clipped)
-                break
+                t_old = t
+                copy1d(x_old_flat, xsol_flat)
+                copy1d(xsol_flat, x_new_flat)
+                copy1d(stages[ROW_F], stages[n_stages])
+                t = t_new
+                nsteps += 1
+                done += 1
+                task = 9
+                if log_pos < n_log and (log_times[log_pos] < min(t, t1)
+                                        or (log_times[log_pos] == t and t < t1)):
+                    hh = t - t_old
+                    if P_rows.shape[0] > 0 and A_dense.shape[0] > 0:
+                        r = 0
+                        task = 8
+                    else:
+                        task = 11
+                continue
             nrejected += 1
             rejected = True
             h = step_after_reject(error, exponent, h_taken)
             reason = 0 if math.isfinite(error) else 1
-        if status != 0:
-            fstate[3] = h          # the step size that underflowed
-            break
-        t_old = t
-        copy1d(x_old_flat, xsol_flat)
-        copy1d(xsol_flat, x_new_flat)
-        copy1d(f_flat, stages[n_stages])
-        t = t_new
-        nsteps += 1
-        done += 1
-        # the log grid inside the step, from its dense output
-        if log_pos < n_log and (log_times[log_pos] < min(t, t1)
-                                or (log_times[log_pos] == t and t < t1)):
-            hh = t - t_old
-            if P_rows.shape[0] > 0:
-                for r in range(A_dense.shape[0]):
-                    memberwise_stage_sum(x_old_flat, hh, A_dense[r], stages, n_main + r, xs_flat)
-                    derivatives(t_old + c_dense[r] * hh, xs, xd, K[n_main + r], s, p)
-                    nfev += 1
-                for j in range(P_rows.shape[0]):
-                    memberwise_stage_sum(zero, hh, P_rows[j], stages, P_rows.shape[1], Q[j])
-            t_end = min(t, t1)
-            while log_pos < n_log and (log_times[log_pos] < t_end
-                                       or (t < t1 and log_times[log_pos] == t_end)):
-                tl = log_times[log_pos]
-                if tl == t:
-                    copy1d(xc_flat, xsol_flat)
-                elif tl == t_old:
-                    copy1d(xc_flat, x_old_flat)
-                elif P_rows.shape[0] > 0:
-                    power_series_at(tl, t_old, hh, x_old_flat, Q, xc_flat)
-                else:
-                    hermite_at(tl, t_old, hh, x_old_flat, xsol_flat, stages[0], f_flat, xc_flat)
-                outputs(tl, nohits, False, xc, xd, s, p)
-{record}
-                log_pos += 1
-        copy1d(xc_flat, xsol_flat)
-        if not (all_finite(xc) and all_finite(xd)):
-            status = 2
-            break
-        if t >= t1:
-            t = t1
-            n = tick_next
-            n_floor = floor_next
-            phase = 0
+            task = 3
+            continue
+        if task == 11:                               # the dense output, then the log samples
+            for j in range(P_rows.shape[0]):
+                memberwise_stage_sum(zero, hh, P_rows[j], stages, P_rows.shape[1], Q[j])
+            mode = 2
+            continue
+        if task == 9:                                # the step is done
+            copy1d(xc_flat, xsol_flat)
+            if not (all_finite(xc) and all_finite(xd)):
+                status = 2
+                break
+            if t >= t1:
+                t = t1
+                n = tick_next
+                n_floor = floor_next
+                mode = 0
+            task = 10
+            continue
+        # an evaluation: its state into xc, its time te and its row of K
+        if task == 0:                                # f(t, x) at the solver's restart
+            copy1d(xc_flat, xsol_flat)
+            te = t
+            row = ROW_F
+        elif task == 1:                              # the first step's probe
+            h0, d1 = initial_step_probe(xsol_flat, stages[ROW_F], rtol, atol, t1 - t, xc_flat)
+            te = t + h0
+            row = ROW_TMP
+        elif task == 4:                              # stage i
+            memberwise_stage_sum(xsol_flat, h_taken, A[i], stages, i, xc_flat)
+            te = t_new if c[i] == 1.0 else min(t + c[i] * h_taken, t_new)
+            row = i
+        elif task == 6:                              # the last stage (FSAL)
+            copy1d(xc_flat, x_new_flat)
+            te = t_new
+            row = n_stages
+        else:                                        # task 8: an extra stage of the dense output
+            memberwise_stage_sum(x_old_flat, hh, A_dense[r], stages, n_main + r, xc_flat)
+            te = t_old + c_dense[r] * hh
+            row = n_main + r
+        # the one evaluation site: stage outputs, then every derivative, at (te, xc)
+{evaluate}
+        nfev += 1
+        if task == 0:
+            if not all_finite(K[ROW_F]):
+                status = 4
+                break
+            have_f = 1
+            task = 1 if math.isnan(h_next) else 2
+        elif task == 1:
+            h_next = initial_step_choice(xsol_flat, stages[ROW_F], stages[ROW_TMP], rtol, atol,
+                                         t1 - t, max_step, h0, d1, error_order)
+            task = 2
+        elif task == 4:
+            i += 1
+            if i == n_stages:
+                task = 5
+        elif task == 6:
+            error = memberwise_error_norm(E, E3, stages, h_taken, xsol_flat, x_new_flat, rtol,
+                                          atol)
+            task = 7
+        else:
+            r += 1
+            if r == A_dense.shape[0]:
+                task = 11
     fstate[0], fstate[1], fstate[2] = t, t1, h_next
     if status != 3:
         fstate[3] = t_old
-    istate[0], istate[1], istate[2], istate[3], istate[4] = n, n_floor, phase, have_f, log_pos
+    istate[0], istate[1], istate[2], istate[3], istate[4] = n, n_floor, mode, have_f, log_pos
     istate[5], istate[6], istate[7], istate[8] = nfev, nsteps, nrejected, major_steps
     istate[9], istate[10], istate[11], istate[12] = next_break, tick_next, floor_next, reason
     return status
-'''
+"""
 
 
 def run(backend, sim) -> RunOutput | None:
@@ -264,12 +345,12 @@ def run(backend, sim) -> RunOutput | None:
     hits = np.zeros(len(tb.rates), dtype=np.bool_)
     B, n_x = ctx.xc.shape
     extra = 0 if tab.A_dense is None else len(tab.A_dense)
-    K = np.zeros((tab.n_stages + 1 + extra, B, n_x))
+    K = np.zeros((tab.n_stages + 1 + extra + 2, B, n_x))     # + f(t, x) and a scratch row
     P_rows = tab.P_rows if tab.P_rows is not None else np.zeros((0, 0))
     A_dense = tab.A_dense if tab.A_dense is not None else np.zeros((0, 0))
     c_dense = tab.c_dense if tab.c_dense is not None else np.zeros(0)
     E3 = tab.E3 if tab.E3 is not None else np.zeros(0)
-    arrays = [np.zeros((B, n_x)) for _ in range(5)]          # f, xsol, x_old, x_new, xs
+    arrays = [np.zeros((B, n_x)) for _ in range(3)]          # xsol, x_old, x_new
     Q = np.zeros((len(P_rows), B * n_x))
     zero = np.zeros(B * n_x)
     logs = tuple(sim.recorder.data[name] for name, _ in sim.recorder.sources)
@@ -282,7 +363,7 @@ def run(backend, sim) -> RunOutput | None:
     exponent = -1.0 / (tab.error_order + 1)
 
     def args(budget):
-        return (budget, fstate, istate, per, off, hits, backend.nohits, num0, dnum, den,
+        return (budget, fstate, istate, per, off, hits, num0, dnum, den,
                 stop_ceil, int(int_stop), float(s.stop), breaks, break_ticks, plan.log_grid,
                 ctx.xc, ctx.xd, backend.s, backend.p, logs, tab.A, tab.b, tab.c, tab.E, E3,
                 P_rows, A_dense, c_dense, exponent, tab.error_order, float(s.rtol),
@@ -309,11 +390,11 @@ def run(backend, sim) -> RunOutput | None:
     sim.recorder.count = counters["log_pos"]
     t = float(fstate[0])
     if interrupted:
-        _log_reached(sim, backend, t, arrays[1])
+        _log_reached(sim, backend, t, arrays[0])
     elif status == NOT_FINITE:
         sim.check_finite(t)
     elif status in (UNDERFLOW, BAD_DERIVATIVE):
-        _fail(sim, status, counters["reason"], t, float(fstate[3]), arrays[1])
+        _fail(sim, status, counters["reason"], t, float(fstate[3]), arrays[0])
     t_log, data = sim.recorder.finished()
     stats = {"major_steps": counters["major_steps"], "nfev": counters["nfev"],
              "nsteps": counters["nsteps"], "nrejected": counters["nrejected"], "events": 0,

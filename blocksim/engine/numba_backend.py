@@ -28,7 +28,6 @@ import hashlib
 import importlib
 import linecache
 import os
-import re
 import sys
 import time as _time
 import types
@@ -45,11 +44,13 @@ from .major_step import phase_handlers
 from .plan import EVERY_STEP, OutputStep, RunPlan
 from .progress import Progress
 from .run_output import RunOutput
+from .source_text import block as _block, indent as _indent, unpack_tuples
+from .source_text import unpacked as _unpacked
 
 CHUNK_SECONDS = 0.2
 """Wall time between returns to Python in the compiled fixed-step loop (progress, Ctrl-C)."""
 
-GENERATOR_VERSION = 8
+GENERATOR_VERSION = 9
 """Bumped whenever the generated code's form changes, so old cache entries are not reused."""
 
 
@@ -239,8 +240,7 @@ class Generator:
         # the loop reads the tuples' items from locals unpacked once at entry (an item taken from
         # a tuple costs a reference count each time)
         return FIXED_LOOP.format(
-            unpack=_block([f"s_{i} = s[{i}]" for i in range(len(self.plan.slots))]
-                          + [f"p_{i} = p[{i}]" for i in range(len(self.params))], 4),
+            unpack=unpack_tuples(len(self.plan.slots), len(self.params), 4),
             outputs=_unpacked(_block(self.output_body("major", "ti", stage_guard=guard,
                                                       lazy=True), 12)),
             major_phases=_unpacked(_block(major, 16)),
@@ -276,20 +276,6 @@ class Generator:
             lines += ["", "", "@njit(cache=True, error_model='numpy')", header]
             lines += _indent(stmts, 4) or ["    pass"]
         return "\n".join(lines) + "\n" + loop
-
-
-def _indent(stmts: list[str], spaces: int) -> list[str]:
-    return [" " * spaces + st for st in stmts]
-
-
-def _unpacked(text: str) -> str:
-    """s[i] and p[i] written as the locals s_i and p_i."""
-    return re.sub(r"\b([sp])\[(\d+)\]", r"\1_\2", text)
-
-
-def _block(stmts: list[str], spaces: int) -> str:
-    """Statements as an indented block of source ('pass' when there are none)."""
-    return "\n".join(_indent(stmts or ["pass"], spaces))
 
 
 FIXED_LOOP = """
