@@ -48,7 +48,7 @@ from ..models.joint_law import (DAMPING, DELTA, DV, EPS, FCN, FCP, FKIND, FSN, F
                                 GAIN_P, KIND_KARNOPP, KIND_LUGRE, Q_MAX, Q_MIN, Q_REST, SIGMA0,
                                 SIGMA1, SIGMA2, STIFFNESS, TAU_MAX, VS, neutral_law)
 from ..models.robot import RobotModel
-from .base import Block, Kernels, Param, register
+from .base import Block, Kernels, Param, register, shown
 from ._kernels import kernel_params, packed
 from .robot_kernels import (RESET_Q0, RESET_QD0, RESTITUTION, DynamicsParams, KinematicsParams,
                             ManipulatorParams, computed_torque_output, energy_output,
@@ -181,7 +181,7 @@ def frozen_links(links):
     for key, spec in links.items():
         if not isinstance(spec, dict) or set(spec) - {"mass", "com", "inertia"}:
             raise ParameterError(f"links: link {key} takes a mapping with mass (kg), com (m) and "
-                                 f"inertia (kg m^2, about the com), got {spec!r}")
+                                 f"inertia (kg m^2, about the com), got {shown(spec)}")
         fields = []
         for field, value in spec.items():
             try:
