@@ -306,3 +306,34 @@ def test_a_logged_signal_of_an_unknown_long_name_is_shown_short(tmp_path, capsys
     assert main(["check", str(path)]) == 1
     assert capsys.readouterr().err == (f"error: {path}:4: no block '{'x' * 59}... (100,002 "
                                        "characters) to log\n")
+
+
+@pytest.mark.parametrize("blocks, says", [
+    ("  g: {type: Gain, gain: [1.0, 2.0]}\n  z: {type: UnitDelay, period: -0.0}\n"
+     "connections: [src -> g, g -> z]\n",
+     "5: block 'z': a sample period must be positive, got 0.0 s"),
+    ("  g: {type: Gain, gain: [1.0, 2.0]}\n  pid: {type: PID, Kp: [1.0, 2.0], Ki: []}\n"
+     "connections: [src -> g, src -> pid.ref, g -> pid.meas]\n",
+     "5: block 'pid': parameter 'Ki' is an empty list; give one value, or one per element of "
+     "the signal"),
+])
+def test_a_block_mistake_found_late_is_located_too(tmp_path, blocks, says, capsys):
+    """A period of 0 s (found when the rates are resolved) and an empty per-channel list (found
+    when the PID's kernels were built) had no file or line."""
+    from blocksim.cli import main
+    path = tmp_path / "d.yaml"
+    path.write_text(f"blocksim: 1\nblocks:\n  src: {{type: Constant, value: [1.0, 2.0]}}\n{blocks}")
+    assert main(["check", str(path)]) == 1
+    assert capsys.readouterr().err == f"error: {path}:{says}\n"
+
+
+def test_a_robot_file_name_longer_than_the_system_allows(tmp_path, capsys):
+    """The system's refusal (ENAMETOOLONG) at the block's line, the name shortened."""
+    from blocksim.cli import main
+    path = tmp_path / "d.yaml"
+    path.write_text(f"blocksim: 1\nblocks:\n  src: {{type: Constant, value: [0.0, 0.0]}}\n"
+                    f"  arm: {{type: Manipulator, robot: {'r' * 300}.yaml}}\nconnections: [src -> arm]\n")
+    robot = f"{tmp_path}/{'r' * 300}.yaml"
+    assert main(["check", str(path)]) == 1
+    assert capsys.readouterr().err == (f"error: {path}:4: block 'arm': robot file {robot[:200]}... "
+                                       f"({len(robot)} characters): file name too long\n")

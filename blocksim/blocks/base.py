@@ -635,10 +635,14 @@ class Block:
 
     # ---- helpers for subclasses -------------------------------------------------------------
     def param_width(self, key: str) -> int:
-        """Width implied by an array parameter: 1 for a scalar, len for a vector."""
+        """Width implied by an array parameter: 1 for a scalar, len for a vector (not 0: an
+        empty list gives no value to any element)."""
         shape = getattr(self.p, key).shape[1:]
         if len(shape) == 0:
             return 1
+        if shape == (0,):
+            raise ParameterError(f"parameter '{key}' is an empty list; give one value, or one "
+                                 "per element of the signal", block=self.name)
         if len(shape) == 1:
             return shape[0]
         raise ParameterError(f"parameter '{key}' must be a scalar or a vector, got shape {shape}",
