@@ -337,3 +337,15 @@ def test_a_robot_file_name_longer_than_the_system_allows(tmp_path, capsys):
     assert main(["check", str(path)]) == 1
     assert capsys.readouterr().err == (f"error: {path}:4: block 'arm': robot file {robot[:200]}... "
                                        f"({len(robot)} characters): file name too long\n")
+
+
+def test_a_q0_of_the_wrong_length_is_an_error_not_a_crash(tmp_path, capsys):
+    """Its joint-limit warning looked at q0 before its length was checked (a numpy ValueError)."""
+    from blocksim.cli import main
+    path = tmp_path / "d.yaml"
+    path.write_text("blocksim: 1\nblocks:\n  tau: {type: Constant, value: [0.0, 0.0]}\n"
+                    "  arm: {type: Manipulator, robot: two_link, q0: [1, 2, 3]}\n"
+                    "connections: [tau -> arm.tau]\n")
+    assert main(["check", str(path)]) == 1
+    assert capsys.readouterr().err == (f"error: {path}:4: block 'arm': 'q0' needs 1 or 2 values "
+                                       "(one per joint), got 3\n")

@@ -432,7 +432,10 @@ class Manipulator(RobotBlock):
     def doubtful(self):
         """q0 outside the robot's joint limits (the robot file's qlim / URDF limits)."""
         robot = self.robot_of(self.p)
-        q0 = np.broadcast_to(self.p.q0.reshape(self.p.batch, -1), (self.p.batch, self.n))
+        q0 = self.p.q0.reshape(self.p.batch, -1)
+        if q0.shape[1] not in (1, self.n):
+            return []                        # not a q0 at all: configure refuses its length
+        q0 = np.broadcast_to(q0, (self.p.batch, self.n))
         out = []
         for i in range(self.n):
             lo, hi = robot.q_lower[i], robot.q_upper[i]

@@ -151,7 +151,7 @@ def instantiate(spec, batch: int, batch_params: dict[tuple[str, str], Any]) -> d
             cls = REGISTRY.get(bspec.type)
         if cls is None:
             raise UnknownBlockTypeError(
-                f"unknown block type '{bspec.type}'{did_you_mean(bspec.type, REGISTRY)}; "
+                f"unknown block type {shown(bspec.type)}{did_you_mean(bspec.type, REGISTRY)}; "
                 "`blocksim blocks` lists the library (a block of your own: name its module in "
                 "the diagram's plugins:)", where=bspec.where, block=name)
         params = dict(bspec.params)
