@@ -48,22 +48,30 @@ def main(argv: list[str] | None = None) -> int:
     except BlocksimError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    except FileNotFoundError as err:
-        print(f"error: {err.filename or err}: no such file", file=sys.stderr)
-        return 1
     except BrokenPipeError:
         # the reader left (`blocksim blocks | head`): stop writing, quietly, as Unix tools do
         import os
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141
-    except OSError as err:         # the system refused: read-only, no space, permission, ...
-        where = f"{err.filename}: " if err.filename else ""
-        print(f"error: {where}{err.strerror or err}", file=sys.stderr)
+    except OSError as err:         # the system refused: no such folder, read-only, no space, ...
+        print(f"error: {os_error_text(err)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         # Ctrl-C outside a run (a run keeps what it logged and says so itself)
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def os_error_text(err: OSError) -> str:
+    """An operating system's refusal as `PATH: reason` (the reason in the words blocksim uses
+    when it reads: no such folder F, F is a file, not a folder, permission denied, ...)."""
+    if not err.filename:
+        return str(err.strerror or err)
+    if isinstance(err, FileExistsError) and not Path(err.filename).is_dir():
+        # what mkdir(parents=True, exist_ok=True) says when a file is where a folder must be
+        return f"{err.filename}: is a file, not a folder"
+    from .reading.located_yaml import os_reason
+    return f"{err.filename}: {os_reason(err, Path(err.filename))}"
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -24,7 +24,7 @@ MAY_IMPORT = {
     "compare": {"errors", "plotting"},
     "animation": {"errors", "blocks", "plotting"},
     "drawing": {"errors", "plotting", "blocksim"},
-    "cli": {"errors", "blocks", "diagram", "engine", "identification", "plotting", "compare",
+    "cli": {"errors", "reading", "blocks", "diagram", "engine", "identification", "plotting", "compare",
             "animation", "drawing", "blocksim"},
 }
 """Which layer may import which: a layer is a subpackage of blocksim or a top-level module

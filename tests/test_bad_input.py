@@ -272,3 +272,80 @@ def test_a_bad_workspace_value_names_where_it_is_defined(tmp_path):
     text = str(error_of(path))
     assert text.startswith(f"{path}:6: block 'fr': Fc must be >= 0")
     assert text.endswith(f"(computed from workspace parameter 'coulomb' at {path}:3)")
+
+
+LONG_TYPE = "[" + ", ".join(["1"] * 30_000) + "]"
+
+
+@pytest.mark.parametrize("block, says", [
+    ("g: {type: Gain, gain: [[1, 2], [3, .nan]]}",
+     "4: block 'g': parameter 'gain' must be finite, got nan at [1, 1]"),
+    (f"g: {{type: {LONG_TYPE}}}",
+     "4: block 'g': type must be a block type name or a subsystem file, not "
+     f"{LONG_TYPE[:60]}... (90,000 characters)"),
+    (f"g: {{type: UnitDelay, period: {'v' * 100_000}}}",
+     f"4: block 'g': parameter 'period': a time must be a number, got '{'v' * 59}... (100,002 "
+     "characters)"),
+])
+def test_a_bad_value_is_shown_on_one_short_line(tmp_path, block, says, capsys):
+    """The value a message quotes is one line (an array as a list, not numpy's rows) and, when
+    long, its start and length: a mistaken 100 kB string is not echoed whole."""
+    from blocksim.cli import main
+    path = tmp_path / "d.yaml"
+    path.write_text(f"blocksim: 1\nblocks:\n  src: {{type: Constant, value: [1.0, 2.0]}}\n  {block}\n"
+                    "connections: [src -> g]\n")
+    assert main(["check", str(path)]) == 1
+    assert capsys.readouterr().err == f"error: {path}:{says}\n"
+
+
+def test_a_logged_signal_of_an_unknown_long_name_is_shown_short(tmp_path, capsys):
+    from blocksim.cli import main
+    path = tmp_path / "d.yaml"
+    path.write_text(f"blocksim: 1\nblocks:\n  src: {{type: Constant, value: 1.0}}\n"
+                    f"log: {{signals: [{'x' * 100_000}.out]}}\nconnections: []\n")
+    assert main(["check", str(path)]) == 1
+    assert capsys.readouterr().err == (f"error: {path}:4: no block '{'x' * 59}... (100,002 "
+                                       "characters) to log\n")
+
+
+@pytest.mark.parametrize("blocks, says", [
+    ("  g: {type: Gain, gain: [1.0, 2.0]}\n  z: {type: UnitDelay, period: -0.0}\n"
+     "connections: [src -> g, g -> z]\n",
+     "5: block 'z': a sample period must be positive, got 0.0 s"),
+    ("  g: {type: Gain, gain: [1.0, 2.0]}\n  pid: {type: PID, Kp: [1.0, 2.0], Ki: []}\n"
+     "connections: [src -> g, src -> pid.ref, g -> pid.meas]\n",
+     "5: block 'pid': parameter 'Ki' is an empty list; give one value, or one per element of "
+     "the signal"),
+])
+def test_a_block_mistake_found_late_is_located_too(tmp_path, blocks, says, capsys):
+    """A period of 0 s (found when the rates are resolved) and an empty per-channel list (found
+    when the PID's kernels were built) had no file or line."""
+    from blocksim.cli import main
+    path = tmp_path / "d.yaml"
+    path.write_text(f"blocksim: 1\nblocks:\n  src: {{type: Constant, value: [1.0, 2.0]}}\n{blocks}")
+    assert main(["check", str(path)]) == 1
+    assert capsys.readouterr().err == f"error: {path}:{says}\n"
+
+
+def test_a_robot_file_name_longer_than_the_system_allows(tmp_path, capsys):
+    """The system's refusal (ENAMETOOLONG) at the block's line, the name shortened."""
+    from blocksim.cli import main
+    path = tmp_path / "d.yaml"
+    path.write_text(f"blocksim: 1\nblocks:\n  src: {{type: Constant, value: [0.0, 0.0]}}\n"
+                    f"  arm: {{type: Manipulator, robot: {'r' * 300}.yaml}}\nconnections: [src -> arm]\n")
+    robot = f"{tmp_path}/{'r' * 300}.yaml"
+    assert main(["check", str(path)]) == 1
+    assert capsys.readouterr().err == (f"error: {path}:4: block 'arm': robot file {robot[:200]}... "
+                                       f"({len(robot)} characters): file name too long\n")
+
+
+def test_a_q0_of_the_wrong_length_is_an_error_not_a_crash(tmp_path, capsys):
+    """Its joint-limit warning looked at q0 before its length was checked (a numpy ValueError)."""
+    from blocksim.cli import main
+    path = tmp_path / "d.yaml"
+    path.write_text("blocksim: 1\nblocks:\n  tau: {type: Constant, value: [0.0, 0.0]}\n"
+                    "  arm: {type: Manipulator, robot: two_link, q0: [1, 2, 3]}\n"
+                    "connections: [tau -> arm.tau]\n")
+    assert main(["check", str(path)]) == 1
+    assert capsys.readouterr().err == (f"error: {path}:4: block 'arm': 'q0' needs 1 or 2 values "
+                                       "(one per joint), got 3\n")

@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import ParameterError, SampleTimeError, WidthError, did_you_mean
+from ..reading.limits import shorten
 from ._kernels import NO_PARAMS, entry_point
 
 REQUIRED = object()
@@ -115,25 +116,44 @@ class SampleTime:
         return self.kind
 
 
+def shown(value: Any, width: int = 60) -> str:
+    """A value a user gave, for a message: on one line (an array as a list), its start and its
+    length when longer than `width` characters, so a mistaken megabyte of text is not echoed."""
+    if isinstance(value, np.ndarray):
+        text = np.array2string(value, separator=", ", threshold=50, max_line_width=10**9)
+        text = " ".join(text.split())
+    else:
+        text = repr(value)
+    return shorten(text, width)
+
+
+def _first_bad(arr: np.ndarray) -> str:
+    """The first non-finite element of an array, for a message: "nan", or "inf at [2, 0]"."""
+    if arr.ndim == 0:
+        return f"{float(arr)}"
+    index = np.argwhere(~np.isfinite(arr))[0]
+    return f"{float(arr[tuple(index)])} at [{', '.join(str(int(i)) for i in index)}]"
+
+
 def exact_time(value) -> Fraction:
     """A time in s as an exact rational; a float is read through its shortest decimal text (0.1 -> 1/10)."""
     if isinstance(value, Fraction):
         return value
     if isinstance(value, (bool, np.bool_)):
-        raise SampleTimeError(f"a time must be a number, got {value!r}")
+        raise SampleTimeError(f"a time must be a number, got {shown(value)}")
     if isinstance(value, (int, np.integer)):
         return Fraction(int(value))
     if isinstance(value, str):
         try:
             return Fraction(value.strip())
         except ValueError:
-            raise SampleTimeError(f"a time must be a number, got {value!r}") from None
+            raise SampleTimeError(f"a time must be a number, got {shown(value)}") from None
     if isinstance(value, np.ndarray) and value.size == 1:
         value = value.reshape(-1)[0]
     try:
         value = float(value)
     except (TypeError, ValueError):
-        raise SampleTimeError(f"a time must be a number, got {value!r}") from None
+        raise SampleTimeError(f"a time must be a number, got {shown(value)}") from None
     if not np.isfinite(value):
         raise SampleTimeError(f"a time must be finite, got {value}")
     return Fraction(repr(value))
@@ -303,7 +323,7 @@ class Block:
                 return np.array(arr, dtype=float)
             arr = self.numeric(key, raw)
             if not np.isfinite(arr).all() and key not in self.infinite_ok():
-                raise ParameterError(f"parameter '{key}' must be finite, got {raw!r}")
+                raise ParameterError(f"parameter '{key}' must be finite, got {_first_bad(arr)}")
             # a writable C-contiguous copy for every batch size: numba types read-only and
             # writable arrays differently, and one type keeps compiled code shared across runs
             out = np.empty((batch,) + arr.shape)
@@ -311,15 +331,15 @@ class Block:
             return out
         if kind == "int":
             if isinstance(raw, (bool, np.bool_)) or not float(raw).is_integer():
-                raise ParameterError(f"parameter '{key}' must be an integer, got {raw!r}")
+                raise ParameterError(f"parameter '{key}' must be an integer, got {shown(raw)}")
             return int(raw)
         if kind == "bool":
             if not isinstance(raw, (bool, np.bool_)):
-                raise ParameterError(f"parameter '{key}' must be true or false, got {raw!r}")
+                raise ParameterError(f"parameter '{key}' must be true or false, got {shown(raw)}")
             return bool(raw)
         if kind == "str":
             if not isinstance(raw, str):
-                raise ParameterError(f"parameter '{key}' must be a string, got {raw!r}")
+                raise ParameterError(f"parameter '{key}' must be a string, got {shown(raw)}")
             if decl.choices and raw not in decl.choices:
                 raise ParameterError(
                     f"parameter '{key}' must be one of {', '.join(decl.choices)}, got '{raw}'"
@@ -337,7 +357,7 @@ class Block:
         try:
             return np.asarray(raw, dtype=float)
         except (TypeError, ValueError):
-            raise ParameterError(f"parameter '{key}' must be numeric, got {raw!r}") from None
+            raise ParameterError(f"parameter '{key}' must be numeric, got {shown(raw)}") from None
 
     def infinite_ok(self) -> tuple[str, ...]:
         """Array parameters that may hold +-inf: those declared with allow_inf."""
@@ -615,10 +635,14 @@ class Block:
 
     # ---- helpers for subclasses -------------------------------------------------------------
     def param_width(self, key: str) -> int:
-        """Width implied by an array parameter: 1 for a scalar, len for a vector."""
+        """Width implied by an array parameter: 1 for a scalar, len for a vector (not 0: an
+        empty list gives no value to any element)."""
         shape = getattr(self.p, key).shape[1:]
         if len(shape) == 0:
             return 1
+        if shape == (0,):
+            raise ParameterError(f"parameter '{key}' is an empty list; give one value, or one "
+                                 "per element of the signal", block=self.name)
         if len(shape) == 1:
             return shape[0]
         raise ParameterError(f"parameter '{key}' must be a scalar or a vector, got shape {shape}",

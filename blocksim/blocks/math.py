@@ -12,7 +12,7 @@ from ..errors import ParameterError, WidthError
 from ..expressions.runtime import ExpressionCompiler, check_expression, run_program
 from ._bases import Elementwise
 from ._kernels import fill_rows, kernel_params, scale_rows
-from .base import Block, Kernels, Param, numbered_ports, register
+from .base import Block, Kernels, Param, numbered_ports, register, shown
 
 
 @njit(cache=True, inline="always")
@@ -108,7 +108,7 @@ class Sum(Block):
     def setup(self):
         signs = self.p.signs.replace("|", "")
         if not signs or set(signs) - {"+", "-"}:
-            raise ParameterError(f"signs must be a string of '+' and '-', got '{self.p.signs}'",
+            raise ParameterError(f"signs must be a string of '+' and '-', got {shown(self.p.signs)}",
                                  block=self.name)
         self._signs = np.array([1.0 if s == "+" else -1.0 for s in signs])
 

@@ -48,7 +48,9 @@ from ..models.joint_law import (DAMPING, DELTA, DV, EPS, FCN, FCP, FKIND, FSN, F
                                 GAIN_P, KIND_KARNOPP, KIND_LUGRE, Q_MAX, Q_MIN, Q_REST, SIGMA0,
                                 SIGMA1, SIGMA2, STIFFNESS, TAU_MAX, VS, neutral_law)
 from ..models.robot import RobotModel
-from .base import Block, Kernels, Param, register
+from ..reading.limits import shorten
+from ..reading.located_yaml import os_reason
+from .base import Block, Kernels, Param, register, shown
 from ._kernels import kernel_params, packed
 from .robot_kernels import (RESET_Q0, RESET_QD0, RESTITUTION, DynamicsParams, KinematicsParams,
                             ManipulatorParams, computed_torque_output, energy_output,
@@ -123,10 +125,14 @@ def load_robot(robot: str, diagram_dir: str | None) -> RobotModel:
     path = Path(robot)
     if not path.is_absolute():
         path = Path(diagram_dir or ".") / path
-    if path.suffix.lower() not in (".yaml", ".yml", ".urdf") or not path.is_file():
+    try:
+        found = path.suffix.lower() in (".yaml", ".yml", ".urdf") and path.is_file()
+    except OSError as err:            # a name longer than the system allows, a symlink loop
+        raise ParameterError(f"robot file {shorten(str(path), 200)}: {os_reason(err, path)}") from None
+    if not found:
         raise ParameterError(
-            f"robot '{robot}' is neither a preset ({', '.join(RobotModel.preset_names())}) nor a "
-            f"robot file (.yaml, .urdf); looked for {path}")
+            f"robot {shown(robot)} is neither a preset ({', '.join(RobotModel.preset_names())}) "
+            f"nor a robot file (.yaml, .urdf); looked for {shorten(str(path), 200)}")
     return _load_robot(str(path.resolve()), path.stat().st_mtime_ns)
 
 
@@ -181,7 +187,7 @@ def frozen_links(links):
     for key, spec in links.items():
         if not isinstance(spec, dict) or set(spec) - {"mass", "com", "inertia"}:
             raise ParameterError(f"links: link {key} takes a mapping with mass (kg), com (m) and "
-                                 f"inertia (kg m^2, about the com), got {spec!r}")
+                                 f"inertia (kg m^2, about the com), got {shown(spec)}")
         fields = []
         for field, value in spec.items():
             try:
@@ -426,7 +432,10 @@ class Manipulator(RobotBlock):
     def doubtful(self):
         """q0 outside the robot's joint limits (the robot file's qlim / URDF limits)."""
         robot = self.robot_of(self.p)
-        q0 = np.broadcast_to(self.p.q0.reshape(self.p.batch, -1), (self.p.batch, self.n))
+        q0 = self.p.q0.reshape(self.p.batch, -1)
+        if q0.shape[1] not in (1, self.n):
+            return []                        # not a q0 at all: configure refuses its length
+        q0 = np.broadcast_to(q0, (self.p.batch, self.n))
         out = []
         for i in range(self.n):
             lo, hi = robot.q_lower[i], robot.q_upper[i]

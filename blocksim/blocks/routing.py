@@ -8,7 +8,7 @@ from numba import njit
 
 from ..errors import ParameterError, WidthError
 from ._kernels import kernel_params
-from .base import Block, Kernels, Param, numbered_ports, register
+from .base import Block, Kernels, Param, numbered_ports, register, shown
 
 @njit(cache=True, inline="always")
 def concatenate_kernel(inputs, y):
@@ -67,7 +67,7 @@ def positive_ints(value, what, block):
     out = []
     for item in items:
         if isinstance(item, (bool, np.bool_)) or not float(item).is_integer() or item < 1:
-            raise ParameterError(f"{what} must be positive integers, got {value!r}", block=block)
+            raise ParameterError(f"{what} must be positive integers, got {shown(value)}", block=block)
         out.append(int(item))
     if not out:
         raise ParameterError(f"{what} must not be empty", block=block)
@@ -179,7 +179,7 @@ class Selector(Block):
         items = list(raw) if isinstance(raw, (list, tuple, np.ndarray)) else [raw]
         if not items or any(isinstance(i, (bool, np.bool_)) or not float(i).is_integer() or i < 0
                             for i in items):
-            raise ParameterError(f"indices must be a non-empty list of integers >= 0, got {raw!r}",
+            raise ParameterError(f"indices must be a non-empty list of integers >= 0, got {shown(raw)}",
                                  block=self.name)
         self._indices = np.array([int(i) for i in items], dtype=np.int64)
 

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..blocks import REGISTRY
-from ..blocks.base import Block, Params, SampleTime
+from ..blocks.base import Block, Params, SampleTime, shown
 from ..blocks.plugins import load_installed
 from ..errors import (BlocksimError, BlocksimWarning, ParameterError, SourceLoc,
                       UnknownBlockTypeError, WidthError, WiringError, did_you_mean)
@@ -90,7 +90,7 @@ class CompiledDiagram:
         by_block: dict[str, dict[str, Any]] = {}
         for (name, param), value in changes.items():
             if name not in self.blocks:
-                raise ParameterError(f"no block '{name}'{did_you_mean(name, self.blocks)}")
+                raise ParameterError(f"no block {shown(name)}{did_you_mean(name, self.blocks)}")
             by_block.setdefault(name, {})[param] = value
         values = dict(self.values)
         for name, given in by_block.items():
@@ -127,7 +127,7 @@ class CompiledDiagram:
         text = self.spec.aliases.get(text, text)
         name, _, port = text.partition(".")
         if name not in self.blocks:
-            raise WiringError(f"no block '{name}' to log{did_you_mean(name, self.blocks)}", where=where)
+            raise WiringError(f"no block {shown(name)} to log{did_you_mean(name, self.blocks)}", where=where)
         outs = self.blocks[name].output_names()
         if not port:
             if len(outs) != 1:
@@ -152,7 +152,7 @@ def instantiate(spec, batch: int, batch_params: dict[tuple[str, str], Any]) -> d
             cls = REGISTRY.get(bspec.type)
         if cls is None:
             raise UnknownBlockTypeError(
-                f"unknown block type '{bspec.type}'{did_you_mean(bspec.type, REGISTRY)}; "
+                f"unknown block type {shown(bspec.type)}{did_you_mean(bspec.type, REGISTRY)}; "
                 "`blocksim blocks` lists the library (a block of your own: name its module in "
                 "the diagram's plugins:)", where=bspec.where, block=name)
         params = dict(bspec.params)

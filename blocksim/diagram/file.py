@@ -11,6 +11,7 @@ from typing import Any
 from blocksim.diagram.settings import LOG_KEYS, SIMULATION_KEYS
 from blocksim.diagram.yaml_loader import (IncludedLoc, YamlList, YamlMap, load_yaml, parse_yaml_text,
                                           to_plain)
+from blocksim.blocks.base import shown
 from blocksim.errors import DiagramFileError, ParameterError, SourceLoc, did_you_mean
 
 FORMAT_VERSION = 1
@@ -142,14 +143,14 @@ def _check_blocks(blocks: YamlMap) -> None:
             raise DiagramFileError(f"'{name}' cannot name a block (reserved: {', '.join(RESERVED_NAMES)})",
                                    where=where, block=name)
         if not isinstance(raw, YamlMap):
-            raise DiagramFileError(f"a block is a mapping such as {{type: Gain, gain: 2}}, not {raw!r}",
+            raise DiagramFileError(f"a block is a mapping such as {{type: Gain, gain: 2}}, not {shown(raw)}",
                                    where=where, block=name)
         block_type = raw.get("type")
         if block_type is None:
             raise DiagramFileError("the block has no type; write {type: <Type>, <param>: <value>, ...}",
                                    where=where, block=name)
         if not isinstance(block_type, str) or not block_type.strip():
-            raise DiagramFileError(f"type must be a block type name or a subsystem file, not {block_type!r}",
+            raise DiagramFileError(f"type must be a block type name or a subsystem file, not {shown(block_type)}",
                                    where=raw.loc("type"), block=name)
         for key in raw:
             if not isinstance(key, str) or not _IDENTIFIER.match(key):
@@ -190,7 +191,7 @@ def read_diagram_file(path: str | Path, display: str, via: tuple[str, ...] = (),
     version = doc.get("blocksim", FORMAT_VERSION)
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise DiagramFileError(f"blocksim: the format version is a whole number such as {FORMAT_VERSION}, "
-                               f"not {version!r}", where=doc.loc("blocksim"))
+                               f"not {shown(version)}", where=doc.loc("blocksim"))
     if version > FORMAT_VERSION:
         raise DiagramFileError(f"this file needs blocksim format {version}, this program reads "
                                f"{FORMAT_VERSION}", where=doc.loc("blocksim"))
@@ -252,12 +253,12 @@ def parse_connection(item: Any, where: SourceLoc) -> list[tuple[Endpoint, Endpoi
         elif isinstance(to, list) and to:
             targets = [(part, to.loc(index)) for index, part in enumerate(to)]
         else:
-            raise DiagramFileError(f"connection 'to' must be an endpoint or a list of endpoints, not {to!r}",
+            raise DiagramFileError(f"connection 'to' must be an endpoint or a list of endpoints, not {shown(to)}",
                                    where=item.loc("to"))
         text = f"{left} -> {', '.join(str(part) for part, _ in targets)}"
     else:
         raise DiagramFileError("a connection is a string 'a.q -> b.ref' or a mapping "
-                               f"{{from: a.q, to: b.ref}}, not {item!r}", where=where)
+                               f"{{from: a.q, to: b.ref}}, not {shown(item)}", where=where)
     src = parse_endpoint(left, where, text)
     return [(src, parse_endpoint(part, loc, text), loc, text) for part, loc in targets]
 

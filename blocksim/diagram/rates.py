@@ -8,7 +8,7 @@ from fractions import Fraction
 from math import gcd
 
 from ..blocks.base import SampleTime
-from ..errors import SampleTimeError
+from ..errors import BlocksimError, SampleTimeError
 
 
 def resolve_sample_times(blocks: dict, wires: dict, order: list[str]) -> dict[str, SampleTime]:
@@ -20,7 +20,12 @@ def resolve_sample_times(blocks: dict, wires: dict, order: list[str]) -> dict[st
     the same discrete rate, continuous otherwise (mixed or continuous drivers, or nothing to
     inherit from in a feedback cycle).
     """
-    times = {name: blk.sample_time() for name, blk in blocks.items()}
+    times = {}
+    for name, blk in blocks.items():
+        try:
+            times[name] = blk.sample_time()
+        except BlocksimError as err:          # a period of 0 s, an offset beyond the period
+            raise err.located(block=name)
     drivers: dict[str, list[str]] = {name: [] for name in blocks}
     consumers: dict[str, list[str]] = {name: [] for name in blocks}
     for (dst, _), (src, _) in wires.items():

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from blocksim.blocks.base import shown
 from blocksim.blocks.plugins import load_plugins
 from blocksim.expressions.evaluate import Resolved, evaluate_workspace, resolve_value
 from blocksim.diagram.file import (FORMAT_VERSION, LOG_KEYS, SCOPE_KEYS, SIMULATION_KEYS, BlockSpec,
@@ -59,7 +60,7 @@ def _signal_list(value: Any, where: SourceLoc, what: str, locations: dict[str, S
     for index, name in enumerate(value):
         loc = value.loc(index) if isinstance(value, YamlList) else where
         if not isinstance(name, str):
-            raise DiagramFileError(f"{what}[{index}] must be a signal name such as plant.q, not {name!r}",
+            raise DiagramFileError(f"{what}[{index}] must be a signal name such as plant.q, not {shown(name)}",
                                    where=loc)
         locations[f"{what}[{index}]"] = loc
     return list(value)
