@@ -11,6 +11,7 @@ import pytest
 import blocksim
 from blocksim.engine import adaptive_loop
 from blocksim.errors import BlocksimError
+from test_divergence import BLOWUP
 
 pytestmark = pytest.mark.usefixtures("compiled_cache")
 
@@ -89,14 +90,7 @@ def test_a_batch_shares_its_steps_in_compiled_code_as_interpreted(tmp_path):
 
 def test_a_run_that_diverges_fails_with_the_interpreted_message(tmp_path):
     path = tmp_path / "blowup.yaml"
-    path.write_text(dedent("""
-    blocksim: 1
-    blocks:
-      sq: {type: Function, expr: "u * u"}
-      x:  {type: Integrator, x0: 1.0}
-    connections: [x -> sq, sq -> x]
-    simulation: {stop_time: 2.0, solver: dopri5}
-    """))
+    path.write_text(BLOWUP.replace("SOLVER", "dopri5"))
     messages = []
     for mode in ("interpreted", "compiled"):
         with pytest.raises(BlocksimError) as caught:
