@@ -13,6 +13,7 @@ machine is shared. Run by hand: python benchmarks/input_size.py [--quick]
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import time
@@ -21,6 +22,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("BLOCKSIM_FIRST_RUN", "compile")   # time compiled kernels, not twins
 
 import blocksim  # noqa: E402
 from blocksim.engine.plan import make_plan  # noqa: E402

@@ -8,11 +8,13 @@ python benchmarks/run_size_checks.py [--repeats 200]
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("BLOCKSIM_FIRST_RUN", "compile")   # time compiled kernels, not twins
 
 import blocksim  # noqa: E402
 from blocksim.engine import scheduler, simulate  # noqa: E402
