@@ -51,8 +51,8 @@ def simulate(diagram: Path, **sets):
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory):
-    """One cache with the diagram's compiled code for a fixed-step (run_fixed) and an adaptive run
-    (outputs, derivatives), and the results of those runs."""
+    """One cache with the diagram's compiled code for a fixed-step run (run_fixed) and a run of
+    the scheduler's loop (ADAPTIVE: outputs, derivatives), and the results of those runs."""
     base = tmp_path_factory.mktemp("pristine")
     diagram = base / "tiny.yaml"
     diagram.write_text(TINY)
@@ -63,8 +63,7 @@ def pristine(tmp_path_factory):
         assert told == [] and fixed.stats["mode"] == "compiled"
         (module,) = (base / "cache" / "compiled").glob("blocksim_diagram_*.py")
         forget(module.stem)
-        adaptive, told = simulate(diagram, **{"simulation.mode": "compiled",
-                                              "simulation.solver": "dopri5"})
+        adaptive, told = simulate(diagram, **{"simulation.mode": "compiled"}, **ADAPTIVE)
         assert told == []
         forget(module.stem)
     return SimpleNamespace(root=base / "cache", name=module.stem, fixed=fixed, adaptive=adaptive)
@@ -121,9 +120,10 @@ def assert_set_aside(path: Path, damaged: bytes, message: str) -> None:
     assert path.exists() and path.read_bytes() != damaged
 
 
-ADAPTIVE = {"simulation.solver": "dopri5"}
-"""The adaptive run: its functions (outputs, derivatives) compile in about a second each, the
-fixed-step loop (run_fixed) in several."""
+ADAPTIVE = {"simulation.solver": "radau"}
+"""A run of the scheduler's loop over the module's entry points (a stiff solver: an explicit
+adaptive one runs the compiled adaptive loop, run_adaptive): its functions (outputs,
+derivatives) compile in about a second each, the fixed-step loop (run_fixed) in several."""
 
 
 def compiled_adaptively(name: str) -> bool:

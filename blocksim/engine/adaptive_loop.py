@@ -48,12 +48,17 @@ DONE, FINISHED, NOT_FINITE, UNDERFLOW, BAD_DERIVATIVE = 0, 1, 2, 3, 4
 at a major step, step size underflow, the derivative at the current state is not finite."""
 
 
+def renderable(plan) -> bool:
+    """Whether the plan's module holds run_adaptive: continuous states and no zero crossings
+    (events stay with the scheduler's loop for now)."""
+    return plan.n_xc > 0 and not plan.crossings
+
+
 def supports(plan, solver) -> bool:
-    """Whether run_adaptive runs this plan: an embedded explicit pair, continuous states, no zero
-    crossings (events stay with the scheduler's loop for now)."""
+    """Whether run_adaptive runs this plan under this solver: an embedded explicit pair."""
     tableau = getattr(solver, "tableau", None)
-    return bool(solver.adaptive and tableau is not None and tableau.E is not None
-                and plan.n_xc > 0 and not plan.crossings)
+    return bool(renderable(plan) and solver.adaptive and tableau is not None
+                and tableau.E is not None)
 
 
 def render(gen) -> str:
