@@ -6,9 +6,10 @@ step in MAJOR_STEP's order at each major time (the next sample hit, a source's b
 stop time), then the solver restarted there and stepped to the next one with the error control of
 solvers/explicit.AdaptiveRungeKutta (its step-size rules and dense output are the numba functions
 of solvers/step_control.py, which the Python solver calls too), the log grid filled from the dense
-output. The same block calls (the generated module's outputs, derivatives and updates) on the same
-numbers give the same run, step for step and bit for bit, as the scheduler's loop over the same
-module; Python is entered between chunks of steps only, for the progress bar and Ctrl-C.
+output. The block calls are the ones the module's outputs, derivatives and updates make (the same
+rendering, written once each into the loop), so the run is the scheduler's loop's over the same
+module, step for step and bit for bit; Python is entered between chunks of steps only, for the
+progress bar and Ctrl-C.
 
 State carried between chunks: fstate = [t, t1 (the bound of the interval being integrated),
 h_next (NaN before the first step), t_old], istate = ISTATE's fields.
@@ -35,9 +36,10 @@ ISTATE = ("n", "n_floor", "mode", "have_f", "log_pos", "nfev", "nsteps", "nrejec
           "major_steps", "next_break", "tick_next", "floor_next", "reason")
 """The integer state of a run in run_adaptive, by index: the tick of t (-1 off the tick grid,
 after a breakpoint), the tick counted from when off the grid, 0 at a major step or 1 between
-steps inside an interval, whether f(t, x) is known (FSAL), the log position, the solver's counters, the major
-steps, the next breakpoint's index, the tick and floor tick of the interval's end, and why the
-solver failed (0: the tolerance, 1: a non-finite state or derivative)."""
+steps inside an interval, whether f(t, x) is known (FSAL), the log position, the solver's
+counters, the major steps, the next breakpoint's index, the tick and floor tick of the
+interval's end, and why the solver failed (0: the tolerance, 1: a non-finite state or
+derivative)."""
 _I = {name: k for k, name in enumerate(ISTATE)}
 
 CHUNK_SECONDS = 0.2
