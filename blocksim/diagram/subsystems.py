@@ -74,9 +74,15 @@ def subsystem_file(block_type: str, including_dir: Path) -> Path | None:
 @functools.lru_cache(maxsize=1024)
 def _shipped(block_type: str) -> Path | None:
     """blocksim/library/<type>.yaml when it exists (asked once per type: a diagram of many
-    blocks of one type asks it for each)."""
+    blocks of one type asks it for each). A type longer than a file name may be is no shipped
+    file: None, so that the diagram's line says the type is unknown."""
     shipped = LIBRARY_DIR / f"{block_type}.yaml"
-    return shipped if shipped.is_file() else None
+    try:
+        return shipped if shipped.is_file() else None
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            return None
+        raise
 
 
 def _display(path: Path) -> str:

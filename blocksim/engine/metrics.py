@@ -16,6 +16,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import ParameterError
+from ..reading.limits import shown
 
 
 @dataclass(frozen=True)
@@ -214,7 +215,7 @@ def check_metrics(cd, logged) -> None:
         for key in ("signal", "reference") if "reference" in item else ("signal",):
             if not isinstance(item[key], str):
                 raise ParameterError(f"metric '{name}': {key} must name a logged signal as "
-                                     f"'block.port', got {item[key]!r}", where=where)
+                                     f"'block.port', got {shown(item[key])}", where=where)
             block, port = cd.resolve_signal(item[key], where)
             if f"{block}.{port}" not in logged:
                 raise ParameterError(f"metric '{name}' reads {key} '{item[key]}', which is not "
@@ -223,9 +224,10 @@ def check_metrics(cd, logged) -> None:
 
 def _kind_and_name(item, where) -> tuple[str, str]:
     kind = item.get("kind")
-    if kind not in METRIC_KINDS:
+    if not isinstance(kind, str) or kind not in METRIC_KINDS:
         from ..errors import did_you_mean
-        raise ParameterError(f"metric kind '{kind}' unknown{did_you_mean(str(kind), METRIC_KINDS)}; "
+        hint = did_you_mean(kind, METRIC_KINDS) if isinstance(kind, str) else ""
+        raise ParameterError(f"metric kind {shown(kind)} unknown{hint}; "
                              f"kinds: {', '.join(METRIC_KINDS)} (docs/metrics.md)", where=where)
     return kind, item.get("name", kind)
 

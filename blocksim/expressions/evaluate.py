@@ -15,7 +15,7 @@ import numpy as np
 
 from blocksim.errors import ExpressionError, ParameterError, SourceLoc, did_you_mean
 from blocksim.expressions.functions import CONSTANTS, FUNCTIONS, as_int, describe, plain
-from blocksim.reading.limits import LimitError, check, limit, shorten
+from blocksim.reading.limits import LimitError, check, limit, shorten, shown
 from blocksim.expressions.parsing import parse_expression, recursion_for, too_deep
 
 
@@ -200,12 +200,12 @@ class _Evaluator:
             return value
         if isinstance(value, (str, bytes)):
             raise self.refuse("strings are not allowed")
-        raise self.refuse(f"{value!r} is not allowed")
+        raise self.refuse(f"{shown(value)} is not allowed")
 
     def visit_Name(self, node: ast.Name) -> Any:
         name = node.id
         if name.startswith("__"):
-            raise self.refuse(f"'{name}' is not allowed (names starting with '__' are forbidden)")
+            raise self.refuse(f"{shown(name)} is not allowed (names starting with '__' are forbidden)")
         if name in self.names:
             value = self.names[name]
             return value.copy() if isinstance(value, np.ndarray) else value
@@ -214,7 +214,7 @@ class _Evaluator:
         if name in FUNCTIONS:
             raise self.refuse(f"'{name}' is a function; call it as {name}(...)")
         known = set(self.known) | set(self.names) | set(CONSTANTS)
-        raise self.refuse(f"unknown name '{name}'", did_you_mean(name, known, clause=True))
+        raise self.refuse(f"unknown name {shown(name)}", did_you_mean(name, known, clause=True))
 
     def visit_List(self, node: ast.List | ast.Tuple) -> np.ndarray:
         return as_array([self.visit(item) for item in node.elts])
