@@ -67,9 +67,6 @@ def os_error_text(err: OSError) -> str:
     when it reads: no such folder F, F is a file, not a folder, permission denied, ...)."""
     if not err.filename:
         return str(err.strerror or err)
-    if isinstance(err, FileExistsError) and not Path(err.filename).is_dir():
-        # what mkdir(parents=True, exist_ok=True) says when a file is where a folder must be
-        return f"{err.filename}: is a file, not a folder"
     from .reading.located_yaml import os_reason
     return f"{err.filename}: {os_reason(err, Path(err.filename))}"
 
