@@ -492,3 +492,18 @@ def test_a_metric_signal_that_is_a_matrix(tmp_path, key):
                                             "%(reference)s}]\n" % item)
     assert (code, err) == (1, f"error: {tmp_path / 'd.yaml'}:7: metric 'm': {key} must name a "
                               f"logged signal as 'block.port', got [[1., 2.], [3., 4.]]\n")
+
+
+@pytest.mark.parametrize("gain, message", [
+    ("$" + "v" * 100_000, f"unknown parameter {LONG_V} in '${'v' * 58}... (100,003 characters)"),
+    ("'$(" + "v" * 100_000 + "'", f"'$({'v' * 57}... (100,004 characters) is neither a parameter "
+                                  "$name nor an expression ${...}; write ${...}"),
+    ("'${" + "f" * 5000 + "(1)}'", f"unknown function '{'f' * 59}... (5,002 characters) in "
+                                   f"'{'f' * 200}... (5,003 characters)' (functions: "),
+    ("'${__" + "f" * 5000 + "(1)}'", f"calling '__{'f' * 57}... (5,004 characters) is not allowed "
+                                     "(names starting with '__' are forbidden) in "),
+])
+def test_a_long_name_in_a_parameter_value_is_quoted_short(tmp_path, gain, message):
+    code, err = check_text(tmp_path, BASE.replace("gain: 2.0", f"gain: {gain}"))
+    assert code == 1 and err.startswith(f"error: {tmp_path / 'd.yaml'}:4: block 'g': parameter "
+                                        f"'gain': {message}"), err[:500]

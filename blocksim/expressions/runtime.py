@@ -175,7 +175,7 @@ def check_expression(text: str, variables, block: str) -> ast.Expression:
                *BINARY_OPERATORS)
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
-            raise ExpressionError(f"expression '{text}': attributes ('.{node.attr}') are not allowed",
+            raise ExpressionError(f"expression '{text}': attributes ({shown('.' + node.attr)}) are not allowed",
                                   block=block)
         if not isinstance(node, allowed):
             raise ExpressionError(f"expression '{text}': {type(node).__name__} is not allowed; "
