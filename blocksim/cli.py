@@ -67,9 +67,6 @@ def os_error_text(err: OSError) -> str:
     when it reads: no such folder F, F is a file, not a folder, permission denied, ...)."""
     if not err.filename:
         return str(err.strerror or err)
-    if isinstance(err, FileExistsError) and not Path(err.filename).is_dir():
-        # what mkdir(parents=True, exist_ok=True) says when a file is where a folder must be
-        return f"{err.filename}: is a file, not a folder"
     from .reading.located_yaml import os_reason
     return f"{err.filename}: {os_reason(err, Path(err.filename))}"
 
@@ -213,7 +210,9 @@ def _simulate_variants(args, base, variants, folder) -> int:
             break
     if any(all_metrics.values()):
         print(format_table(all_metrics))
-    if out is not None:
+    if out is not None and not results:
+        folder.abort()          # no variant ran: nothing replaces what the folder holds
+    elif out is not None:
         (out / "metrics.json").write_text(json.dumps(all_metrics, indent=2) + "\n")
         written = []
         if args.plot and results:
@@ -225,7 +224,8 @@ def _simulate_variants(args, base, variants, folder) -> int:
         print(f"saved to {folder.path}/")
     if failed:
         print(f"error: {len(failed)} of {len(variants)} variants failed: {', '.join(failed)}"
-              + (f"; the others ({', '.join(results)}) ran and were saved" if results else ""),
+              + (f"; the others ({', '.join(results)}) ran and were saved" if results
+                 else f"; nothing was written to {folder.path}" if folder is not None else ""),
               file=sys.stderr)
         return 1
     return 130 if interrupted else 0

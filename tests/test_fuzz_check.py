@@ -22,11 +22,13 @@ import signal
 import subprocess
 import sys
 import traceback
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 
 from blocksim.cli import main
+from blocksim.engine.recorder import log_times
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -344,16 +346,9 @@ def check_case(folder: Path, diagram: str, seed: int) -> None:
                              f"stderr: {err[-3000:]}")
 
 
-# Cases that fail today in modules of other owners; each has its minimal reproducer below.
-ENAMETOOLONG = "a block type longer than a file name: OSError ENAMETOOLONG from subsystems._shipped"
-KNOWN = {
-    ("double_pendulum.yaml", 24): ENAMETOOLONG,
-    ("identification/excitation_kr6.yaml", 24): ENAMETOOLONG,
-    ("puma560_computed_torque.yaml", 37): ENAMETOOLONG,
-    ("two_link_foc.yaml", 37): ENAMETOOLONG,
-    ("gravity_hold.yaml", 25): "a metric kind that is a list: TypeError in engine/metrics.py",
-    ("puma560_computed_torque.yaml", 24): "an expression error echoes a 100,000-character string whole",
-}
+# Cases that fail today in modules of other owners, {(diagram, seed): reason}; each has its
+# minimal reproducer below. None today.
+KNOWN: dict[tuple[str, int], str] = {}
 CASES = [pytest.param(d, seed, marks=pytest.mark.xfail(strict=True, reason=KNOWN[d, seed]))
          if (d, seed) in KNOWN else (d, seed)
          for d in DIAGRAMS for seed in range(CASES_PER_DIAGRAM)]
@@ -395,8 +390,8 @@ def test_a_mutation_through_the_command_line(folder, diagram, seed):
 
 
 # ----------------------------------------------------------------------------- what it found
-# Minimal reproducers of the failures in modules owned elsewhere (strict: each turns red when
-# fixed, so its mark is taken off).
+# Minimal reproducers of what the mutations found, each with the message it gets now (a new one
+# that fails in a module owned elsewhere is a strict xfail until that module is fixed).
 
 BASE = """blocksim: 1
 blocks:
@@ -419,42 +414,56 @@ def check_text(tmp_path, text, seconds=5) -> tuple[int, str]:
     return code, err
 
 
-@pytest.mark.xfail(strict=True, reason="diagram/subsystems.py: _shipped's Path.is_file() raises "
-                   "OSError ENAMETOOLONG for a type longer than a file name; the CLI then names "
-                   "blocksim/library/<type>.yaml instead of the diagram's line")
+KINDS = ("max_abs_error, rms_error, iae, ise, phase_lag, amplitude_ratio, overshoot, settling_time, "
+         "peak, rms, energy_drift, final_value, event_times")
+SOLVERS = "euler, heun, midpoint, rk3, rk4, rk23, dopri5, dop853, radau, bdf, lsoda"
+LONG_V = f"'{'v' * 59}... (100,002 characters)"
+"""How a value of 100,000 v's is quoted: its start and its length (with the quotes)."""
+
+
 def test_a_block_type_longer_than_a_file_name(tmp_path):
+    """A type longer than the system allows a file name (255) is an unknown type at its line."""
     code, err = check_text(tmp_path, BASE.replace("type: Gain", "type: " + "T" * 300))
-    assert code == 1 and err.startswith(f"error: {tmp_path / 'd.yaml'}:4: block 'g': ")
+    assert code == 1 and err.startswith(f"error: {tmp_path / 'd.yaml'}:4: block 'g': unknown "
+                                        f"block type '{'T' * 59}... (302 characters); ")
 
 
-@pytest.mark.xfail(strict=True, reason="engine/metrics.py:226 _kind_and_name: `kind not in "
-                   "METRIC_KINDS` with a list kind raises TypeError (unhashable)")
-def test_a_metric_kind_that_is_a_list(tmp_path):
-    code, err = check_text(tmp_path, BASE + "metrics: [{name: m, kind: [[1, 2]], signal: g.out}]\n")
-    assert code == 1 and err.startswith(f"error: {tmp_path / 'd.yaml'}:6")
+@pytest.mark.parametrize("kind, quoted", [("[[1, 2]]", "[[1., 2.]]"), ("v" * 100_000, LONG_V)])
+def test_a_metric_kind_that_is_a_list_or_very_long(tmp_path, kind, quoted):
+    code, err = check_text(tmp_path, BASE + f"metrics: [{{name: m, kind: {kind}, signal: g.out}}]\n")
+    assert (code, err) == (1, f"error: {tmp_path / 'd.yaml'}:6: metric kind {quoted} unknown; "
+                              f"kinds: {KINDS} (docs/metrics.md)\n")
 
 
-@pytest.mark.xfail(strict=True, reason="engine/metrics.py:228 echoes an unknown metric kind whole "
-                   "(100,000 characters on one error line)")
-def test_a_metric_kind_of_a_hundred_thousand_characters(tmp_path):
-    code, err = check_text(tmp_path, BASE + f"metrics: [{{name: m, kind: {'v' * 100_000}, "
-                                            "signal: g.out}]\n")
-    assert code == 1
+@pytest.mark.parametrize("solver, quoted", [("[rk4]", "['rk4']"), ("v" * 100_000, LONG_V)])
+def test_a_solver_that_is_a_list_or_very_long(tmp_path, solver, quoted):
+    code, err = check_text(tmp_path, BASE + f"simulation: {{solver: {solver}}}\n")
+    assert (code, err) == (1, f"error: {tmp_path / 'd.yaml'}:6: unknown solver {quoted}; "
+                              f"choose one of {SOLVERS}\n")
 
 
-@pytest.mark.xfail(strict=True, reason="diagram/settings.py:155: `solver not in SOLVERS` with a "
-                   "list solver raises TypeError (unhashable)")
-def test_a_solver_that_is_a_list(tmp_path):
-    code, err = check_text(tmp_path, BASE + "simulation: {solver: [rk4]}\n")
-    assert code == 1 and err.startswith(f"error: {tmp_path / 'd.yaml'}:6")
+@pytest.mark.parametrize("key, value, message", [
+    ("rtol", "v" * 100_000, f"simulation.rtol must be a positive number, got {LONG_V}"),
+    ("atol", "[[1, 2], [3, 4]]", "simulation.atol must be a number >= 0, got [[1., 2.], [3., 4.]]"),
+])
+def test_a_tolerance_is_quoted_short_on_one_line(tmp_path, key, value, message):
+    code, err = check_text(tmp_path, BASE + f"simulation: {{{key}: {value}}}\n")
+    assert (code, err) == (1, f"error: {tmp_path / 'd.yaml'}:6: {message}\n")
 
 
-@pytest.mark.xfail(strict=True, reason="expressions: an evaluation error quotes a string operand "
-                   "whole (100,000 characters on one error line)")
 def test_an_expression_over_a_long_string(tmp_path):
     code, err = check_text(tmp_path, BASE.replace("gain: 2.0", "gain: '${k * ones(2)}'")
                            .replace("blocks:", f"parameters:\n  k: {'v' * 100_000}\nblocks:"))
-    assert code == 1
+    assert (code, err) == (1, f"error: {tmp_path / 'd.yaml'}:6: block 'g': parameter 'gain': "
+                              f"cannot evaluate 'k * ones(2)': * needs numbers, not the string "
+                              f"{LONG_V}\n")
+
+
+def test_an_unknown_long_name_in_an_expression(tmp_path):
+    code, err = check_text(tmp_path, BASE.replace("gain: 2.0", "gain: '${" + "x" * 5000 + " + 1}'"))
+    assert code == 1 and err.startswith(f"error: {tmp_path / 'd.yaml'}:4: block 'g': parameter "
+                                        f"'gain': unknown name '{'x' * 59}... (5,002 characters) "
+                                        f"in '{'x' * 200}... (5,004 characters)'")
 
 
 def test_a_stop_time_of_1e308(tmp_path):
@@ -463,11 +472,11 @@ def test_a_stop_time_of_1e308(tmp_path):
     assert code == 1 and "BLOCKSIM_MAX_LOG_SAMPLES" in err
 
 
-@pytest.mark.xfail(strict=True, reason="engine/recorder.py:23 log_times: log.every 1e308 over a "
-                   "short run raises OverflowError (int64 arange of a huge count)")
 def test_a_log_interval_of_1e308(tmp_path):
+    """An interval longer than the run logs its start and its stop (the grid ends at stop)."""
     code, err = check_text(tmp_path, BASE + "log: {signals: [g.out], every: 1e308}\n")
-    assert code == 1
+    assert (code, err) == (0, "")
+    assert log_times(Fraction(0), Fraction(10), Fraction(1e308)).tolist() == [0.0, 10.0]
 
 
 def test_a_log_interval_of_1e_320(tmp_path):
@@ -475,16 +484,26 @@ def test_a_log_interval_of_1e_320(tmp_path):
     assert code == 1 and "BLOCKSIM_MAX_LOG_SAMPLES" in err
 
 
-@pytest.mark.xfail(strict=True, reason="engine/metrics.py: a metric's reference (or signal) that is "
-                   "a matrix is quoted as numpy's repr, several lines on stderr")
-def test_a_metric_reference_that_is_a_matrix(tmp_path):
-    code, err = check_text(tmp_path, BASE + "metrics: [{name: m, kind: max_abs_error, signal: g.out,"
-                                            " reference: [[1, 2], [3, 4]]}]\n")
-    assert code == 1
+@pytest.mark.parametrize("key", ["reference", "signal"])
+def test_a_metric_signal_that_is_a_matrix(tmp_path, key):
+    item = {"signal": "g.out", "reference": "src.out", key: "[[1, 2], [3, 4]]"}
+    code, err = check_text(tmp_path, BASE + "log: {signals: [g.out, src.out]}\nmetrics: [{name: m, "
+                                            "kind: max_abs_error, signal: %(signal)s, reference: "
+                                            "%(reference)s}]\n" % item)
+    assert (code, err) == (1, f"error: {tmp_path / 'd.yaml'}:7: metric 'm': {key} must name a "
+                              f"logged signal as 'block.port', got [[1., 2.], [3., 4.]]\n")
 
 
-@pytest.mark.xfail(strict=True, reason="diagram/settings.py:156 quotes an unknown solver whole "
-                   "(100,000 characters on one error line)")
-def test_a_solver_of_a_hundred_thousand_characters(tmp_path):
-    code, err = check_text(tmp_path, BASE + f"simulation: {{solver: {'v' * 100_000}}}\n")
-    assert code == 1
+@pytest.mark.parametrize("gain, message", [
+    ("$" + "v" * 100_000, f"unknown parameter {LONG_V} in '${'v' * 58}... (100,003 characters)"),
+    ("'$(" + "v" * 100_000 + "'", f"'$({'v' * 57}... (100,004 characters) is neither a parameter "
+                                  "$name nor an expression ${...}; write ${...}"),
+    ("'${" + "f" * 5000 + "(1)}'", f"unknown function '{'f' * 59}... (5,002 characters) in "
+                                   f"'{'f' * 200}... (5,003 characters)' (functions: "),
+    ("'${__" + "f" * 5000 + "(1)}'", f"calling '__{'f' * 57}... (5,004 characters) is not allowed "
+                                     "(names starting with '__' are forbidden) in "),
+])
+def test_a_long_name_in_a_parameter_value_is_quoted_short(tmp_path, gain, message):
+    code, err = check_text(tmp_path, BASE.replace("gain: 2.0", f"gain: {gain}"))
+    assert code == 1 and err.startswith(f"error: {tmp_path / 'd.yaml'}:4: block 'g': parameter "
+                                        f"'gain': {message}"), err[:500]

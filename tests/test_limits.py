@@ -7,11 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import blocksim
 from blocksim.errors import DiagramFileError, ExpressionError
-from blocksim.reading.limits import LIMITS, RUN_MEMORY_VARIABLE, LimitError, count
+from blocksim.reading.limits import LIMITS, RUN_MEMORY_VARIABLE, LimitError, count, shown
 from blocksim.reading.located_yaml import parse_yaml_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -414,3 +415,16 @@ def test_both_parsers_refuse_the_same_text_with_the_same_message(monkeypatch, te
 
     fast, pure = with_each_parser(monkeypatch, message)
     assert fast == pure
+
+
+@pytest.mark.parametrize("value, text", [
+    ("rk4", "'rk4'"),
+    (["rk4", 2], "['rk4', 2]"),
+    (np.eye(2), "[[1., 0.], [0., 1.]]"),
+    ({"a": np.eye(2)}, "{'a': array([[1., 0.], [0., 1.]])}"),
+    (np.arange(100.0), "[ 0., 1., 2., ..., 97., 98., 99.]"),
+    ("v" * 100, f"'{'v' * 59}... (102 characters)"),
+])
+def test_a_value_is_shown_on_one_short_line(value, text):
+    """shown(): a value for a message, on one line, its start and its length when long."""
+    assert shown(value) == text

@@ -70,6 +70,14 @@ def test_the_cli_table_and_python_give_the_same_metrics(tmp_path):
     ("{name: e, kind: peak, signal: y.out}", r"no block 'y' to log"),
     ("{name: e, kind: event_times, block: x, reference: [1.0]}",
      r"metric 'e' \(event_times\): block 'x' has no event functions"),
+    ("{name: [1, 2], kind: peak, signal: x.out}",
+     r"metric name must be a text such as tracking, got \[1\., 2\.\]$"),
+    ("{name: e, kind: peak, signal: x.out, from: soon}",
+     r"metric 'e': from must be a time \(s\), a finite number, got 'soon'$"),
+    ("{name: e, kind: peak, signal: x.out, to: .inf}",
+     r"metric 'e': to must be a time \(s\), a finite number, got inf$"),
+    (f"{{name: {'e' * 1000}, kind: rms_error, signal: x.out}}",
+     rf"metric '{'e' * 59}\.\.\. \(1,002 characters\) \(rms_error\) needs 'reference'$"),
 ])
 def test_a_metric_that_cannot_be_computed_is_refused_before_the_run(tmp_path, metric, message):
     text = LAG.replace("  - {name: last, kind: final_value, signal: x.out}", f"  - {metric}")

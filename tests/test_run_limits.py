@@ -201,7 +201,7 @@ def test_a_span_beyond_the_largest_double_is_refused_at_the_stop_time(tmp_path):
     ("stop_time", ".nan", "simulation.stop_time: a time must be finite, got nan"),
     ("stop_time", ".inf", "simulation.stop_time: a time must be finite, got inf"),
     ("step", ".inf", "simulation.step: a time must be finite, got inf"),
-    ("max_step", ".nan", "simulation.max_step must be a positive number (or .inf), got 'nan'"),
+    ("max_step", ".nan", "simulation.max_step must be a positive number (or .inf), got nan"),
 ])
 def test_non_finite_times_are_refused_at_their_line(tmp_path, key, value, message):
     table = {"stop_time": 1, "solver": "rk4", "step": 0.001, key: value}

@@ -128,3 +128,27 @@ def test_result_save_replaces_each_file_in_one_step(tmp_path, monkeypatch):
         r.save(folder)
     after = {p.name: p.read_bytes() for p in folder.iterdir()}
     assert after["signals.csv"] == before["signals.csv"] and set(after) == set(before)
+
+
+def test_a_study_whose_every_variant_fails_keeps_the_earlier_run(tmp_path, capsys):
+    """--force over an earlier run, and no variant of the new study runs: nothing replaces the
+    earlier run (byte for byte), no "saved to", exit 1 with each failure and the summary."""
+    from blocksim.cli import main
+    path = tmp_path / "d.yaml"
+    path.write_text(TWO_VARIANTS)
+    out = tmp_path / "out"
+    assert main(["simulate", str(path), "--out", str(out), "--quiet"]) == 0
+    before = {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(TWO_VARIANTS.replace("{slow: {k.gain: -0.5}, fast: {k.gain: -2.0}}",
+                                           "{slow: {k.gain: '${slo}'}, fast: {k.gain: '${fas}'}}"))
+    capsys.readouterr()
+    assert main(["simulate", str(broken), "--out", str(out), "--force", "--quiet"]) == 1
+    captured = capsys.readouterr()
+    assert "saved to" not in captured.out
+    lines = captured.err.splitlines()
+    assert len(lines) == 3 and lines[0].startswith("error: [slow] ") \
+        and lines[1].startswith("error: [fast] ")
+    assert lines[2] == f"error: 2 of 2 variants failed: slow, fast; nothing was written to {out}"
+    assert {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")]

@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import ParameterError, SampleTimeError, WidthError, did_you_mean
-from ..reading.limits import shorten
+from ..reading.limits import shown
 from ._kernels import NO_PARAMS, entry_point
 
 REQUIRED = object()
@@ -114,17 +114,6 @@ class SampleTime:
             off = f", offset {self.offset}" if self.offset else ""
             return f"discrete(period {self.period} s{off})"
         return self.kind
-
-
-def shown(value: Any, width: int = 60) -> str:
-    """A value a user gave, for a message: on one line (an array as a list), its start and its
-    length when longer than `width` characters, so a mistaken megabyte of text is not echoed."""
-    if isinstance(value, np.ndarray):
-        text = np.array2string(value, separator=", ", threshold=50, max_line_width=10**9)
-        text = " ".join(text.split())
-    else:
-        text = repr(value)
-    return shorten(text, width)
 
 
 def _first_bad(arr: np.ndarray) -> str:

@@ -10,9 +10,10 @@ from numba import njit
 
 from ..errors import ParameterError, WidthError
 from ..expressions.runtime import ExpressionCompiler, check_expression, run_program
+from ..reading.limits import shown
 from ._bases import Elementwise
 from ._kernels import fill_rows, kernel_params, scale_rows
-from .base import Block, Kernels, Param, numbered_ports, register, shown
+from .base import Block, Kernels, Param, numbered_ports, register
 
 
 @njit(cache=True, inline="always")

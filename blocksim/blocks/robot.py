@@ -48,9 +48,9 @@ from ..models.joint_law import (DAMPING, DELTA, DV, EPS, FCN, FCP, FKIND, FSN, F
                                 GAIN_P, KIND_KARNOPP, KIND_LUGRE, Q_MAX, Q_MIN, Q_REST, SIGMA0,
                                 SIGMA1, SIGMA2, STIFFNESS, TAU_MAX, VS, neutral_law)
 from ..models.robot import RobotModel
-from ..reading.limits import shorten
+from ..reading.limits import shorten, shown
 from ..reading.located_yaml import os_reason
-from .base import Block, Kernels, Param, register, shown
+from .base import Block, Kernels, Param, register
 from ._kernels import kernel_params, packed
 from .robot_kernels import (RESET_Q0, RESET_QD0, RESTITUTION, DynamicsParams, KinematicsParams,
                             ManipulatorParams, computed_torque_output, energy_output,

@@ -7,8 +7,9 @@ import numpy as np
 from numba import njit
 
 from ..errors import ParameterError, WidthError
+from ..reading.limits import shown
 from ._kernels import kernel_params
-from .base import Block, Kernels, Param, numbered_ports, register, shown
+from .base import Block, Kernels, Param, numbered_ports, register
 
 @njit(cache=True, inline="always")
 def concatenate_kernel(inputs, y):

@@ -14,11 +14,12 @@ from typing import Any
 import numpy as np
 
 from ..blocks import REGISTRY
-from ..blocks.base import Block, Params, SampleTime, shown
+from ..blocks.base import Block, Params, SampleTime
 from ..blocks.plugins import load_installed
 from ..errors import (BlocksimError, BlocksimWarning, ParameterError, SourceLoc,
                       UnknownBlockTypeError, WidthError, WiringError, did_you_mean)
 from ..reading.collector import collector_paused
+from ..reading.limits import shown
 from .graph import OutputCall, block_order, sorted_calls
 from .joint_references import warn_references_outside_limits
 from .rates import resolve_sample_times

@@ -11,7 +11,7 @@ from typing import Any
 from blocksim.diagram.settings import LOG_KEYS, SIMULATION_KEYS
 from blocksim.diagram.yaml_loader import (IncludedLoc, YamlList, YamlMap, load_yaml, parse_yaml_text,
                                           to_plain)
-from blocksim.blocks.base import shown
+from blocksim.reading.limits import shown
 from blocksim.errors import DiagramFileError, ParameterError, SourceLoc, did_you_mean
 
 FORMAT_VERSION = 1

@@ -17,6 +17,7 @@ from typing import Any, Mapping
 from ..blocks.base import exact_time
 from ..errors import BlocksimError, SampleTimeError, SolverError, SourceLoc, did_you_mean
 from ..expressions.evaluate import resolve_value
+from ..reading.limits import shown
 
 MODES = ("auto", "interpreted", "compiled")
 """Execution modes (docs/semantics.md "Execution modes")."""
@@ -157,8 +158,9 @@ def read_simulation(table: Mapping[str, Any], where: Mapping[str, SourceLoc],
                               f"{float(start):g} s) is more than the largest double "
                               f"({sys.float_info.max:.3g} s)", where=loc("stop_time"))
     solver = table["solver"] if given("solver") else default.solver
-    if solver not in SOLVERS:
-        raise SolverError(f"unknown solver '{solver}'{did_you_mean(str(solver), SOLVERS)}; "
+    if not isinstance(solver, str) or solver not in SOLVERS:
+        hint = did_you_mean(solver, SOLVERS) if isinstance(solver, str) else ""
+        raise SolverError(f"unknown solver {shown(solver)}{hint}; "
                           f"choose one of {', '.join(SOLVERS)}", where=loc("solver"))
     step = None
     if given("step"):
@@ -166,17 +168,18 @@ def read_simulation(table: Mapping[str, Any], where: Mapping[str, SourceLoc],
         if step <= 0:
             raise SampleTimeError("simulation.step must be positive", where=loc("step"))
     mode = table["mode"] if given("mode") else os.environ.get("BLOCKSIM_MODE", default.mode)
-    if mode not in MODES:
-        raise SolverError(f"simulation.mode must be one of {', '.join(MODES)}, got '{mode}'"
-                          f"{did_you_mean(str(mode), MODES)}", where=where.get("mode"))
+    if not isinstance(mode, str) or mode not in MODES:
+        hint = did_you_mean(mode, MODES) if isinstance(mode, str) else ""
+        raise SolverError(f"simulation.mode must be one of {', '.join(MODES)}, got {shown(mode)}"
+                          f"{hint}", where=where.get("mode"))
     threads = table["threads"] if given("threads") else os.environ.get("BLOCKSIM_THREADS", "auto")
     progress = table.get("progress")
     if progress is not None and not isinstance(progress, bool):
-        raise SolverError(f"simulation.progress must be true or false, got '{progress}'",
+        raise SolverError(f"simulation.progress must be true or false, got {shown(progress)}",
                           where=loc("progress"))
     seed = table.get("seed")
     if seed is not None and not _is_integer(seed):
-        raise SolverError(f"simulation.seed must be an integer, got '{seed}'", where=loc("seed"))
+        raise SolverError(f"simulation.seed must be an integer, got {shown(seed)}", where=loc("seed"))
     return SimulationSettings(
         start=start, stop=stop, solver=solver, step=step,
         rtol=_positive(table, "rtol", default.rtol, loc),
@@ -196,7 +199,7 @@ def thread_count(value, where: SourceLoc | None) -> int | None:
     except (TypeError, ValueError):
         count = 0
     if count < 1 or str(count) != str(value).strip():
-        raise SolverError(f"simulation.threads must be a positive integer or 'auto', got '{value}'",
+        raise SolverError(f"simulation.threads must be a positive integer or 'auto', got {shown(value)}",
                           where=where)
     return count
 
@@ -227,7 +230,7 @@ def _positive(table, key: str, default: float, loc, zero: bool = False,
     if (isinstance(value, bool) or not (number >= 0 if zero else number > 0)
             or (math.isinf(number) and not infinite)):
         bound = ("a number >= 0" if zero else "a positive number") + (" (or .inf)" if infinite else "")
-        raise SolverError(f"simulation.{key} must be {bound}, got '{value}'", where=loc(key))
+        raise SolverError(f"simulation.{key} must be {bound}, got {shown(value)}", where=loc(key))
     return number
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from blocksim.blocks.base import shown
+from blocksim.reading.limits import shown
 from blocksim.blocks.plugins import load_plugins
 from blocksim.expressions.evaluate import Resolved, evaluate_workspace, resolve_value
 from blocksim.diagram.file import (FORMAT_VERSION, LOG_KEYS, SCOPE_KEYS, SIMULATION_KEYS, BlockSpec,

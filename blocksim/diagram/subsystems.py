@@ -17,7 +17,7 @@ from blocksim.expressions.runtime import workspace_names
 from blocksim.diagram.file import (BlockSpec, ConnectionSpec, Endpoint, Override, apply_overrides,
                                    parse_connection, read_diagram_file)
 from blocksim.diagram.yaml_loader import IncludedLoc, YamlMap, load_yaml, plain_loc
-from blocksim.reading.limits import check, count, limit
+from blocksim.reading.limits import check, count, limit, shown
 from blocksim.expressions.parsing import recursion_for
 from blocksim.errors import (BlocksimError, DiagramFileError, ParameterError, SourceLoc, WiringError,
                              did_you_mean)
@@ -74,9 +74,15 @@ def subsystem_file(block_type: str, including_dir: Path) -> Path | None:
 @functools.lru_cache(maxsize=1024)
 def _shipped(block_type: str) -> Path | None:
     """blocksim/library/<type>.yaml when it exists (asked once per type: a diagram of many
-    blocks of one type asks it for each)."""
+    blocks of one type asks it for each). A type longer than a file name may be is no shipped
+    file: None, so that the diagram's line says the type is unknown."""
     shipped = LIBRARY_DIR / f"{block_type}.yaml"
-    return shipped if shipped.is_file() else None
+    try:
+        return shipped if shipped.is_file() else None
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            return None
+        raise
 
 
 def _display(path: Path) -> str:
@@ -111,7 +117,7 @@ def function_workspace(params: dict[str, Any], workspace: Mapping[str, Any], whe
             value = np.ravel(np.asarray(workspace[name], dtype=float))
         except (TypeError, ValueError):
             raise ParameterError(f"expression '{expr}' reads workspace parameter '{name}', which "
-                                 f"is not a number or a vector of numbers: {workspace[name]!r}",
+                                 f"is not a number or a vector of numbers: {shown(workspace[name])}",
                                  where=where, block=block) from None
         pairs.append([name, len(value)])
         values.append(value)
@@ -202,7 +208,7 @@ class _Scope:
         for key, value in params.items():
             if key == "enabled" and key not in mask:
                 if not isinstance(value, bool):
-                    raise ParameterError(f"parameter 'enabled' must be true or false, not {value!r}",
+                    raise ParameterError(f"parameter 'enabled' must be true or false, not {shown(value)}",
                                          where=param_where[key], block=full)
                 enabled = value
                 continue

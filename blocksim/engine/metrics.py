@@ -16,6 +16,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import ParameterError
+from ..reading.limits import shown
 
 
 @dataclass(frozen=True)
@@ -206,35 +207,55 @@ def check_metrics(cd, logged) -> None:
             if block not in cd.blocks or not cd.blocks[block].n_zc:
                 from ..errors import did_you_mean
                 hint = did_you_mean(str(block), cd.blocks) if block not in cd.blocks else ""
-                raise ParameterError(f"metric '{name}' (event_times): block '{block}' "
+                raise ParameterError(f"metric {shown(name)} (event_times): block {shown(block)} "
                                      + ("has no event functions" if block in cd.blocks
                                         else f"does not exist{hint}"), where=where)
             continue
         _needs_signal(item, kind, name, where)
+        _window(item, name, where, (0.0, 0.0))
         for key in ("signal", "reference") if "reference" in item else ("signal",):
             if not isinstance(item[key], str):
-                raise ParameterError(f"metric '{name}': {key} must name a logged signal as "
-                                     f"'block.port', got {item[key]!r}", where=where)
+                raise ParameterError(f"metric {shown(name)}: {key} must name a logged signal as "
+                                     f"'block.port', got {shown(item[key])}", where=where)
             block, port = cd.resolve_signal(item[key], where)
             if f"{block}.{port}" not in logged:
-                raise ParameterError(f"metric '{name}' reads {key} '{item[key]}', which is not "
+                raise ParameterError(f"metric {shown(name)} reads {key} {shown(item[key])}, which is not "
                                      f"logged (add it to log.signals)", where=where)
 
 
 def _kind_and_name(item, where) -> tuple[str, str]:
     kind = item.get("kind")
-    if kind not in METRIC_KINDS:
+    if not isinstance(kind, str) or kind not in METRIC_KINDS:
         from ..errors import did_you_mean
-        raise ParameterError(f"metric kind '{kind}' unknown{did_you_mean(str(kind), METRIC_KINDS)}; "
+        hint = did_you_mean(kind, METRIC_KINDS) if isinstance(kind, str) else ""
+        raise ParameterError(f"metric kind {shown(kind)} unknown{hint}; "
                              f"kinds: {', '.join(METRIC_KINDS)} (docs/metrics.md)", where=where)
-    return kind, item.get("name", kind)
+    name = item.get("name", kind)
+    if not isinstance(name, str) or not name.strip():
+        raise ParameterError(f"metric name must be a text such as tracking, got {shown(name)}",
+                             where=where)
+    return kind, name
+
+
+def _window(item, name, where, whole: tuple[float, float]) -> tuple[float, float]:
+    """The metric's window (from, to) in s, `whole` where a bound is not given; a bound that is
+    not a finite number is refused."""
+    bounds = []
+    for key, default in zip(("from", "to"), whole):
+        value = item.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(value):
+            raise ParameterError(f"metric {shown(name)}: {key} must be a time (s), a finite "
+                                 f"number, got {shown(value)}", where=where)
+        bounds.append(float(value))
+    return bounds[0], bounds[1]
 
 
 def _needs_signal(item, kind, name, where) -> None:
     if "signal" not in item:
-        raise ParameterError(f"metric '{name}' needs 'signal'", where=where)
+        raise ParameterError(f"metric {shown(name)} needs 'signal'", where=where)
     if METRIC_KINDS[kind].reads == "error" and "reference" not in item:
-        raise ParameterError(f"metric '{name}' ({kind}) needs 'reference'", where=where)
+        raise ParameterError(f"metric {shown(name)} ({kind}) needs 'reference'", where=where)
 
 
 def compute_metrics(spec, result) -> dict:
@@ -248,7 +269,7 @@ def compute_metrics(spec, result) -> dict:
             continue
         _needs_signal(item, kind, name, where)
         t = result.t
-        lo, hi = float(item.get("from", t[0])), float(item.get("to", t[-1]))
+        lo, hi = _window(item, name, where, (t[0], t[-1]))
         window = (t >= lo - 1e-12) & (t <= hi + 1e-12)
         members = range(result.batch) if result.batched else [0]
         values = []
@@ -286,12 +307,12 @@ def _event_reference(item, name, where) -> np.ndarray:
     reference = item.get("reference")
     if item.get("block") is None or not isinstance(reference, (list, tuple, np.ndarray)) \
             or not len(reference):
-        raise ParameterError(f"metric '{name}' (event_times) needs 'block' and 'reference', a "
+        raise ParameterError(f"metric {shown(name)} (event_times) needs 'block' and 'reference', a "
                              "list of times (s)", where=where)
     try:
         return np.asarray([float(v) for v in np.ravel(reference)])
     except (TypeError, ValueError):
-        raise ParameterError(f"metric '{name}': reference must be a list of times (s)",
+        raise ParameterError(f"metric {shown(name)}: reference must be a list of times (s)",
                              where=where) from None
 
 

@@ -25,8 +25,9 @@ def log_times(start: Fraction, stop: Fraction, every: Fraction) -> np.ndarray:
     first = start.numerator * (den // start.denominator)
     step = every.numerator * (den // every.denominator)
     last = first + count * step
-    if max(abs(first), abs(last), den) < 2 ** 53:
+    if max(abs(first), abs(last), abs(step), den) < 2 ** 53:
         # integers exact in doubles: one IEEE division each, correctly rounded as float(Fraction)
+        # (the step counts too: an interval longer than the run leaves last == first)
         times = (first + step * np.arange(count + 1, dtype=np.int64)).astype(float) / den
     else:
         times = np.array([float(start + k * every) for k in range(count + 1)])

@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 from ..errors import BlocksimError
+from ..reading.located_yaml import os_reason
 
 _RENAME_EXCHANGE = 2         # Linux renameat2 flag: swap two paths atomically
 _AT_FDCWD = -100
@@ -79,7 +80,7 @@ class RunFolder:
                 shutil.rmtree(self.staging)
             self.staging.mkdir()
         except OSError as err:
-            raise BlocksimError(f"--out {path}: {err.strerror or err}") from None
+            raise BlocksimError(f"--out {path}: {os_reason(err, self.path)}") from None
         self.committed = False
 
     def final(self, written: Path) -> Path:
@@ -100,7 +101,7 @@ class RunFolder:
                 os.rename(self.staging, self.path)
                 shutil.rmtree(aside, ignore_errors=True)
         except OSError as err:
-            raise BlocksimError(f"--out {self.path}: {err.strerror or err}; the new run is in "
+            raise BlocksimError(f"--out {self.path}: {os_reason(err, self.path)}; the new run is in "
                                 f"{self.staging}") from None
         self.committed = True
         return self.path

@@ -15,7 +15,7 @@ import numpy as np
 
 from blocksim.errors import ExpressionError, ParameterError, SourceLoc, did_you_mean
 from blocksim.expressions.functions import CONSTANTS, FUNCTIONS, as_int, describe, plain
-from blocksim.reading.limits import LimitError, check, limit, shorten
+from blocksim.reading.limits import LimitError, check, limit, shorten, shown
 from blocksim.expressions.parsing import parse_expression, recursion_for, too_deep
 
 
@@ -200,12 +200,12 @@ class _Evaluator:
             return value
         if isinstance(value, (str, bytes)):
             raise self.refuse("strings are not allowed")
-        raise self.refuse(f"{value!r} is not allowed")
+        raise self.refuse(f"{shown(value)} is not allowed")
 
     def visit_Name(self, node: ast.Name) -> Any:
         name = node.id
         if name.startswith("__"):
-            raise self.refuse(f"'{name}' is not allowed (names starting with '__' are forbidden)")
+            raise self.refuse(f"{shown(name)} is not allowed (names starting with '__' are forbidden)")
         if name in self.names:
             value = self.names[name]
             return value.copy() if isinstance(value, np.ndarray) else value
@@ -214,7 +214,7 @@ class _Evaluator:
         if name in FUNCTIONS:
             raise self.refuse(f"'{name}' is a function; call it as {name}(...)")
         known = set(self.known) | set(self.names) | set(CONSTANTS)
-        raise self.refuse(f"unknown name '{name}'", did_you_mean(name, known, clause=True))
+        raise self.refuse(f"unknown name {shown(name)}", did_you_mean(name, known, clause=True))
 
     def visit_List(self, node: ast.List | ast.Tuple) -> np.ndarray:
         return as_array([self.visit(item) for item in node.elts])
@@ -304,11 +304,11 @@ class _Evaluator:
             raise self.refuse(_FORBIDDEN.get(type(node.func), "only calls to named functions such as sin(x) are allowed"))
         name = node.func.id
         if name.startswith("__"):
-            raise self.refuse(f"calling '{name}' is not allowed (names starting with '__' are forbidden)")
+            raise self.refuse(f"calling {shown(name)} is not allowed (names starting with '__' are forbidden)")
         function = FUNCTIONS.get(name)
         if function is None:
             hint = did_you_mean(name, FUNCTIONS, clause=True)
-            raise self.refuse(f"unknown function '{name}'", f"{hint} "
+            raise self.refuse(f"unknown function {shown(name)}", f"{hint} "
                               f"(functions: {', '.join(sorted(FUNCTIONS))})")
         count = len(node.args)
         if count < function.min_args or (function.max_args is not None and count > function.max_args):
@@ -320,8 +320,8 @@ class _Evaluator:
         for keyword in node.keywords:
             if keyword.arg not in function.keywords:
                 allowed = f" (it takes {', '.join(k + '=' for k in function.keywords)})" if function.keywords else ""
-                shown = "**" if keyword.arg is None else keyword.arg + "="
-                raise self.refuse(f"{name}() does not take {shown}{allowed}")
+                given = "**" if keyword.arg is None else shorten(keyword.arg) + "="
+                raise self.refuse(f"{name}() does not take {given}{allowed}")
             keywords[keyword.arg] = self.visit(keyword.value)
         args = [self.visit(arg) for arg in node.args]
         for arg in args:
@@ -432,11 +432,12 @@ def _resolve_string(text: str, names: Mapping[str, Any], where: SourceLoc | None
             return CONSTANTS[name]
         candidates = set(known) | set(names) | set(CONSTANTS)
         hint = did_you_mean(name, candidates, clause=True)
-        raise ExpressionError(f"{what}: unknown parameter '{name}' in '{text}'{hint}", where=where)
+        raise ExpressionError(f"{what}: unknown parameter {shown(name)} in {shown(text)}{hint}", where=where)
     expression = _EXPRESSION.match(text)
     if expression is None:
-        hint = f"; write ${{{text[1:]}}}" if not text.startswith("${") else "; close it with }"
-        raise ExpressionError(f"{what}: '{text}' is neither a parameter $name nor an expression ${{...}}{hint}",
+        hint = ("; close it with }" if text.startswith("${") else
+                f"; write ${{{text[1:]}}}" if len(text) <= _SHOWN else "; write ${...}")
+        raise ExpressionError(f"{what}: {shown(text)} is neither a parameter $name nor an expression ${{...}}{hint}",
                               where=where)
     try:
         return evaluate_expression(expression.group(1), names, known)
@@ -470,7 +471,7 @@ def evaluate_workspace(raw: Mapping[str, Any], where_of: Callable[[str], SourceL
     """
     for name in raw:
         if not isinstance(name, str) or not _NAME.match(name) or name.startswith("__"):
-            raise ParameterError(f"{label} name '{name}' must be letters, digits and _ "
+            raise ParameterError(f"{label} name {shown(name)} must be letters, digits and _ "
                                  "(not starting with a digit or __)", where=where_of(name))
     defined = set(raw)
     depends = {name: sorted(references(value) & defined) for name, value in raw.items()}

@@ -16,13 +16,15 @@ from typing import Any, Callable
 
 import numpy as np
 
+from blocksim.reading.limits import shown
+
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
 """Names every expression knows; a workspace parameter of the same name takes precedence."""
 
 
 def describe(value: Any) -> str:
     if isinstance(value, str):
-        return f"the string '{value}'"
+        return f"the string {shown(value)}"
     if isinstance(value, np.ndarray):
         return f"an array of shape {value.shape}"
     if isinstance(value, dict):

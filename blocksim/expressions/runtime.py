@@ -12,7 +12,7 @@ from numba import njit
 
 from blocksim.errors import ExpressionError, WidthError, did_you_mean
 from blocksim.expressions.functions import CONSTANTS, FUNCTIONS
-from blocksim.reading.limits import check, limit, shorten
+from blocksim.reading.limits import check, limit, shorten, shown
 from blocksim.expressions.parsing import parse_expression, recursion_for
 
 OP_CONST, OP_INPUT, OP_TIME, OP_UNARY, OP_BINARY, OP_STORE, OP_PARAM = range(7)
@@ -145,7 +145,7 @@ def workspace_names(text: str, inputs: int, workspace) -> list[str]:
         if isinstance(node, ast.Name) and node.id not in workspace and node.id not in own \
                 and node.id not in RUNTIME_FUNCTIONS:
             known = sorted(own - {"u"} if inputs > 1 else own) + list(workspace)
-            raise ExpressionError(f"expression '{text}': unknown name '{node.id}'"
+            raise ExpressionError(f"expression '{text}': unknown name {shown(node.id)}"
                                   f"{did_you_mean(node.id, known)}; known: the inputs, t, pi, e "
                                   f"and the workspace parameters ({', '.join(workspace) or 'none'})")
         if not isinstance(node, ast.Name) or node.id not in workspace or node.id in names:
@@ -175,7 +175,7 @@ def check_expression(text: str, variables, block: str) -> ast.Expression:
                *BINARY_OPERATORS)
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute):
-            raise ExpressionError(f"expression '{text}': attributes ('.{node.attr}') are not allowed",
+            raise ExpressionError(f"expression '{text}': attributes ({shown('.' + node.attr)}) are not allowed",
                                   block=block)
         if not isinstance(node, allowed):
             raise ExpressionError(f"expression '{text}': {type(node).__name__} is not allowed; "
@@ -184,17 +184,17 @@ def check_expression(text: str, variables, block: str) -> ast.Expression:
         if isinstance(node, ast.Constant) and (isinstance(node.value, bool)
                                                or not isinstance(node.value, (int, float))):
             raise ExpressionError(f"expression '{text}': only numbers are allowed as constants, "
-                                  f"got {node.value!r}", block=block)
+                                  f"got {shown(node.value)}", block=block)
         if isinstance(node, ast.Call):
             name = node.func.id if isinstance(node.func, ast.Name) else None
             if name not in RUNTIME_FUNCTIONS or node.keywords:
-                shown = name or ast.unparse(node.func)
-                raise ExpressionError(f"expression '{text}': unknown function '{shown}'"
-                                      f"{did_you_mean(shown, RUNTIME_FUNCTIONS)}; allowed: "
+                called = name or ast.unparse(node.func)
+                raise ExpressionError(f"expression '{text}': unknown function {shown(called)}"
+                                      f"{did_you_mean(called, RUNTIME_FUNCTIONS)}; allowed: "
                                       f"{', '.join(RUNTIME_FUNCTIONS)}", block=block)
         if isinstance(node, ast.Name) and node.id not in variables and node.id != "t" \
                 and node.id not in CONSTANTS and node.id not in RUNTIME_FUNCTIONS:
-            raise ExpressionError(f"expression '{text}': unknown name '{node.id}'"
+            raise ExpressionError(f"expression '{text}': unknown name {shown(node.id)}"
                                   f"{did_you_mean(node.id, list(variables) + list(CONSTANTS))}; "
                                   f"known: {', '.join(list(variables) + ['t'] + list(CONSTANTS))}",
                                   block=block)

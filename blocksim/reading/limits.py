@@ -15,6 +15,9 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
 
 from blocksim.errors import BlocksimError, SourceLoc
 
@@ -130,6 +133,19 @@ def shorten(text: str, width: int = 60) -> str:
     return f"{text[:width]}... ({len(text):,} characters)"
 
 
+def shown(value: Any, width: int = 60) -> str:
+    """A value a user gave, for a message: on one line (an array as a list), its start and its
+    length when longer than `width` characters, so a mistaken megabyte of text is not echoed."""
+    if isinstance(value, np.ndarray):
+        text = np.array2string(value, separator=", ", threshold=50, max_line_width=10**9)
+        text = " ".join(text.split())
+    else:
+        text = repr(value)
+        if "\n" in text:               # numpy's repr of an array inside a list or a mapping
+            text = " ".join(text.split())
+    return shorten(text, width)
+
+
 def available_memory() -> int | None:
     """Bytes of memory available to a new allocation now (Linux: MemAvailable of /proc/meminfo,
     else the available physical pages), None where the system does not say."""
@@ -163,5 +179,5 @@ def size_text(nbytes: int | float) -> str:
     return f"{int(nbytes)} bytes"
 
 
-__all__ = ["LIMITS", "Limit", "LimitError", "limit", "check", "exceeded", "count", "shorten",
+__all__ = ["LIMITS", "Limit", "LimitError", "limit", "check", "exceeded", "count", "shorten", "shown",
            "available_memory", "memory_limit", "size_text", "RUN_MEMORY_VARIABLE"]

@@ -452,8 +452,14 @@ def _file_on_the_way(path: Path) -> Path | None:
 
 
 def os_reason(err: OSError, path: Path) -> str:
-    """Why the system refused to read `path`, in words: no such file, no such folder F, F is a
-    file not a folder, is a folder, permission denied, or the system's own words."""
+    """Why the system refused to read or make `path`, in words: no such file, no such folder F,
+    F is a file not a folder, is a folder, permission denied, or the system's own words."""
+    if isinstance(err, FileExistsError):
+        # what mkdir(parents=True, exist_ok=True) says when a file is where a folder must be
+        blocking = _file_on_the_way(path)
+        if blocking is not None:
+            return f"{blocking} is a file, not a folder"
+        return "is a file, not a folder" if path.exists() and not path.is_dir() else "exists"
     if isinstance(err, FileNotFoundError):
         missing = _missing_folder(path)
         return "no such file" if missing is None else f"no such folder {missing}"
