@@ -247,8 +247,9 @@ def cmd_check(args) -> int:
     print(f"{args.diagram}: '{d.name}' is valid"
           + (f" (variant {args.variant})" if args.variant else ""))
     print(f"\nsolver {settings.solver}, t = {float(settings.start):g}..{float(settings.stop):g} s"
-          + (f", step {settings.step} s" if settings.step is not None else "")
-          + f", base tick {plan.timebase.tick} s, log every {settings.log_every} s "
+          + (f", step {float(settings.step):.12g} s" if settings.step is not None else "")
+          + f", base tick {float(plan.timebase.tick):.12g} s, log every "
+          f"{float(settings.log_every):.12g} s "
           f"({len(plan.log_grid)} samples)")
     planned = {(o.block, o.serves): o for o in plan.output_steps}
     print("\nexecution order (sorted by direct feedthrough):")
