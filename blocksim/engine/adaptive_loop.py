@@ -26,7 +26,6 @@ from ..blocks.base import exact_time
 from ..errors import SolverError
 from ..solvers import SOLVERS, make_solver
 from ..solvers.base import BOUND_SNAP_FRACTION, MIN_STEP_SPACINGS
-from . import cache_guard
 from .major_step import phase_handlers
 from .progress import Progress
 from .run_output import RunOutput
@@ -379,7 +378,7 @@ def run(backend, sim) -> RunOutput | None:
     progress = Progress(s.start, s.stop, s.progress)
     status, interrupted, budget = DONE, False, 16
     try:
-        loop = _bound(backend, args(0))
+        loop = backend.loop_entry("run_adaptive", args(0))
         while status == DONE:
             if sim.stop_requested:
                 interrupted = True
@@ -407,23 +406,6 @@ def run(backend, sim) -> RunOutput | None:
              "nsteps": counters["nsteps"], "nrejected": counters["nrejected"], "events": 0,
              "mode": "compiled"}
     return RunOutput(t_log, data, [], stats, interrupted, None)
-
-
-def _bound(backend, args: tuple):
-    """The module's run_adaptive compiled (or loaded from numba's cache, healing a damaged
-    entry) for arguments of these types, bound once per backend: the dispatcher's typing of its
-    forty arguments (the signal and record tuples) would cost milliseconds at every call."""
-    fn = backend._entries.get("run_adaptive")
-    if fn is None:
-        dispatcher = backend.module.run_adaptive
-        signature = tuple(dispatcher.typeof_pyval(a) for a in args)
-
-        def compiled():
-            overload = dispatcher.overloads.get(signature)
-            return overload.entry_point if overload is not None else dispatcher.compile(signature)
-        fn = backend._entries["run_adaptive"] = cache_guard.compile_healing(
-            compiled, f"{backend.module.__name__}.run_adaptive")
-    return fn
 
 
 def _log_reached(sim, backend, t: float, x: np.ndarray) -> None:

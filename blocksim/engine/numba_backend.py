@@ -452,14 +452,23 @@ class NumbaBackend:
                 lambda: entry_point(dispatcher, args), f"{self.module.__name__}.{name}")
         return fn
 
-    def _ready(self, name: str, args: tuple) -> None:
-        """Compile the module's function `name` for calls with arguments of these types, or load
-        it from numba's cache, healing a damaged entry (engine/cache_guard.py)."""
-        fn = getattr(self.module, name)
-        signature = tuple(fn.typeof_pyval(a) for a in args)
-        if fn.overloads.get(signature) is None:
-            cache_guard.compile_healing(lambda: fn.compile(signature),
-                                        f"{self.module.__name__}.{name}")
+    def loop_entry(self, name: str, args: tuple):
+        """The module's whole-run loop `name` (run_fixed, run_adaptive) compiled, or loaded from
+        numba's cache (healing a damaged entry), for arguments of these types, and bound once per
+        backend: the dispatcher's typing of its arguments (the signal and record tuples) costs
+        about a millisecond at every call."""
+        fn = self._entries.get(name)
+        if fn is None:
+            dispatcher = getattr(self.module, name)
+            signature = tuple(dispatcher.typeof_pyval(a) for a in args)
+
+            def compiled():
+                overload = dispatcher.overloads.get(signature)
+                return overload.entry_point if overload is not None else \
+                    dispatcher.compile(signature)
+            fn = self._entries[name] = cache_guard.compile_healing(
+                compiled, f"{self.module.__name__}.{name}")
+        return fn
 
     def outputs_major(self, t, hits):
         ctx = self.context
@@ -522,14 +531,13 @@ class NumbaBackend:
                     ctx.xc, ctx.xd, ctx.dxc, self.s, self.p, logs, log_stride, log_pos,
                     tableau.A, tableau.b, tableau.c, K, x0)
         try:
-            self._ready("run_fixed", args(0, 1, 0))
+            loop = self.loop_entry("run_fixed", args(0, 1, 0))
             while status == 0:
                 if sim.stop_requested:
                     interrupted = True
                     break
                 started = _time.perf_counter()
-                status, k, log_pos = self.module.run_fixed(*args(k, min(k + chunk, last_k + 1),
-                                                                 log_pos))
+                status, k, log_pos = loop(*args(k, min(k + chunk, last_k + 1), log_pos))
                 elapsed = _time.perf_counter() - started
                 chunk = max(16, int(chunk * min(4.0, CHUNK_SECONDS / max(elapsed, 1e-6))))
                 progress.update(float(s.start) + k * float(s.step), force=True)
