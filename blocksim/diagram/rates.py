@@ -7,7 +7,7 @@ from functools import cached_property
 from fractions import Fraction
 from math import gcd
 
-from ..blocks.base import SampleTime
+from ..blocks.base import SampleTime, exact_time
 from ..errors import BlocksimError, SampleTimeError
 
 
@@ -114,6 +114,11 @@ class Timebase:
         """t = start + n tick (s), the correctly rounded float of the exact rational."""
         num0, dnum, den = self.integer_form
         return (num0 + n * dnum) / den   # int / int is correctly rounded in Python
+
+    def tick_at_or_before(self, t: float) -> int:
+        """The last tick n with start + n tick <= t, for a time t >= start off the tick grid (an
+        event, a breakpoint), read exactly (exact_time)."""
+        return int((exact_time(t) - self.start) / self.tick)
 
     def rate_index(self, st: SampleTime) -> int:
         for k, r in enumerate(self.rates):

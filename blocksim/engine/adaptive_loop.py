@@ -18,11 +18,9 @@ from __future__ import annotations
 
 import math
 import time as _time
-from fractions import Fraction
 
 import numpy as np
 
-from ..blocks.base import exact_time
 from ..errors import SolverError
 from ..solvers import SOLVERS, make_solver
 from ..solvers.base import BOUND_SNAP_FRACTION, MIN_STEP_SPACINGS
@@ -336,16 +334,14 @@ def run(backend, sim) -> RunOutput | None:
     with the same text."""
     s, plan, ctx = sim.settings, backend.plan, backend.context
     tb = plan.timebase
-    solver_class = SOLVERS[s.solver]
-    tab = solver_class.tableau
+    tab = SOLVERS[s.solver].tableau
     num0, dnum, den = tb.integer_form
     stop_tick = plan.stop_tick
     stop_ceil = math.ceil(stop_tick)
     if max(abs(num0), abs(dnum) * (stop_ceil + 1), den) >= 2 ** 53:
         return None
     breaks = np.array(sim.breaks, dtype=float)
-    break_ticks = np.array([int((exact_time(bp) - tb.start) / tb.tick) for bp in sim.breaks],
-                           dtype=np.int64)
+    break_ticks = np.array([tb.tick_at_or_before(bp) for bp in sim.breaks], dtype=np.int64)
     per = np.array([r.period for r in tb.rates], dtype=np.int64)
     off = np.array([r.offset for r in tb.rates], dtype=np.int64)
     hits = np.zeros(len(tb.rates), dtype=np.bool_)
@@ -364,13 +360,12 @@ def run(backend, sim) -> RunOutput | None:
     fstate = np.array([float(s.start), float(s.start), h_first, np.nan])
     istate = np.zeros(len(ISTATE), dtype=np.int64)
     istate[_I["tick_next"]] = istate[_I["floor_next"]] = -1
-    int_stop = stop_tick if isinstance(stop_tick, int) or (
-        isinstance(stop_tick, Fraction) and stop_tick.denominator == 1) else -1
+    int_stop = stop_tick if isinstance(stop_tick, int) else -1    # -1: the stop is off the grid
     exponent = -1.0 / (tab.error_order + 1)
 
     def args(budget):
         return (budget, fstate, istate, per, off, hits, num0, dnum, den,
-                stop_ceil, int(int_stop), float(s.stop), breaks, break_ticks, plan.log_grid,
+                stop_ceil, int_stop, float(s.stop), breaks, break_ticks, plan.log_grid,
                 ctx.xc, ctx.xd, backend.s, backend.p, logs, tab.A, tab.b, tab.c, tab.E, E3,
                 P_rows, A_dense, c_dense, exponent, tab.error_order, float(s.rtol),
                 float(s.atol), float(s.max_step), K, *arrays, Q, zero)
@@ -396,7 +391,7 @@ def run(backend, sim) -> RunOutput | None:
     sim.recorder.count = counters["log_pos"]
     t = float(fstate[0])
     if interrupted:
-        _log_reached(sim, backend, t, arrays[0])
+        sim.log_final_state(t, arrays[0])
     elif status == NOT_FINITE:
         sim.check_finite(t)
     elif status in (UNDERFLOW, BAD_DERIVATIVE):
@@ -406,17 +401,6 @@ def run(backend, sim) -> RunOutput | None:
              "nsteps": counters["nsteps"], "nrejected": counters["nrejected"], "events": 0,
              "mode": "compiled"}
     return RunOutput(t_log, data, [], stats, interrupted, None)
-
-
-def _log_reached(sim, backend, t: float, x: np.ndarray) -> None:
-    """After an interrupt: the log's last sample at the time reached (Simulation._log_reached)."""
-    rec = sim.recorder
-    np.copyto(sim.xc, x)
-    with np.errstate(all="ignore"):
-        backend.outputs_minor(t)
-    if rec.count and rec.times[rec.count - 1] >= t:
-        return
-    rec.record_final(t)
 
 
 def _fail(sim, status: int, reason: int, t: float, h: float, x: np.ndarray) -> None:

@@ -12,7 +12,6 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..blocks.base import exact_time
 from ..diagram.compiler import CompiledDiagram
 from ..diagram.settings import LogSettings, SimulationSettings
 from ..errors import NonFiniteStateError, SampleTimeError, SolverError
@@ -317,7 +316,7 @@ class Simulation:
         an event; the tick before t is taken)."""
         tb = self.plan.timebase
         if n is None:
-            n = int((exact_time(t) - tb.start) / tb.tick)     # floor, for t >= start
+            n = tb.tick_at_or_before(t)
         stop_tick, step_ticks = self.plan.stop_tick, self.plan.step_ticks
         next_tick = min([r.next_hit(n) for r in tb.rates] + [stop_tick])
         if step_ticks is not None:
@@ -414,14 +413,18 @@ class Simulation:
         of the last step the solver accepted (inside a major step under an adaptive solver),
         with the outputs recomputed there: the interrupt may have come in a solver stage, or at
         a major step before its outputs, when the buffers still hold a stage's values."""
-        t = step.t
-        inside = solver is not None and step.integrating
-        if inside:                    # the context's state may be a stage's: take the solver's
-            t = max(t, float(solver.t))
+        if solver is not None and step.integrating:   # the context's state may be a stage's
+            self.log_final_state(max(step.t, float(solver.t)), solver.x)
+        else:
+            self.log_final_state(step.t)
+
+    def log_final_state(self, t: float, x=None) -> None:
+        """The log's last sample at t, with the state x (None: the context's) and the outputs
+        recomputed there, unless the log already reaches t."""
         if self.recorder.count and self.recorder.times[self.recorder.count - 1] >= t:
             return
-        if inside:
-            np.copyto(self.xc, solver.x)
+        if x is not None:
+            np.copyto(self.xc, x)
         with np.errstate(all="ignore"):
             self.backend.outputs_minor(t)
         self.recorder.record_final(t)
