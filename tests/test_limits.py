@@ -292,6 +292,53 @@ def test_the_yaml_nodes_limit_raised_lets_aliases_through(monkeypatch):
     assert len(parse_yaml_text(alias_bomb(3), "x.yaml")["a3"][9][9]) == 10
 
 
+def deep_block_mapping(levels: int) -> str:
+    """A mapping `levels` deep in block style, one key per line, each indented two more."""
+    return "".join(f"{'  ' * k}k{k}:\n" for k in range(levels - 1)) + f"{'  ' * (levels - 1)}k: 1\n"
+
+
+@pytest.mark.parametrize("kind", ["block", "flow list", "flow mapping"])
+def test_yaml_nested_past_yaml_depth_is_refused_at_its_line_and_200_levels_read(kind):
+    def text(levels):
+        if kind == "block":
+            return deep_block_mapping(levels)
+        if kind == "flow list":
+            return "a: " + "[" * (levels - 1) + "1" + "]" * (levels - 1) + "\n"
+        return "a: " + "{a: " * (levels - 1) + "1" + "}" * (levels - 1) + "\n"
+
+    tree = parse_yaml_text(text(200), "x.yaml")
+    for _ in range(199):                # down the one branch, 199 levels
+        tree = next(iter(tree.values())) if isinstance(tree, dict) else tree[0]
+    assert tree in ({"k": 1}, [1], {"a": 1})
+    with pytest.raises(LimitError) as info:
+        parse_yaml_text(text(201), "x.yaml")
+    assert info.value.limit == "yaml_depth"
+    assert str(info.value) == (f"x.yaml:{201 if kind == 'block' else 1}: mappings and lists here nest "
+                               "201 levels, more than the limit of 200" + raise_hint("yaml_depth"))
+
+
+@pytest.mark.parametrize("text", ["a: " + "[" * 100_000 + "1" + "]" * 100_000 + "\n",
+                                  "a: " + "{a: " * 100_000 + "1" + "}" * 100_000 + "\n",
+                                  "a: " + "[" * 100_000 + "\n",
+                                  deep_block_mapping(5000)],
+                         ids=["flow list", "flow mapping", "unclosed brackets", "block mapping"])
+def test_yaml_nested_a_hundred_thousand_deep_is_an_error_not_a_crash(tmp_path, text):
+    """libyaml's composer recurses in C: past some ten thousand levels it overflows the stack and
+    the process dies. Run in a child process, so that a crash fails this test, not the suite."""
+    path = write(tmp_path, "deep.yaml", text)
+    done = subprocess.run([sys.executable, "-c", "import sys; from blocksim.cli import main; "
+                           "sys.exit(main(['check', sys.argv[1]]))", str(path)],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert done.stderr.startswith(f"error: {path}:"), done.stderr[-2000:]
+    assert "Traceback" not in done.stderr
+
+
+def test_the_yaml_depth_limit_raised_lets_a_deeper_file_through(monkeypatch):
+    monkeypatch.setenv("BLOCKSIM_MAX_YAML_DEPTH", "300")
+    assert parse_yaml_text(deep_block_mapping(250), "x.yaml")["k0"]["k1"]["k2"] is not None
+
+
 def test_an_alias_inside_what_it_names_is_refused():
     with pytest.raises(DiagramFileError) as info:
         blocksim.load("blocksim: 1\nblocks: &b {c: {type: Constant, value: 1.0}, d: *b}\n")

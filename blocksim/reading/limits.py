@@ -55,6 +55,10 @@ LIMITS: dict[str, Limit] = {limit.name: limit for limit in (
     Limit("yaml_nodes", 500_000, "mappings and lists",
           "what one file may expand to: aliases are copied, so a few lines of anchors can "
           "expand exponentially (an alias bomb)"),
+    Limit("yaml_depth", 200, "levels",
+          "mappings and lists inside each other in one file (a diagram needs about ten): the "
+          "YAML parser recurses once per level and, some ten thousand levels down, overflows "
+          "the stack"),
     Limit("blocks", 100_000, "blocks",
           "blocks of the flattened diagram, counted before subsystems are expanded: subsystem "
           "files that include each other several times expand exponentially"),

@@ -327,6 +327,56 @@ def check_characters(text: str, file: str, via: tuple[str, ...] = (), lines: boo
                 else SourceLoc(file, line, column))
 
 
+_OPENS = (yaml.BlockMappingStartToken, yaml.BlockSequenceStartToken, yaml.FlowMappingStartToken,
+          yaml.FlowSequenceStartToken)
+_CLOSES = (yaml.BlockEndToken, yaml.FlowMappingEndToken, yaml.FlowSequenceEndToken)
+_LINE_PREFIX = re.compile(r"^[ \t?:-]*", re.MULTILINE)
+
+
+def check_nesting(text: str, file: str, via: tuple[str, ...] = (), lines: bool = True) -> None:
+    """Refuse a text whose mappings and lists nest deeper than the yaml_depth limit, at the line
+    where it goes past it, before it is parsed: libyaml's composer recurses once per level in C
+    and overflows the stack (a crash, not an error) some ten thousand levels down.
+
+    Linear in the text: a bound from counting brackets and indentation settles it for almost
+    every file; only a text that might be too deep is scanned into tokens (no recursion)."""
+    depth_limit = limit("yaml_depth")
+    widest = max((len(m) for m in _LINE_PREFIX.findall(text)), default=0)
+    if text.count("[") + text.count("{") + 2 * (widest + 1) <= depth_limit:
+        return                          # block levels each indent, or open on one line's prefix
+    scanner = (CParser if LOADER is not LocatedLoader else _Scanning)(text)
+    depth = 0
+    try:
+        while True:
+            token = scanner.get_token()
+            if token is None or isinstance(token, yaml.StreamEndToken):
+                return
+            if isinstance(token, _OPENS):
+                depth += 1
+                if depth > depth_limit:
+                    mark = token.start_mark
+                    where = (file_loc(file, via) if not lines else
+                             IncludedLoc(file, mark.line + 1, mark.column + 1, via) if via else
+                             SourceLoc(file, mark.line + 1, mark.column + 1))
+                    raise LimitError(exceeded("yaml_depth", depth, "mappings and lists here nest"),
+                                     limit="yaml_depth", where=where)
+            elif isinstance(token, _CLOSES):
+                depth -= 1
+    except yaml.YAMLError:
+        return                          # the parser stops at the same place and says why
+    finally:
+        if hasattr(scanner, "dispose"):
+            scanner.dispose()
+
+
+class _Scanning(Reader, Scanner):
+    """PyYAML's own scanner alone, for check_nesting where libyaml is missing."""
+
+    def __init__(self, stream):
+        Reader.__init__(self, stream)
+        Scanner.__init__(self)
+
+
 def _yaml_error(err: yaml.YAMLError, text: str, file: str, via: tuple[str, ...],
                 error: type[BlocksimError], what: str) -> BlocksimError:
     """A PyYAML error as `error` at its line, with a hint for common slips."""
@@ -355,6 +405,7 @@ def _yaml_error(err: yaml.YAMLError, text: str, file: str, via: tuple[str, ...],
 def _parse(text: str, file: str, via: tuple[str, ...], lines: bool,
            error: type[BlocksimError], what: str) -> Any:
     check_characters(text, file, via, lines, error=error, what=what)
+    check_nesting(text, file, via, lines)
     loader = LOADER(text)
     loader.file, loader.via, loader.lines, loader.error, loader.what = file, via, lines, error, what
     try:
