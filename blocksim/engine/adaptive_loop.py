@@ -83,8 +83,13 @@ def render(gen) -> str:
     if phases[0][0] != "outputs" or phases[-1][0] != "advance":
         raise NotImplementedError("the adaptive loop's frame puts outputs first and the advance "
                                   "last")
+    plan = gen.plan
+    reads = [f"s[{i}]" for i in plan.stage_held] + [f"xd[:, {a}:{b}]" for a, b in plan.stage_xd]
     return ADAPTIVE_LOOP.format(
-        unpack=unpack_tuples(len(gen.plan.slots), len(gen.params), 4),
+        unpack=unpack_tuples(len(plan.slots), len(gen.params), 4),
+        stash=unpacked(block(["at = 0"] + [f"at = stash(held, at, {r})" for r in reads], 16)),
+        unchanged=unpacked(block(["at = 0"] + [f"at = unchanged(held, at, {r})" for r in reads]
+                                 + ["if at < 0:", "    have_f = 0"], 16)),
         outputs=unpacked(block(gen.output_body("major", "te", minor="all"), 12)),
         major=unpacked(block(major, 16)),
         record=unpacked(block(gen.record_body(), 12)),
@@ -99,14 +104,15 @@ ADAPTIVE_LOOP = """
 def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil, stop_tick,
                  t_stop, breaks, break_ticks, log_times, xc, xd, s, p, logs, A, b, c, E, E3,
                  P_rows, A_dense, c_dense, exponent, error_order, rtol, atol, max_step, K, xsol,
-                 x_old, x_new, Q, zero):
+                 x_old, x_new, Q, zero, held):
     \"\"\"At most `budget` solver steps of the run (engine/adaptive_loop.py); returns the status.
 
     mode 0: a major step at t (the outputs, the phases after them, the next major time, the
     solver's restart); mode 2: a log sample inside the last step, from its dense output; mode 1:
     the solver, task by task, each evaluation of the derivatives at (te, xc) into K[row] through
     the one evaluation site below. xc holds the state being evaluated; the solver's state is xsol.
-    Rows of K: the stages, FSAL, the dense output's extra stages, f(t, x) (ROW_F), a scratch row.\"\"\"
+    Rows of K: the stages, FSAL, the dense output's extra stages, f(t, x) (ROW_F), a scratch row.
+    held: what the stages read at the end of the last interval (RunPlan.stage_held).\"\"\"
 {unpack}
     n_stages = b.shape[0]
     n_main = n_stages + 1
@@ -130,7 +136,7 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
     rejected = False
     h = h_taken = t_new = hh = h0 = d1 = error = te = 0.0
     clipped = False
-    i = r = row = 0
+    i = r = row = at = 0
     while True:
         if mode != 1:
             if mode == 0:
@@ -182,7 +188,8 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
                     tick_next = -1
                     floor_next = break_ticks[next_break]
                 copy1d(xsol_flat, xc_flat)
-                have_f = 0
+                # a quiet hit (RunPlan.stage_held) keeps f(t, x) from the last step (FSAL)
+{unchanged}
                 mode = 1
                 task = 10
                 continue
@@ -269,6 +276,8 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
                 n = tick_next
                 n_floor = floor_next
                 mode = 0
+                # what the stages read, to tell a quiet hit at the major step
+{stash}
             task = 10
             continue
         # an evaluation: its state into xc, its time te and its row of K
@@ -355,6 +364,8 @@ def run(backend, sim) -> RunOutput | None:
     arrays = [np.zeros((B, n_x)) for _ in range(3)]          # xsol, x_old, x_new
     Q = np.zeros((len(P_rows), B * n_x))
     zero = np.zeros(B * n_x)
+    held = np.zeros(B * (sum(plan.slots[i].width for i in plan.stage_held)
+                         + sum(b - a for a, b in plan.stage_xd)))
     logs = tuple(sim.recorder.data[name] for name, _ in sim.recorder.sources)
     h_first = np.nan if s.step is None else min(float(s.step), float(s.max_step))
     fstate = np.array([float(s.start), float(s.start), h_first, np.nan])
@@ -368,7 +379,7 @@ def run(backend, sim) -> RunOutput | None:
                 stop_ceil, int_stop, float(s.stop), breaks, break_ticks, plan.log_grid,
                 ctx.xc, ctx.xd, backend.s, backend.p, logs, tab.A, tab.b, tab.c, tab.E, E3,
                 P_rows, A_dense, c_dense, exponent, tab.error_order, float(s.rtol),
-                float(s.atol), float(s.max_step), K, *arrays, Q, zero)
+                float(s.atol), float(s.max_step), K, *arrays, Q, zero, held)
 
     progress = Progress(s.start, s.stop, s.progress)
     status, interrupted, budget = DONE, False, 16

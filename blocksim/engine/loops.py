@@ -40,3 +40,28 @@ def rate_hits(n, per, off, hits):
     """hits[r] = rate r has a sample hit at base tick n (n >= offset, (n - offset) % period == 0)."""
     for r in range(per.shape[0]):
         hits[r] = n >= off[r] and (n - off[r]) % per[r] == 0
+
+
+@njit(cache=True, error_model="numpy")
+def stash(buffer, at, a):
+    """buffer[at:at + a.size] = a (a (B, n) array, a view of columns too); the next position.
+    Not inlined: one compiled copy serves every call site (the snapshot of a quiet hit)."""
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            buffer[at] = a[i, j]
+            at += 1
+    return at
+
+
+@njit(cache=True, error_model="numpy")
+def unchanged(buffer, at, a):
+    """The next position after a's copy in buffer when a equals it element for element (stash
+    wrote it), else -1; -1 stays -1, so a chain of calls tells whether all were unchanged."""
+    if at < 0:
+        return -1
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            if buffer[at] != a[i, j]:
+                return -1
+            at += 1
+    return at

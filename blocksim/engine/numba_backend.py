@@ -50,7 +50,7 @@ from .source_text import unpacked as _unpacked
 CHUNK_SECONDS = 0.2
 """Wall time between returns to Python in the compiled fixed-step loop (progress, Ctrl-C)."""
 
-GENERATOR_VERSION = 10
+GENERATOR_VERSION = 11
 """Bumped whenever the generated code's form changes, so old cache entries are not reused."""
 
 
@@ -268,7 +268,8 @@ class Generator:
                  "from blocksim.solvers.stages import memberwise_error_norm, memberwise_stage_sum",
                  "from blocksim.solvers.step_control import (hermite_at, initial_step_choice, "
                  "initial_step_probe, power_series_at, step_after_accept, step_after_reject)",
-                 "from blocksim.engine.loops import all_finite, copy1d, copy_to_log, rate_hits"]
+                 "from blocksim.engine.loops import all_finite, copy1d, copy_to_log, rate_hits, stash, "
+                 "unchanged"]
         for (module, name), alias in sorted(self.imports.items(), key=lambda kv: kv[1]):
             lines.append(f"from {module} import {name} as {alias}")
         for header, stmts in functions:

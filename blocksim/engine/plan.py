@@ -89,6 +89,13 @@ class RunPlan:
     first_stage_repeats_major: the first Runge-Kutta stage computes what the major step before
     it just computed (same t and xc, and no stage-read block holds discrete state the updates
     could have changed), so a loop may skip its outputs.
+    stage_held, stage_xd: what a solver stage reads besides t, xc and the parameters: the slots
+    its blocks (the stage-read ones and those with continuous states) read from blocks that only
+    major steps compute (discrete, or not varying), and the discrete-state columns (modes
+    included) of those blocks. A major step that leaves all of them as they were is a quiet hit:
+    the derivative at the end of the last step is still the derivative there, so an adaptive
+    solver goes on without a restart (its FSAL stage, or a stiff solver's history and Jacobian,
+    kept).
     """
 
     batch: int
@@ -115,6 +122,8 @@ class RunPlan:
     n_xd: int
     n_zc: int
     first_stage_repeats_major: bool
+    stage_held: tuple[int, ...] = ()
+    stage_xd: tuple[tuple[int, int], ...] = ()
 
     @property
     def stage_steps(self) -> tuple[OutputStep, ...]:
@@ -204,7 +213,8 @@ def make_plan(cd: CompiledDiagram, run, logged: dict[str, tuple[str, str]]) -> R
         crossings=tuple(n for n in order if n in enabled and cd.blocks[n].n_zc > 0),
         order=tuple(order), xc_slices=dict(cd.xc_slices), xd_slices=dict(cd.xd_slices),
         zc_slices=dict(cd.zc_slices), n_xc=cd.n_xc, n_xd=cd.n_xd, n_zc=cd.n_zc,
-        first_stage_repeats_major=all(cd.blocks[n].n_xd == 0 for n in facts.stage_read))
+        first_stage_repeats_major=all(cd.blocks[n].n_xd == 0 for n in facts.stage_read),
+        stage_held=facts.stage_held(index), stage_xd=facts.stage_xd())
 
 
 class _Facts:
@@ -257,6 +267,32 @@ class _Facts:
                     needed.add(src[0])
                     stack.append(src[0])
         return needed
+
+    def _stage_blocks(self) -> list[str]:
+        """The blocks a solver stage evaluates, in sorted order: the stage-read ones and those
+        with continuous states."""
+        cd = self.cd
+        return [n for n in block_order(cd.calls) if cd.blocks[n].enabled
+                and (n in self.stage_read or cd.blocks[n].n_xc > 0)]
+
+    def stage_held(self, index: dict) -> tuple[int, ...]:
+        """The slots (by `index`: (block, output) -> slot) that stage blocks read from blocks a
+        stage does not compute (RunPlan.stage_held), each once, in reading order; constants are
+        left out (they never change)."""
+        cd, held = self.cd, {}
+        for name in self._stage_blocks():
+            for port in cd.blocks[name].input_names():
+                src = cd.wires.get((name, port))
+                if src is None or src[0] in cd.varying:
+                    continue
+                if cd.sample_times[src[0]].kind != "constant":
+                    held.setdefault(index[src], None)
+        return tuple(held)
+
+    def stage_xd(self) -> tuple[tuple[int, int], ...]:
+        """The discrete-state columns (start, stop) of the stage blocks that have some."""
+        cd = self.cd
+        return tuple(cd.xd_slices[n] for n in self._stage_blocks() if cd.blocks[n].n_xd > 0)
 
     def _read_when(self) -> dict[str, frozenset]:
         """Blocks a major step needs to compute only when a reader needs them: {name: the rate

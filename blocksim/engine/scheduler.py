@@ -16,6 +16,7 @@ from ..diagram.compiler import CompiledDiagram
 from ..diagram.settings import LogSettings, SimulationSettings
 from ..errors import NonFiniteStateError, SampleTimeError, SolverError
 from ..solvers import SOLVERS, make_solver
+from ..solvers.base import FINISHED
 from ..solvers.events import find_first_crossing
 from .context import RunContext
 from .major_step import phase_handlers
@@ -178,6 +179,7 @@ class Simulation:
         """The start of every run: initial states, then the constant blocks' outputs."""
         self.events = []
         self.stopped_by = None
+        self._stage_reads = None     # what a stage read at the end of the last step (_advance)
         views, blocks = self.context.views, self.cd.blocks
         for name in self.plan.order:
             xc, xd, *_ = views[name]
@@ -510,7 +512,11 @@ class Simulation:
         rec = self.recorder
         if solver is None:
             return self._advance_stateless(t0, t1, g_prev)
-        solver.restart(t0, self.xc.copy(), t1)
+        if adaptive and not solver.fixed_step and self._quiet_since_last_step(solver, t0):
+            solver.set_bound(t1)
+        else:
+            solver.restart(t0, self.xc.copy(), t1)
+        self._stage_reads = None
         while True:
             try:
                 solver.step()
@@ -549,9 +555,28 @@ class Simulation:
             np.copyto(self.xc, solver.x)
             self.check_finite(t_new)
             if t_new >= t1:
+                self._stage_reads = self._what_stages_read()
                 return t1, None, g_new
             if g_new is not None:
                 g_prev = self._baseline(t_new, g_new)[0]
+
+    def _what_stages_read(self) -> tuple:
+        """Copies of what a solver stage reads besides t and xc (RunPlan.stage_held, stage_xd),
+        and the number of events so far."""
+        signals, xd = self.context.signals, self.xd
+        return (len(self.events), [signals[i].copy() for i in self.plan.stage_held]
+                + [xd[:, a:b].copy() for a, b in self.plan.stage_xd])
+
+    def _quiet_since_last_step(self, solver, t0: float) -> bool:
+        """Whether the major step at t0 was a quiet hit (RunPlan.stage_held): the solver's last
+        step ended at t0 on the state the run holds, no event fired, and nothing a stage reads
+        changed. The solver then goes on (set_bound) instead of restarting."""
+        before = self._stage_reads
+        if before is None or solver.t != t0 or solver.status != FINISHED \
+                or before[0] != len(self.events) or not np.array_equal(solver.x, self.xc):
+            return False
+        now = self._what_stages_read()[1]
+        return all(np.array_equal(a, b) for a, b in zip(before[1], now))
 
     def _advance_stateless(self, t0: float, t1: float, g_prev):
         """_advance for a diagram without continuous states: outputs depend on t only, so the log

@@ -107,11 +107,34 @@ class ScipyStiffSolver(Solver):
 
 
 class Radau(ScipyStiffSolver):
-    """Implicit Runge-Kutta Radau IIA of order 5 (scipy.integrate.Radau)."""
+    """Implicit Runge-Kutta Radau IIA of order 5 (scipy.integrate.Radau).
+
+    A step cut short by t_bound leaves SciPy's Radau at the short step (it keeps a step size,
+    and its LU factors, unless the error estimate asks for 1.2 times more), so a run through many
+    bounds would crawl at the length of the last cut. When the bound moves on (set_bound), the
+    step it proposed before the cut is given back (its LU factors, which depend on the step, and
+    the two-step predictor dropped, as SciPy does at max_step)."""
 
     name = "radau"
     order = 5
     scipy_name = "Radau"
+    _cut_from: float | None = None          # the step (s) proposed before a cut at t_bound
+
+    def _step_impl(self) -> None:
+        solver = self._scipy()
+        proposed = solver.h_abs
+        super()._step_impl()
+        cut = self.t == self.t_bound and self.t - self.t_old < proposed
+        self._cut_from = proposed if cut else None
+
+    def set_bound(self, t_bound: float) -> None:
+        super().set_bound(t_bound)
+        solver, proposed = self._solver, self._cut_from
+        if solver is not None and proposed is not None and solver.h_abs < proposed:
+            solver.h_abs = proposed
+            solver.h_abs_old = solver.error_norm_old = None
+            solver.LU_real = solver.LU_complex = None
+        self._cut_from = None
 
 
 class BDF(ScipyStiffSolver):
