@@ -24,8 +24,12 @@ MODES = ("auto", "interpreted", "compiled")
 
 DEFAULT_SOLVER = "dopri5"
 
+STEP_CONTROLS = ("shared", "per_member")
+"""How an adaptive batch chooses its steps (docs/semantics.md "Batch runs"): one step for the
+whole batch, or each member its own, as an independent run."""
+
 SIMULATION_KEYS = ("start_time", "stop_time", "solver", "step", "rtol", "atol", "max_step", "mode",
-                   "seed", "progress", "zero_crossing_tol", "threads")
+                   "seed", "progress", "zero_crossing_tol", "threads", "step_control")
 """The keys of a `simulation:` table (and of keyword settings to `simulate()`)."""
 
 LOG_KEYS = ("signals", "every")
@@ -41,7 +45,9 @@ class SimulationSettings:
     (relative, and absolute in the states' own units). max_step: the adaptive solvers' largest step
     (s; inf: none). zero_crossing_tol: how closely an event time is located (s, relative to
     max(1, |t|)). mode: "auto", "interpreted" or "compiled". threads: threads a batch run may use
-    (None: one per available core). seed: recorded with the run (int, or None). progress: show a
+    (None: one per available core). step_control: how an adaptive solver steps a batch, "shared"
+    (one step for all members, from the batch's error norm) or "per_member" (each member its own
+    steps, as an independent run). seed: recorded with the run (int, or None). progress: show a
     progress bar (None: only on an interactive terminal after a few seconds).
 
     `where` locates each key that the diagram set (by key: "stop_time"), for messages.
@@ -57,6 +63,7 @@ class SimulationSettings:
     zero_crossing_tol: float = 1e-12
     mode: str = "auto"
     threads: int | None = None
+    step_control: str = "shared"
     seed: int | None = None
     progress: bool | None = None
     file: str = field(default="", compare=False)
@@ -96,7 +103,7 @@ class SimulationSettings:
                 "step": self.step, "rtol": self.rtol, "atol": self.atol,
                 "max_step": self.max_step, "zero_crossing_tol": self.zero_crossing_tol,
                 "mode": self.mode, "threads": "auto" if self.threads is None else self.threads,
-                "seed": self.seed, "progress": self.progress}
+                "step_control": self.step_control, "seed": self.seed, "progress": self.progress}
 
 
 @dataclass(frozen=True)
@@ -173,6 +180,11 @@ def read_simulation(table: Mapping[str, Any], where: Mapping[str, SourceLoc],
         raise SolverError(f"simulation.mode must be one of {', '.join(MODES)}, got {shown(mode)}"
                           f"{hint}", where=where.get("mode"))
     threads = table["threads"] if given("threads") else os.environ.get("BLOCKSIM_THREADS", "auto")
+    step_control = table["step_control"] if given("step_control") else default.step_control
+    if not isinstance(step_control, str) or step_control not in STEP_CONTROLS:
+        hint = did_you_mean(step_control, STEP_CONTROLS) if isinstance(step_control, str) else ""
+        raise SolverError(f"simulation.step_control must be one of {', '.join(STEP_CONTROLS)}, "
+                          f"got {shown(step_control)}{hint}", where=loc("step_control"))
     progress = table.get("progress")
     if progress is not None and not isinstance(progress, bool):
         raise SolverError(f"simulation.progress must be true or false, got {shown(progress)}",
@@ -186,7 +198,7 @@ def read_simulation(table: Mapping[str, Any], where: Mapping[str, SourceLoc],
         atol=_positive(table, "atol", default.atol, loc, zero=True),
         max_step=_positive(table, "max_step", default.max_step, loc, infinite=True),
         zero_crossing_tol=_positive(table, "zero_crossing_tol", default.zero_crossing_tol, loc),
-        mode=mode, threads=thread_count(threads, loc("threads")),
+        mode=mode, threads=thread_count(threads, loc("threads")), step_control=step_control,
         seed=None if seed is None else int(seed), progress=progress, file=file, where=dict(where))
 
 

@@ -123,8 +123,8 @@ class Simulation:
     loop below. settings: the RunSettings; logged: {signal name: (block, output)}."""
 
     stop_requested = False
-    """Set from another thread to end a run at its next chunk (the compiled fixed-step loop), as
-    Ctrl-C does."""
+    """Set from another thread to end a run as Ctrl-C does: at the next chunk of a compiled loop,
+    at the next major step of this loop."""
 
     def __init__(self, cd: CompiledDiagram, settings: RunSettings,
                  logged: dict[str, tuple[str, str]], backend=None):
@@ -270,6 +270,8 @@ class Simulation:
         return True
 
     def _phase_stop(self, step: _Step) -> bool:
+        if self.stop_requested:         # from another thread: as Ctrl-C
+            raise KeyboardInterrupt
         step.stats["major_steps"] += 1
         step.progress.update(step.t)
         return step.t < float(self.settings.stop)

@@ -17,8 +17,9 @@ from ..blocks._kernels import compile_notice_done, take_deferred
 from ..blocks.base import BatchValue
 from ..diagram.diagram import Diagram
 from ..diagram.settings import LogSettings, SimulationSettings, log_settings, simulation_settings
-from ..errors import ParameterError, did_you_mean
+from ..errors import ParameterError, SolverError, did_you_mean
 from . import background_compile
+from .members import run_members
 from .metrics import check_metrics, compute_metrics
 from .mode import (TWIN_CALL_COST, choose_mode, estimated_interpreted_time, first_run_policy,
                    waits_for_kernels)
@@ -125,8 +126,10 @@ class Simulator:
     core). A compiled fixed-step batch, whose members are independent runs on one time grid, is
     split into that many parts of consecutive members, each its own Simulation run on its own
     thread (the compiled loop releases the GIL); the parts' logs are joined in member order, so
-    the numbers are those of one unsplit run, bit for bit. Other runs (interpreted, adaptive or
-    with zero crossings, whose members share step sizes and events) run whole on one thread.
+    the numbers are those of one unsplit run, bit for bit. An adaptive batch with
+    simulation.step_control: per_member is one Simulation per member (engine/members.py), its
+    members' own runs joined. Other runs (interpreted, adaptive or with zero crossings, whose
+    members share step sizes and events) run whole on one thread.
 
     Before any array of a run is allocated, its major steps, its log grid and the memory of the
     whole batch are estimated and checked against their limits (engine/run_size.py): an absurd
@@ -164,9 +167,11 @@ class Simulator:
         """The Simulations of the run: one per part of the batch when it splits (the parts are
         member ranges of `whole`, the same blocks with their members' values), else one. A split
         is ruled out from the settings alone (interpreted mode, an adaptive solver) first."""
-        parts = min(self._threads, self.batch // MIN_MEMBERS_PER_THREAD)
         made = functools.partial(make_simulation, settings=self.settings, log=self.log,
                                  run=self._run, logged=self._logged)
+        if self.per_member:
+            return self._member_parts(whole, made)
+        parts = min(self._threads, self.batch // MIN_MEMBERS_PER_THREAD)
         if parts < 2 or self.settings.mode == "interpreted" or self.settings.adaptive \
                 or not whole.values_are_data:
             return [made(whole)]
@@ -180,6 +185,30 @@ class Simulator:
         sims = [first] + [part(a, b) for a, b in zip(bounds[1:-1], bounds[2:])]
         for sim in sims[1:]:
             sim.settings = replace(sim.settings, progress=False)   # one progress bar: the first's
+        return sims
+
+    @property
+    def per_member(self) -> bool:
+        """Whether each member of this batch takes its own steps (simulation.step_control:
+        per_member, an adaptive solver, more than one member)."""
+        s = self.settings
+        return s.step_control == "per_member" and s.adaptive and self.batch > 1
+
+    def _member_parts(self, whole, made) -> list[Simulation]:
+        """One Simulation per member (per-member step control), each an independent run of its
+        member's values; one progress bar, the first member's."""
+        kept = [name for name, blk in whole.blocks.items() if not blk.values_are_data]
+        if kept:
+            raise SolverError(
+                "simulation.step_control: per_member runs each member on its own, which needs "
+                "every block's values as data; " + ", ".join(
+                    f"'{name}' ({whole.blocks[name].type_name})" for name in kept[:5])
+                + " keep" + ("s" if len(kept) == 1 else "") + " them in the block (Block.record)",
+                where=self.settings.loc("step_control"))
+        sims = [made(whole.for_members(m, m + 1), whole_batch=self.batch)
+                for m in range(self.batch)]
+        for sim in sims[1:]:
+            sim.settings = replace(sim.settings, progress=False)
         return sims
 
     def set_parameters(self, values: dict[str, Any] | None = None,
@@ -268,7 +297,12 @@ class Simulator:
             for sim in parts:
                 sim.new_log()         # the last Result keeps its arrays
         self._runs += 1
-        out = parts[0].run() if len(parts) == 1 else _run_parts(parts)
+        if len(parts) == 1:
+            out = parts[0].run()
+        elif self.per_member:
+            out = run_members(parts, self._threads)
+        else:
+            out = _run_parts(parts)
         compile_notice_done()         # a compiled backend compiles at its first steps
         meta = run_metadata(seed=self.settings.seed)
         overrides = dict(diagram.overrides)

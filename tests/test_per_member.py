@@ -1,0 +1,104 @@
+"""Per-member step control (simulation.step_control: per_member): an adaptive batch whose members
+each take their own steps, as independent runs. Each member equals its own single run bit for bit,
+in both modes; interpreted and compiled batches agree step for step; a member that stops early
+holds NaN after its stop while the others run on."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import blocksim
+from blocksim.errors import BlocksimError
+
+pytestmark = pytest.mark.usefixtures("compiled_cache")
+
+W1 = Path(__file__).resolve().parents[1] / "examples" / "two_link_pid_vs_ff.yaml"
+KP = [[400.0 * (1 + 0.001 * m), 200.0] for m in range(3)]      # Kp spread by 0.1 % per member
+TOL = dict(solver="dopri5", rtol=1e-6, atol=1e-8)
+
+
+def per_member(diagram, mode, batch, **settings):
+    return blocksim.Simulator(diagram, batch=batch, mode=mode, step_control="per_member",
+                              **settings).run()
+
+
+@pytest.mark.parametrize("mode", ["interpreted", "compiled"])
+def test_each_member_is_its_own_run_bit_for_bit(mode):
+    diagram = blocksim.load(W1, variant="pid_ff")
+    batch = per_member(diagram, mode, {"pid.Kp": KP}, **TOL)
+    singles = [blocksim.simulate(diagram, batch={"pid.Kp": [kp]}, mode=mode, **TOL) for kp in KP]
+    for m, single in enumerate(singles):
+        np.testing.assert_array_equal(batch.t, single.t)
+        for name in single.names:
+            np.testing.assert_array_equal(batch[name][m], single[name][0], err_msg=f"{name} {m}")
+    for key in ("nfev", "nsteps", "nrejected", "major_steps"):
+        assert batch.stats[key] == sum(s.stats[key] for s in singles), key
+    assert batch.stats["step_control"] == "per_member"
+    # the members took different steps: a shared step would have given all the same count
+    assert len({s.stats["nfev"] for s in singles}) > 1
+
+
+def test_interpreted_and_compiled_batches_agree_step_for_step():
+    diagram = blocksim.load(W1, variant="pid_ff")
+    a = per_member(diagram, "interpreted", {"pid.Kp": KP}, **TOL)
+    b = per_member(diagram, "compiled", {"pid.Kp": KP}, **TOL)
+    for name in a.names:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    same = ("nfev", "nsteps", "nrejected", "major_steps", "events")
+    assert {k: b.stats[k] for k in same} == {k: a.stats[k] for k in same}
+
+
+def test_shared_steps_differ_from_a_members_own_run_within_the_tolerance():
+    diagram = blocksim.load(W1, variant="pid_ff")
+    shared = blocksim.simulate(diagram, batch={"pid.Kp": KP}, **TOL)
+    own = per_member(diagram, "interpreted", {"pid.Kp": KP}, **TOL)
+    gap = np.max(np.abs(shared["plant.q"] - own["plant.q"]))
+    assert 0 < gap < 1e-5, gap
+
+
+# x' = k from 0; a relay at x = 1 stops the run: member k stops at t = 1 / k
+RACE = """
+blocksim: 1
+blocks:
+  k:     {type: Constant, value: 1.0}
+  x:     {type: Integrator, x0: 0.0}
+  relay: {type: Relay, switch_on: 1.0, switch_off: 0.5, on_value: 1.0, off_value: 0.0}
+  stop:  {type: StopSimulation}
+connections: [k -> x, x -> relay, relay -> stop]
+simulation: {stop_time: 2.0, solver: dopri5}
+log: {signals: [x.out], every: 0.125}
+"""
+
+
+def test_a_member_that_stops_early_holds_nan_after_its_stop_and_the_others_run_on():
+    r = per_member(blocksim.load(RACE), "interpreted", {"k.value": [1.0, 2.0, 4.0]})
+    slowest = blocksim.simulate(blocksim.load(RACE), batch={"k.value": [1.0]})
+    assert r.stopped_by == "stop"
+    ends = {m: max(e.t for e in r.events if e.member == m) for m in range(3)}
+    assert ends == pytest.approx({0: 1.0, 1: 0.5, 2: 0.25}, abs=1e-9)
+    # the times of the member that went furthest: the grid to 1 s, then its event's instant
+    np.testing.assert_array_equal(r.t, slowest.t)
+    assert len(r.t) == 10 and 0 < r.t[-1] - 1.0 < 1e-9
+    x = r["x.out"][:, :, 0]
+    for m, k in enumerate([1.0, 2.0, 4.0]):
+        reached = r.t <= 1 / k + 1e-9
+        np.testing.assert_allclose(x[m, reached], k * r.t[reached], atol=1e-12)
+        assert np.isnan(x[m, ~reached]).all()
+
+
+def test_a_misspelt_step_control_is_a_located_error_with_a_suggestion():
+    text = RACE.replace("solver: dopri5}", "solver: dopri5, step_control: per-member}")
+    with pytest.raises(BlocksimError) as info:
+        blocksim.simulate(blocksim.load(text))
+    assert "simulation.step_control must be one of shared, per_member, got 'per-member'" \
+        in str(info.value)
+    assert "did you mean 'per_member'" in str(info.value) and ":9:" in str(info.value)
+
+
+def test_a_fixed_step_batch_is_the_same_under_either_step_control():
+    diagram = blocksim.load(W1, variant="pid_ff")
+    a = blocksim.simulate(diagram, batch={"pid.Kp": KP}, solver="rk4")
+    b = per_member(diagram, "interpreted", {"pid.Kp": KP}, solver="rk4")
+    for name in a.names:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    assert "step_control" not in b.stats
