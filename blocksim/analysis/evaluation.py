@@ -2,10 +2,12 @@
 central differences.
 
 The vector v of a run at a major time holds everything a major step reads that the step itself
-does not compute: the continuous states (the injections' Integrators among them), the discrete
-states without the modes (which stay as they are held at the operating point) and the held
-outputs of the discrete blocks. Two functions of v are differentiated, both evaluated by the
-engine's interpreted backend (engine/python_backend.py, the blocks' own kernels):
+does not compute: the continuous states, the discrete states without the modes (which stay as
+they are held at the operating point), the held outputs of the discrete blocks and the
+injections (the outputs of the analysis points' Constants). Two functions of v are
+differentiated, both evaluated by the engine's interpreted backend (engine/python_backend.py,
+the blocks' own kernels), after the diagram's constant blocks are computed again from the
+injections (as a run's start computes them):
 
 - flow(v): dxc/dt between major steps (every output of a major step without sample hits, then
   the derivatives), and the measured outputs there;
@@ -34,14 +36,16 @@ class Evaluation:
         ctx, plan = sim.context, sim.plan
         self.backend = sim.backend
         self.no_hits = np.zeros(len(plan.timebase.rates), dtype=np.bool_)
-        held_blocks = set(injection.values())
+        sources = set(injection.values())
+        self.constants = [(cd.blocks[n], ctx.views[n][:4],
+                           () if sim.records.get(n) is None else (sim.records[n],))
+                          for n in plan.constant_outputs if n not in sources]
+        self.t_start = float(plan.start)
         self.output_slots = [plan.outputs_of[b][cd.blocks[b].output_names().index(p)]
                              for b, p in outputs]
         self.n_out = sum(plan.slots[s].width for s in self.output_slots)
         n_xc = plan.n_xc
-        self.u_columns = [c for s in inputs for c in range(*cd.xc_slices[injection[s]])]
-        fixed = {c for b in held_blocks for c in range(*cd.xc_slices[b])}
-        self.state_columns = [c for c in range(n_xc) if c not in fixed]
+        self.state_columns = list(range(n_xc))
         self.xd_columns = []
         for name, (a, b) in cd.xd_slices.items():
             self.xd_columns += range(a, b - cd.blocks[name].n_modes)
@@ -56,7 +60,20 @@ class Evaluation:
                     self.held.append((step.block, port, slot, plan.slots[slot].width,
                                       tb.rate_index(st)))
         self.n_xc = n_xc
-        self.n = n_xc + len(self.xd_columns) + sum(h[3] for h in self.held)
+        k = n_xc + len(self.xd_columns) + sum(h[3] for h in self.held)
+        self.injections = []            # (slot, width) of each input's or opening's Constant
+        columns = {}
+        for signal, block in injection.items():
+            slot = plan.outputs_of[block][0]
+            width = plan.slots[slot].width
+            self.injections.append((slot, width))
+            columns[signal] = list(range(k, k + width))
+            k += width
+        self.u_columns = [c for s in inputs for c in columns[s]]
+        self.fixed_columns = sorted({c for cs in columns.values() for c in cs}
+                                    - set(self.u_columns))
+        """The columns of the openings' values that are not inputs: held, never varied."""
+        self.n = k
         self.v0 = self.vector()
 
     # ---- the vector ----------------------------------------------------------------------------
@@ -64,6 +81,7 @@ class Evaluation:
         ctx = self.sim.context
         parts = [ctx.xc[0], ctx.xd[0, self.xd_columns]]
         parts += [ctx.signals[slot][0] for _, _, slot, _, _ in self.held]
+        parts += [ctx.signals[slot][0] for slot, _ in self.injections]
         return np.concatenate(parts)
 
     def set_vector(self, v: np.ndarray) -> None:
@@ -74,6 +92,11 @@ class Evaluation:
         for _, _, slot, width, _ in self.held:
             ctx.signals[slot][0] = v[k:k + width]
             k += width
+        for slot, width in self.injections:
+            ctx.signals[slot][0] = v[k:k + width]
+            k += width
+        for blk, args, extra in self.constants:      # the constants that read injections
+            blk.output(self.t_start, *args, *extra)
 
     def held_slices(self):
         """(block, port, rate index, start, stop) of each held output in the vector."""

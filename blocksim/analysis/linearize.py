@@ -144,8 +144,8 @@ def _discrete(ev: Evaluation, cd, t0: Fraction, points):
     tb = make_timebase(cd.sample_times, t0, None, extra=[T])
     n_frame = int(T / tb.tick)
     ticks = sorted({0} | {n for r in tb.rates for n in range(r.offset, n_frame, r.period)})
-    columns = [c for c in range(ev.n) if c not in set(range(ev.n_xc)) - set(ev.state_columns)
-               - set(ev.u_columns)]
+    fixed = set(ev.fixed_columns)
+    columns = [c for c in range(ev.n) if c not in fixed]
     flow = ev.jacobian(lambda v: ev.flow(v, float(t0)), columns)[ev.state_columns]
     M = np.zeros((ev.n, ev.n))
     M[ev.state_columns] = flow

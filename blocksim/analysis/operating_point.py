@@ -80,6 +80,5 @@ def load(sim: Simulation, cd: CompiledDiagram, snap: Snapshot,
         if value is not None and not slot.unwired:
             ctx.signals[k][:] = value
     for signal, block in injection.items():
-        a, b = cd.xc_slices[block]
-        ctx.xc[:, a:b] = snap.signals[signal] if signal in openings else 0.0
-        ctx.signals[plan.outputs_of[block][0]][:] = ctx.xc[:, a:b]
+        ctx.signals[plan.outputs_of[block][0]][:] = snap.signals[signal] if signal in openings \
+            else 0.0

@@ -5,10 +5,10 @@ them.
 An input is an injection added to a signal (every reader of the signal reads signal + u), an
 output is a signal measured (as its driver computes it), and an opening cuts a signal: its
 readers read the signal's value at the operating point plus any injection there, so the loop
-through it is open. The instrumented diagram is the user's with, per input or opening, an
-Integrator fed by zeros that holds the injection as a state of the run (it stays where the
-analysis sets it, and every reader sees it as a continuous signal), and per input that is not an
-opening a Sum adding it to the signal (docs/analysis.md).
+through it is open. The instrumented diagram is the user's with, per input or opening, a
+Constant whose output the analysis sets (the injection), and per input that is not an opening a
+Sum adding it to the signal (docs/analysis.md). A Constant adds no rate: the Sum runs at the
+signal's rate, so every block keeps the sample time it has in the user's diagram.
 """
 from __future__ import annotations
 
@@ -181,7 +181,7 @@ def _period(value, where: SourceLoc) -> Fraction | None:
 @dataclass(frozen=True)
 class Instrumented:
     """The diagram with its analysis points: spec (to compile), injection[signal] the
-    Integrator block that holds the injection (or, at an opening, the signal's value seen
+    Constant block whose output is the injection (at an opening, the signal's value seen
     downstream) of each input and opening."""
 
     spec: DiagramSpec
@@ -189,9 +189,9 @@ class Instrumented:
 
 
 def instrument(cd: CompiledDiagram, points: AnalysisSettings) -> Instrumented:
-    """The spec of cd with its analysis points (the module docstring): per input or opening an
-    Integrator of zeros (its state is the injection), a Sum for an input that is not opened, and
-    the readers of each such signal wired to them."""
+    """The spec of cd with its analysis points (the module docstring): per input or opening a
+    Constant of zeros (the injection), a Sum for an input that is not opened, and the readers of
+    each such signal wired to them."""
     spec = cd.spec
     blocks = dict(spec.blocks)
     taken = set(blocks)
@@ -213,10 +213,8 @@ def instrument(cd: CompiledDiagram, points: AnalysisSettings) -> Instrumented:
         index = (points.openings if key == "openings" else points.inputs).index(signal)
         loc = points.loc(f"{key}[{index}]") or SourceLoc(spec.file)
         stem = f"analysis_{block.replace('/', '_')}_{port}"
-        zero, held = fresh(stem + "_zero"), fresh(stem + "_u")
-        blocks[zero] = BlockSpec(zero, "Constant", {"value": np.zeros(width)}, loc)
-        blocks[held] = BlockSpec(held, "Integrator", {"x0": np.zeros(width)}, loc)
-        connections.append(ConnectionSpec(Endpoint(zero, None), Endpoint(held, None), loc))
+        held = fresh(stem + "_u")
+        blocks[held] = BlockSpec(held, "Constant", {"value": np.zeros(width)}, loc)
         feed = held
         if signal not in points.openings:
             feed = fresh(stem + "_sum")
