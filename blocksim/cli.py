@@ -1,4 +1,5 @@
-"""The command line: simulate, check, blocks, metrics, plot, animate, draw, compare, identify.
+"""The command line: simulate, check, blocks, metrics, plot, animate, draw, compare, identify,
+linearize.
 
 Heavy modules (numba kernels, matplotlib) are imported only by the commands that use them, so
 `blocksim blocks` and `--help` answer at once.
@@ -119,6 +120,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="folder for the report (new or empty)")
     p.add_argument("--force", action="store_true", help="allow a non-empty --out folder")
     p.set_defaults(func=cmd_identify)
+
+    p = sub.add_parser("linearize", help="linearise a diagram at an operating point; model, "
+                       "margins and Bode plot in --out")
+    p.add_argument("diagram")
+    p.add_argument("--variant", help="linearise this variant")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    for name, what in (("input", "an injection added to this signal"),
+                       ("output", "a signal measured"), ("opening", "a signal cut")):
+        p.add_argument(f"--{name}", action="append", metavar="SIGNAL",
+                       help=f"{what} (repeatable; replaces analysis.{name}s)")
+    p.add_argument("--at", help="the operating point: initial, or a time of a run in s "
+                   "(replaces analysis.at)")
+    p.add_argument("--period", help="the period of a discrete model in s (replaces "
+                   "analysis.period)")
+    p.add_argument("--out", help="folder for model.npz, model.json, margins.json, bode.png/svg")
+    p.add_argument("--force", action="store_true", help="allow a non-empty --out folder")
+    p.set_defaults(func=cmd_linearize)
     return parser
 
 
@@ -419,4 +437,48 @@ def cmd_identify(args) -> int:
         raise
     if folder is not None:
         folder.commit()
+    return 0
+
+
+def cmd_linearize(args) -> int:
+    """Linearise (blocksim.analysis), print the model and its loop's margins, write the files."""
+    import blocksim
+    from .analysis.linearize import linear_model
+    from .analysis.report import bode_data, margins_of, write_margins, write_model
+    d = blocksim.load(args.diagram, variant=args.variant, set=parse_sets(args.set))
+    at = None if args.at is None else ("initial" if args.at == "initial" else {"time": args.at})
+    model = linear_model(d, inputs=args.input, outputs=args.output, openings=args.opening, at=at,
+                         period=args.period, origin="option")
+    kind = f"discrete, period {model.dt:.6g} s" if model.dt else "continuous"
+    print(f"{d.name}: {len(model.states)} states, {len(model.inputs)} inputs, "
+          f"{len(model.outputs)} outputs; {kind}; at t = {model.time:.6g} s")
+    if model.nonsmooth:
+        print("linearised in the mode they hold there: " + ", ".join(model.nonsmooth))
+    margins = margins_of(model) if model.loop else None
+    if margins is not None:
+        print(f"the loop at {model.loop}:")
+        print(margins.table())
+    else:
+        print("no margins: the model is not a loop seen from one point (one input, the same "
+              "signal as the only output and as an opening)")
+    folder = prepare_out(args.out, args.force)
+    if folder is None:
+        return 0
+    try:
+        write_model(model, folder.staging)
+        if margins is not None:
+            write_margins(margins, folder.staging)
+        from .plotting import bode_figure, save_figure
+        f, H = bode_data(model)
+        labels = [f"{o} / {i}" for o in model.outputs for i in model.inputs]
+        title = f"{d.name}: " + (f"the loop at {model.loop}" if model.loop else "the model")
+        save_figure(bode_figure(f, H, title, labels,
+                                None if margins is None else margins.as_dict()),
+                    folder.staging, "bode")
+    except BaseException:
+        folder.abort()
+        raise
+    path = folder.commit()
+    print(f"wrote {path}/: model.npz, model.json"
+          + (", margins.json" if margins is not None else "") + ", bode.png, bode.svg")
     return 0

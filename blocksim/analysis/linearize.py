@@ -40,7 +40,9 @@ class LinearModel:
     units (SI). inputs, outputs, states: one name per element ("plant.tau[1]"); time: the
     operating point's time (s); x0, u0, y0: the states, the signals at the inputs and the
     measured outputs there; nonsmooth: the blocks linearised in the mode they hold there, as
-    "name (Type)"; opened: whether the model's loop is opened somewhere (analysis openings)."""
+    "name (Type)"; openings: the signals cut; loop: the signal where the model is a loop seen
+    from one point (its only input and output, and an opening: the model is -L there), else "";
+    name: the diagram's."""
 
     A: np.ndarray
     B: np.ndarray
@@ -56,6 +58,7 @@ class LinearModel:
     y0: np.ndarray
     nonsmooth: tuple[str, ...] = ()
     openings: tuple[str, ...] = field(default=())
+    loop: str = ""
     name: str = ""
 
     def to_statespace(self):
@@ -85,12 +88,13 @@ def linearize(diagram, inputs=None, outputs=None, openings=None, at=None, period
     return linear_model(diagram, inputs, outputs, openings, at, period).to_statespace()
 
 
-def linear_model(diagram, inputs=None, outputs=None, openings=None, at=None,
-                 period=None) -> LinearModel:
-    """linearize's model as numpy arrays with its names (LinearModel), without python-control."""
+def linear_model(diagram, inputs=None, outputs=None, openings=None, at=None, period=None, *,
+                 origin: str = "keyword") -> LinearModel:
+    """linearize's model as numpy arrays with its names (LinearModel), without python-control.
+    origin: how messages name the keywords ("option": as the command line's --output)."""
     d = diagram if isinstance(diagram, Diagram) else load_diagram(diagram)
     cd0 = d.compile()
-    points = analysis_settings(cd0, inputs, outputs, openings, at, period)
+    points = analysis_settings(cd0, inputs, outputs, openings, at, period, origin)
     _refuse_memory(cd0)
     snap = snapshot(cd0, d.settings, d.log_settings, points.at)
     inst = instrument(cd0, points)
@@ -115,7 +119,10 @@ def linear_model(diagram, inputs=None, outputs=None, openings=None, at=None,
         u0=np.concatenate([snap.signals[s] for s in points.inputs]) if points.inputs
         else np.zeros(0),
         y0=y0, nonsmooth=_nonsmooth(cd0),
-        openings=tuple(points.names[s] for s in points.openings), name=d.name)
+        openings=tuple(points.names[s] for s in points.openings),
+        loop=points.names[points.inputs[0]] if len(points.inputs) == 1
+        and points.inputs == points.outputs and points.inputs[0] in points.openings else "",
+        name=d.name)
 
 
 def _continuous(ev: Evaluation, t: float):

@@ -59,11 +59,11 @@ class AnalysisSettings:
 
 
 def analysis_settings(cd: CompiledDiagram, inputs=None, outputs=None, openings=None, at=None,
-                      period=None) -> AnalysisSettings:
+                      period=None, origin: str = "keyword") -> AnalysisSettings:
     """The diagram's `analysis:` section with the caller's keywords replacing its keys (a
     keyword given as None keeps the section's), every signal resolved on the compiled diagram
-    cd and every value checked; errors name the file and line of the item (a keyword: "keyword
-    NAME")."""
+    cd and every value checked; errors name the file and line of the item, or the keyword
+    ("keyword outputs"; origin "option": the command line's "--output")."""
     spec = cd.spec
     section = dict(spec.analysis)
     where = {key[len("analysis."):]: loc for key, loc in spec.where.items()
@@ -72,12 +72,13 @@ def analysis_settings(cd: CompiledDiagram, inputs=None, outputs=None, openings=N
                        ("at", at), ("period", period)):
         if value is None:
             continue
+        given = SourceLoc(f"--{key.rstrip('s')}" if origin == "option" else f"keyword {key}")
         if key in ("inputs", "outputs", "openings"):
             value = [value] if isinstance(value, str) else list(value)
             for index in range(len(value)):
-                where[f"{key}[{index}]"] = SourceLoc(f"keyword {key}")
+                where[f"{key}[{index}]"] = given
         section[key] = value
-        where[key] = SourceLoc(f"keyword {key}")
+        where[key] = given
     default = spec.where.get("analysis", SourceLoc(spec.file))
     names: dict[tuple[str, str], str] = {}
 
