@@ -1,5 +1,5 @@
 """The command line: simulate, check, blocks, metrics, plot, animate, draw, compare, identify,
-linearize.
+linearize, trim.
 
 Heavy modules (numba kernels, matplotlib) are imported only by the commands that use them, so
 `blocksim blocks` and `--help` answer at once.
@@ -137,6 +137,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="folder for model.npz, model.json, margins.json, bode.png/svg")
     p.add_argument("--force", action="store_true", help="allow a non-empty --out folder")
     p.set_defaults(func=cmd_linearize)
+
+    p = sub.add_parser("trim", help="find an equilibrium with chosen states, inputs and outputs "
+                       "fixed or free; print it as an analysis: at: operating point")
+    p.add_argument("diagram")
+    p.add_argument("--variant")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--input", action="append", default=[], metavar="SIGNAL",
+                   help="a signal whose injection (an added offset) trim may move (repeatable)")
+    p.add_argument("--state", action="append", default=[], metavar="BLOCK=[VALUES]",
+                   help="continuous states held, null for a free element: plant=[0, 0, 0, 0]")
+    p.add_argument("--discrete-state", action="append", default=[], metavar="BLOCK=[VALUES]",
+                   help="discrete states held (without modes), null for a free element")
+    p.add_argument("--output", action="append", default=[], metavar="SIGNAL=VALUES",
+                   help="a measured signal's value: motor.i=2")
+    p.set_defaults(func=cmd_trim)
     return parser
 
 
@@ -481,4 +496,39 @@ def cmd_linearize(args) -> int:
     path = folder.commit()
     print(f"wrote {path}/: model.npz, model.json"
           + (", margins.json" if margins is not None else "") + ", bode.png, bode.svg")
+    return 0
+
+
+def _assignments(items: list[str], option: str) -> dict:
+    """--option NAME=VALUE items, each value read as (safe) YAML flow text."""
+    from .errors import BlocksimError
+    from .reading.located_yaml import parse_yaml_text
+    from .diagram.yaml_loader import to_plain
+    out = {}
+    for text in items:
+        key, sep, raw = text.partition("=")
+        if not sep or not key.strip() or not raw.strip():
+            raise BlocksimError(f"{option} expects NAME=VALUE such as plant=[0, 0, 0, 0], "
+                                f"got '{text}'")
+        value = to_plain(parse_yaml_text(raw.strip(), f"{option} {key.strip()}"))
+        out[key.strip()] = value if isinstance(value, list) else [value]
+    return out
+
+
+def cmd_trim(args) -> int:
+    """Trim (blocksim.analysis.trim): print the equilibrium as an `at:` operating point."""
+    import yaml
+
+    import blocksim
+    from .analysis.trim import trim
+    d = blocksim.load(args.diagram, variant=args.variant, set=parse_sets(args.set))
+    found = trim(d, inputs=args.input, outputs=_assignments(args.output, "--output"),
+                 states=_assignments(args.state, "--state"),
+                 discrete_states=_assignments(args.discrete_state, "--discrete-state"))
+    print(f"{d.name}: an equilibrium (largest residual {found.residual:.3g}, "
+          f"{found.nfev} evaluations)")
+    if found.outputs:
+        print("outputs: " + ", ".join(f"{k} = {v}" for k, v in found.outputs.items()))
+    print("# the operating point, for the analysis: section (analysis.at)")
+    print(yaml.safe_dump({"at": found.at}, sort_keys=False, default_flow_style=None), end="")
     return 0

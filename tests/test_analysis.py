@@ -153,7 +153,7 @@ def test_bad_operating_points_and_outputs_are_refused(tmp_path):
     path = tmp_path / "sq.yaml"
     path.write_text(SQUARE.replace("at: {time: 1.5}", "at: {tme: 1.5}"))
     assert message(path) == (f"{path}:8: unknown key 'tme' in analysis.at; did you mean 'time'? "
-                             "(valid keys: time, states)")
+                             "(valid keys: time, states, discrete_states, inputs)")
     assert message(SQUARE, at={"states": {"x": [1.0, 2.0]}}) == (
         "keyword at: block 'x': analysis.at.states: block 'x' has 1 continuous state(s) "
         "(x[0]), given [1.0, 2.0]")

@@ -69,6 +69,8 @@ class Evaluation:
             self.injections.append((slot, width))
             columns[signal] = list(range(k, k + width))
             k += width
+        self.input_columns = {s: columns[s] for s in inputs}
+        """The columns of each input's injection, by signal."""
         self.u_columns = [c for s in inputs for c in columns[s]]
         self.fixed_columns = sorted({c for cs in columns.values() for c in cs}
                                     - set(self.u_columns))
@@ -109,7 +111,7 @@ class Evaluation:
 
     def measured(self) -> np.ndarray:
         ctx = self.sim.context
-        return np.concatenate([ctx.signals[s][0] for s in self.output_slots])
+        return np.concatenate([ctx.signals[s][0] for s in self.output_slots] + [np.zeros(0)])
 
     # ---- the two functions ---------------------------------------------------------------------
     def flow(self, v: np.ndarray, t: float) -> np.ndarray:

@@ -38,7 +38,8 @@ class LinearModel:
     """A linearised diagram: x' = A x + B u (dt = 0) or x[k+1] = A x[k] + B u[k] (dt = the
     period in s), y = C x + D u, in the deviations from the operating point, in the diagram's
     units (SI). inputs, outputs, states: one name per element ("plant.tau[1]"); time: the
-    operating point's time (s); x0, u0, y0: the states, the signals at the inputs and the
+    operating point's time (s); x0, u0, y0: the states, the injections (zero unless the
+    operating point gives them, as trim does; at an opening, the signal's value there) and the
     measured outputs there; nonsmooth: the blocks linearised in the mode they hold there, as
     "name (Type)"; openings: the signals cut; loop: the signal where the model is a loop seen
     from one point (its only input and output, and an opening: the model is -L there), else "";
@@ -95,15 +96,7 @@ def linear_model(diagram, inputs=None, outputs=None, openings=None, at=None, per
     d = diagram if isinstance(diagram, Diagram) else load_diagram(diagram)
     cd0 = d.compile()
     points = analysis_settings(cd0, inputs, outputs, openings, at, period, origin)
-    _refuse_memory(cd0)
-    snap = snapshot(cd0, d.settings, d.log_settings, points.at)
-    inst = instrument(cd0, points)
-    cd = compile_diagram(inst.spec, 1)
-    logged = {f"{b}.{p}": (b, p) for b, p in points.outputs}
-    sim = Simulation(cd, run_settings(d.settings, d.log_settings, cd), logged)
-    sim.start()
-    load(sim, cd, snap, inst.injection, points.openings)
-    ev = Evaluation(sim, cd, points.outputs, inst.injection, points.inputs)
+    cd, snap, ev = prepare(d, cd0, points)
     t0 = float(snap.t)
     discrete = any(st.kind == "discrete" for st in cd.sample_times.values())
     if discrete or points.period is not None:
@@ -116,13 +109,27 @@ def linear_model(diagram, inputs=None, outputs=None, openings=None, at=None, per
         inputs=_element_names(cd0, points.inputs, points.names),
         outputs=_element_names(cd0, points.outputs, points.names),
         states=tuple(names[i] for i in states), time=t0, x0=ev.v0[states],
-        u0=np.concatenate([snap.signals[s] for s in points.inputs]) if points.inputs
-        else np.zeros(0),
+        u0=ev.v0[ev.u_columns],
         y0=y0, nonsmooth=_nonsmooth(cd0),
         openings=tuple(points.names[s] for s in points.openings),
         loop=points.names[points.inputs[0]] if len(points.inputs) == 1
         and points.inputs == points.outputs and points.inputs[0] in points.openings else "",
         name=d.name)
+
+
+def prepare(d: Diagram, cd0, points):
+    """(the instrumented compiled diagram, the snapshot of the operating point, the Evaluation
+    of a run of it loaded there) for the analysis points of cd0, d's compiled diagram."""
+    _refuse_memory(cd0)
+    snap = snapshot(cd0, d.settings, d.log_settings, points.at)
+    inst = instrument(cd0, points)
+    cd = compile_diagram(inst.spec, 1)
+    logged = {f"{b}.{p}": (b, p) for b, p in points.outputs}
+    sim = Simulation(cd, run_settings(d.settings, d.log_settings, cd), logged)
+    sim.start()
+    offsets = {cd0.resolve_signal(text): value for text, value in points.at.inputs.items()}
+    load(sim, cd, snap, inst.injection, points.openings, offsets)
+    return cd, snap, Evaluation(sim, cd, points.outputs, inst.injection, points.inputs)
 
 
 def _continuous(ev: Evaluation, t: float):

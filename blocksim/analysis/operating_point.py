@@ -52,6 +52,9 @@ def snapshot(cd: CompiledDiagram, settings: SimulationSettings, log: LogSettings
         for name, values in at.states.items():
             a, b = cd.xc_slices[name]
             sim.context.xc[:, a:b] = values
+        for name, values in at.discrete.items():
+            a, _ = cd.xd_slices[name]
+            sim.context.xd[:, a:a + values.size] = values
         t = settings.start
         sim.backend.outputs_major(float(t), sim.hits_at(0))
     ctx, plan = sim.context, sim.plan
@@ -64,10 +67,11 @@ def snapshot(cd: CompiledDiagram, settings: SimulationSettings, log: LogSettings
 
 
 def load(sim: Simulation, cd: CompiledDiagram, snap: Snapshot,
-         injection: dict[tuple[str, str], str], openings) -> None:
+         injection: dict[tuple[str, str], str], openings, offsets=None) -> None:
     """Put the snapshot of the user's diagram into the started run `sim` of its instrumented
-    diagram cd: the states and signals of every block of the snapshot, zero injections, and at
-    each opening the signal's value there (what its readers read at the operating point)."""
+    diagram cd: the states and signals of every block of the snapshot, the injections at their
+    offsets ({signal: values}; zero when not given), and at each opening the signal's value
+    there (what its readers read at the operating point) plus its offset."""
     ctx, plan = sim.context, sim.plan
     for name, values in snap.xc.items():
         a, b = cd.xc_slices[name]
@@ -79,6 +83,7 @@ def load(sim: Simulation, cd: CompiledDiagram, snap: Snapshot,
         value = snap.signals.get((slot.block, slot.port))
         if value is not None and not slot.unwired:
             ctx.signals[k][:] = value
+    offsets = offsets or {}
     for signal, block in injection.items():
-        ctx.signals[plan.outputs_of[block][0]][:] = snap.signals[signal] if signal in openings \
-            else 0.0
+        value = snap.signals[signal] if signal in openings else 0.0
+        ctx.signals[plan.outputs_of[block][0]][:] = value + offsets.get(signal, 0.0)

@@ -24,18 +24,23 @@ from ..diagram.spec import BlockSpec, ConnectionSpec, DiagramSpec, Endpoint
 from ..errors import AnalysisError, BlocksimError, SourceLoc, did_you_mean
 from ..reading.limits import shown
 
-AT_KEYS = ("time", "states")
-"""The keys of a mapping `at:` (the operating point): a time of a run, or given states."""
+AT_KEYS = ("time", "states", "discrete_states", "inputs")
+"""The keys of a mapping `at:` (the operating point): a time of a run, or given states (and
+the injections' values there, as trim finds them)."""
 
 
 @dataclass(frozen=True)
 class OperatingPointSpec:
     """Where to linearise: time (s, exact) of a run from the initial state (None: the initial
     state itself, at the start time), or states {block: values} that replace the initial
-    continuous states of those blocks (at the start time)."""
+    continuous states of those blocks, discrete_states {block: values} their discrete states
+    (without the modes), and inputs {signal text: values} the injections' values at analysis
+    inputs (added to the signal; zero when not given), at the start time."""
 
     time: Fraction | None = None
     states: Mapping[str, np.ndarray] = field(default_factory=dict)
+    discrete: Mapping[str, np.ndarray] = field(default_factory=dict)
+    inputs: Mapping[str, np.ndarray] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -59,7 +64,8 @@ class AnalysisSettings:
 
 
 def analysis_settings(cd: CompiledDiagram, inputs=None, outputs=None, openings=None, at=None,
-                      period=None, origin: str = "keyword") -> AnalysisSettings:
+                      period=None, origin: str = "keyword",
+                      need_outputs: bool = True) -> AnalysisSettings:
     """The diagram's `analysis:` section with the caller's keywords replacing its keys (a
     keyword given as None keeps the section's), every signal resolved on the compiled diagram
     cd and every value checked; errors name the file and line of the item, or the keyword
@@ -100,7 +106,12 @@ def analysis_settings(cd: CompiledDiagram, inputs=None, outputs=None, openings=N
                              operating_point(section.get("at"), where.get("at", default), cd),
                              _period(section.get("period"), where.get("period", default)),
                              names, where)
-    if not found.outputs:
+    for text in found.at.inputs:
+        if cd.resolve_signal(text) not in found.inputs:
+            raise AnalysisError(f"analysis.at.inputs: {text} is not an analysis input "
+                                f"(inputs: {', '.join(names[s] for s in found.inputs) or 'none'})",
+                                where=where.get("at", default))
+    if not found.outputs and need_outputs:
         raise AnalysisError("a linearisation needs at least one output (analysis.outputs: the "
                             "signals measured, such as plant.q)", where=where.get("outputs", default))
     return found
@@ -121,7 +132,7 @@ def operating_point(value: Any, where: SourceLoc, cd: CompiledDiagram) -> Operat
             raise AnalysisError(f"unknown key '{key}' in analysis.at"
                                 f"{did_you_mean(str(key), AT_KEYS, clause=True)} (valid keys: "
                                 f"{', '.join(AT_KEYS)})", where=where)
-    if "time" in value and "states" in value:
+    if "time" in value and len(value) > 1:
         raise AnalysisError("analysis.at takes a time of a run or given states, not both",
                             where=where)
     if "time" in value:
@@ -134,24 +145,41 @@ def operating_point(value: Any, where: SourceLoc, cd: CompiledDiagram) -> Operat
             raise AnalysisError(f"analysis.at.time {float(t)} s is before the start time "
                                 f"{float(start)} s", where=where)
         return OperatingPointSpec(time=t)
-    states = value["states"]
-    if not isinstance(states, dict) or not states:
-        raise AnalysisError("analysis.at.states is a mapping {block: [its continuous states]}",
+    found = {}
+    for key, kind in (("states", "continuous"), ("discrete_states", "discrete")):
+        table = value.get(key, {})
+        if not isinstance(table, dict):
+            raise AnalysisError(f"analysis.at.{key} is a mapping {{block: [its {kind} states]}}",
+                                where=where)
+        found[key] = {}
+        for name, given in table.items():
+            if name not in cd.blocks:
+                raise AnalysisError(f"analysis.at.{key}: no block {shown(name)}"
+                                    f"{did_you_mean(str(name), cd.blocks)}", where=where)
+            blk = cd.blocks[name]
+            n = blk.n_xc if kind == "continuous" else blk.n_xd - blk.n_modes
+            labels = blk.state_names()[0 if kind == "continuous" else 1][:n]
+            found[key][name] = _row(given, n, f"analysis.at.{key}: block '{name}' has {n} {kind} "
+                                    f"state(s) ({', '.join(labels) or 'none'})", where, name)
+    inputs = value.get("inputs", {})
+    if not isinstance(inputs, dict):
+        raise AnalysisError("analysis.at.inputs is a mapping {signal: [the injection's values]}",
                             where=where)
-    out = {}
-    for name, given in states.items():
-        if name not in cd.blocks:
-            raise AnalysisError(f"analysis.at.states: no block {shown(name)}"
-                                f"{did_you_mean(str(name), cd.blocks)}", where=where)
-        n = cd.blocks[name].n_xc
-        row = np.atleast_1d(np.asarray(given, dtype=float)) if _numeric(given) else None
-        if row is None or row.ndim != 1 or row.size != n:
-            labels = ", ".join(cd.blocks[name].state_names()[0]) or "none"
-            raise AnalysisError(f"analysis.at.states: block '{name}' has {n} continuous "
-                                f"state(s) ({labels}), given {shown(given)}", where=where,
-                                block=name)
-        out[name] = row
-    return OperatingPointSpec(states=out)
+    found["inputs"] = {}
+    for text, given in inputs.items():
+        block, port = cd.resolve_signal(str(text), where, purpose="for analysis.at.inputs")
+        found["inputs"][str(text)] = _row(given, cd.out_widths[block][port],
+                                          f"analysis.at.inputs: {text} has width "
+                                          f"{cd.out_widths[block][port]}", where, block)
+    return OperatingPointSpec(states=found["states"], discrete=found["discrete_states"],
+                              inputs=found["inputs"])
+
+
+def _row(given, n: int, what: str, where: SourceLoc, block: str) -> np.ndarray:
+    row = np.atleast_1d(np.asarray(given, dtype=float)) if _numeric(given) else None
+    if row is None or row.ndim != 1 or row.size != n:
+        raise AnalysisError(f"{what}, given {shown(given)}", where=where, block=block)
+    return row
 
 
 def _numeric(value) -> bool:
