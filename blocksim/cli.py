@@ -1,4 +1,5 @@
-"""The command line: simulate, check, blocks, metrics, plot, animate, draw, compare, identify.
+"""The command line: simulate, check, blocks, metrics, plot, animate, draw, compare, identify,
+linearize, trim.
 
 Heavy modules (numba kernels, matplotlib) are imported only by the commands that use them, so
 `blocksim blocks` and `--help` answer at once.
@@ -119,6 +120,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="folder for the report (new or empty)")
     p.add_argument("--force", action="store_true", help="allow a non-empty --out folder")
     p.set_defaults(func=cmd_identify)
+
+    p = sub.add_parser("linearize", help="linearise a diagram at an operating point; model, "
+                       "margins and Bode plot in --out")
+    p.add_argument("diagram")
+    p.add_argument("--variant", help="linearise this variant")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    for name, what in (("input", "an injection added to this signal"),
+                       ("output", "a signal measured"), ("opening", "a signal cut")):
+        p.add_argument(f"--{name}", action="append", metavar="SIGNAL",
+                       help=f"{what} (repeatable; replaces analysis.{name}s)")
+    p.add_argument("--at", help="the operating point: initial, or a time of a run in s "
+                   "(replaces analysis.at)")
+    p.add_argument("--period", help="the period of a discrete model in s (replaces "
+                   "analysis.period)")
+    p.add_argument("--out", help="folder for model.npz, model.json, margins.json, bode.png/svg")
+    p.add_argument("--force", action="store_true", help="allow a non-empty --out folder")
+    p.set_defaults(func=cmd_linearize)
+
+    p = sub.add_parser("trim", help="find an equilibrium with chosen states, inputs and outputs "
+                       "fixed or free; print it as an analysis: at: operating point")
+    p.add_argument("diagram")
+    p.add_argument("--variant")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--input", action="append", default=[], metavar="SIGNAL",
+                   help="a signal whose injection (an added offset) trim may move (repeatable)")
+    p.add_argument("--state", action="append", default=[], metavar="BLOCK=[VALUES]",
+                   help="continuous states held, null for a free element: plant=[0, 0, 0, 0]")
+    p.add_argument("--discrete-state", action="append", default=[], metavar="BLOCK=[VALUES]",
+                   help="discrete states held (without modes), null for a free element")
+    p.add_argument("--output", action="append", default=[], metavar="SIGNAL=VALUES",
+                   help="a measured signal's value: motor.i=2")
+    p.set_defaults(func=cmd_trim)
     return parser
 
 
@@ -419,4 +452,83 @@ def cmd_identify(args) -> int:
         raise
     if folder is not None:
         folder.commit()
+    return 0
+
+
+def cmd_linearize(args) -> int:
+    """Linearise (blocksim.analysis), print the model and its loop's margins, write the files."""
+    import blocksim
+    from .analysis.linearize import linear_model
+    from .analysis.report import bode_data, margins_of, write_margins, write_model
+    d = blocksim.load(args.diagram, variant=args.variant, set=parse_sets(args.set))
+    at = None if args.at is None else ("initial" if args.at == "initial" else {"time": args.at})
+    model = linear_model(d, inputs=args.input, outputs=args.output, openings=args.opening, at=at,
+                         period=args.period, origin="option")
+    kind = f"discrete, period {model.dt:.6g} s" if model.dt else "continuous"
+    print(f"{d.name}: {len(model.states)} states, {len(model.inputs)} inputs, "
+          f"{len(model.outputs)} outputs; {kind}; at t = {model.time:.6g} s")
+    if model.nonsmooth:
+        print("linearised in the mode they hold there: " + ", ".join(model.nonsmooth))
+    margins = margins_of(model) if model.loop else None
+    if margins is not None:
+        print(f"the loop at {model.loop}:")
+        print(margins.table())
+    else:
+        print("no margins: the model is not a loop seen from one point (one input, the same "
+              "signal as the only output and as an opening)")
+    folder = prepare_out(args.out, args.force)
+    if folder is None:
+        return 0
+    try:
+        write_model(model, folder.staging)
+        if margins is not None:
+            write_margins(margins, folder.staging)
+        from .plotting import bode_figure, save_figure
+        f, H = bode_data(model)
+        labels = [f"{o} / {i}" for o in model.outputs for i in model.inputs]
+        title = f"{d.name}: " + (f"the loop at {model.loop}" if model.loop else "the model")
+        save_figure(bode_figure(f, H, title, labels,
+                                None if margins is None else margins.as_dict()),
+                    folder.staging, "bode")
+    except BaseException:
+        folder.abort()
+        raise
+    path = folder.commit()
+    print(f"wrote {path}/: model.npz, model.json"
+          + (", margins.json" if margins is not None else "") + ", bode.png, bode.svg")
+    return 0
+
+
+def _assignments(items: list[str], option: str) -> dict:
+    """--option NAME=VALUE items, each value read as (safe) YAML flow text."""
+    from .errors import BlocksimError
+    from .reading.located_yaml import parse_yaml_text
+    from .diagram.yaml_loader import to_plain
+    out = {}
+    for text in items:
+        key, sep, raw = text.partition("=")
+        if not sep or not key.strip() or not raw.strip():
+            raise BlocksimError(f"{option} expects NAME=VALUE such as plant=[0, 0, 0, 0], "
+                                f"got '{text}'")
+        value = to_plain(parse_yaml_text(raw.strip(), f"{option} {key.strip()}"))
+        out[key.strip()] = value if isinstance(value, list) else [value]
+    return out
+
+
+def cmd_trim(args) -> int:
+    """Trim (blocksim.analysis.trim): print the equilibrium as an `at:` operating point."""
+    import yaml
+
+    import blocksim
+    from .analysis.trim import trim
+    d = blocksim.load(args.diagram, variant=args.variant, set=parse_sets(args.set))
+    found = trim(d, inputs=args.input, outputs=_assignments(args.output, "--output"),
+                 states=_assignments(args.state, "--state"),
+                 discrete_states=_assignments(args.discrete_state, "--discrete-state"))
+    print(f"{d.name}: an equilibrium (largest residual {found.residual:.3g}, "
+          f"{found.nfev} evaluations)")
+    if found.outputs:
+        print("outputs: " + ", ".join(f"{k} = {v}" for k, v in found.outputs.items()))
+    print("# the operating point, for the analysis: section (analysis.at)")
+    print(yaml.safe_dump({"at": found.at}, sort_keys=False, default_flow_style=None), end="")
     return 0

@@ -98,6 +98,11 @@ class SolverError(BlocksimError):
     """An integrator cannot go on: the tolerance cannot be met, or the step became too small."""
 
 
+class AnalysisError(BlocksimError):
+    """An analysis (linearisation, margins) that cannot be done as asked: an analysis point,
+    operating point or period that does not fit the diagram."""
+
+
 class NonFiniteStateError(BlocksimError):
     """A state became NaN or Inf; the message names the block and the time."""
 

@@ -524,3 +524,50 @@ def plot_run(run, signals=None, variants=None, out=None, formats=("png", "svg"),
     for k, scope in enumerate(scopes):
         paths += draw_scope(scope, results, out, k, units, formats)
     return paths
+
+
+# ----------------------------------------------------------------------------- Bode plots
+
+def bode_figure(f_hz, H, title: str, labels, margins: dict | None = None):
+    """A Bode plot: |H| in dB and its phase in degrees (unwrapped) against frequency (Hz, log
+    axis), one curve per (output, input) pair of H (n, outputs, inputs), labelled `labels`
+    (one per pair). margins (the fields of analysis.margins.Margins): the gain crossover and
+    phase margin marked on the phase plot, the phase crossover and gain margin on the
+    magnitude plot."""
+    import numpy as np
+    fig = new_figure(figsize=(8.0, 6.5), layout="constrained")
+    mag_ax, ph_ax = fig.subplots(2, 1, sharex=True)
+    pairs = [(i, j) for i in range(H.shape[1]) for j in range(H.shape[2])]
+    for (i, j), label in zip(pairs, labels):
+        h = H[:, i, j]
+        mag_ax.semilogx(f_hz, 20 * np.log10(np.maximum(np.abs(h), 1e-300)), label=label)
+        ph_ax.semilogx(f_hz, np.degrees(np.unwrap(np.angle(h))), label=label)
+    mag_ax.set_ylabel("magnitude (dB)")
+    ph_ax.set_ylabel("phase (deg)")
+    ph_ax.set_xlabel("frequency (Hz)")
+    mag_ax.set_title(title)
+    for ax in (mag_ax, ph_ax):
+        ax.grid(True, which="both", alpha=0.3)
+    if margins:
+        fc, pm = margins.get("crossover"), margins.get("phase_margin")
+        if fc is not None and pm is not None and np.isfinite(fc):
+            mag_ax.axhline(0.0, color="0.4", lw=0.8, ls="--")
+            mag_ax.axvline(fc, color="tab:green", lw=0.8, ls=":")
+            k = int(np.argmin(np.abs(np.asarray(f_hz) - fc)))
+            phase_c = float(np.degrees(np.unwrap(np.angle(H[:, 0, 0])))[k])
+            edge = phase_c - pm
+            ph_ax.axhline(edge, color="0.4", lw=0.8, ls="--")
+            ph_ax.annotate("", xy=(fc, phase_c), xytext=(fc, edge),
+                           arrowprops={"arrowstyle": "<->", "color": "tab:green"})
+            ph_ax.text(fc, (phase_c + edge) / 2, f"  PM {pm:.2f} deg at {fc:.4g} Hz",
+                       color="tab:green", va="center")
+        fg, gm = margins.get("gain_margin_frequency"), margins.get("gain_margin")
+        if fg is not None and gm is not None and np.isfinite(fg) and np.isfinite(gm):
+            mag_ax.axvline(fg, color="tab:red", lw=0.8, ls=":")
+            mag_ax.annotate("", xy=(fg, -gm), xytext=(fg, 0.0),
+                            arrowprops={"arrowstyle": "<->", "color": "tab:red"})
+            mag_ax.text(fg, -gm / 2, f"  GM {gm:.2f} dB at {fg:.4g} Hz", color="tab:red",
+                        va="center")
+    if len(pairs) > 1:
+        mag_ax.legend(fontsize="small")
+    return fig

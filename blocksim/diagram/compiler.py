@@ -123,12 +123,15 @@ class CompiledDiagram:
         """Every block output as 'block.port', in file order."""
         return [f"{name}.{port}" for name, blk in self.blocks.items() for port in blk.output_names()]
 
-    def resolve_signal(self, text: str, where: SourceLoc | None = None) -> tuple[str, str]:
-        """'block.port' (or 'block' for a single-output block, or a subsystem alias) -> (block, port)."""
+    def resolve_signal(self, text: str, where: SourceLoc | None = None,
+                       purpose: str = "to log") -> tuple[str, str]:
+        """'block.port' (or 'block' for a single-output block, or a subsystem alias) -> (block,
+        port); purpose: what the signal is for, in the message about a block that does not exist."""
         text = self.spec.aliases.get(text, text)
         name, _, port = text.partition(".")
         if name not in self.blocks:
-            raise WiringError(f"no block {shown(name)} to log{did_you_mean(name, self.blocks)}", where=where)
+            raise WiringError(f"no block {shown(name)} {purpose}{did_you_mean(name, self.blocks)}",
+                              where=where)
         outs = self.blocks[name].output_names()
         if not port:
             if len(outs) != 1:

@@ -142,6 +142,8 @@ class Diagram:
             "scopes": _plain(spec.scopes),
             "metrics": _plain(spec.metrics),
         }
+        if spec.analysis:
+            doc["analysis"] = _plain(spec.analysis)
         # a diagram file of its own, which runs again as it is: the variant is applied (and
         # named in a comment, not a key the loader would refuse)
         origin = f"# resolved from {self.path.name}" + \

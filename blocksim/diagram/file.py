@@ -18,10 +18,14 @@ FORMAT_VERSION = 1
 """The diagram format this program reads (the `blocksim:` key of a file)."""
 
 DIAGRAM_KEYS = ("blocksim", "name", "description", "plugins", "parameters", "blocks", "connections",
-                "simulation", "log", "scopes", "metrics", "variants")
+                "simulation", "log", "scopes", "metrics", "variants", "analysis")
 SUBSYSTEM_KEYS = ("blocksim", "name", "description", "plugins", "parameters", "blocks",
                   "connections", "inports", "outports")
 SCOPE_KEYS = ("title", "signals", "ylabel", "file", "reference", "error")
+ANALYSIS_KEYS = ("inputs", "outputs", "openings", "at", "period")
+ANALYSIS_SIGNAL_KEYS = ("inputs", "outputs", "openings")
+"""The `analysis:` section (docs/analysis.md): analysis points (lists of signals), the operating
+point and the period of a discrete model."""
 CONNECTION_KEYS = ("from", "to")
 RESERVED_NAMES = ("parameters", "simulation", "log", "inports", "outports")
 """Names no block may take: they start override keys (`simulation.solver`) or subsystem endpoints."""
@@ -183,7 +187,8 @@ def read_diagram_file(path: str | Path, display: str, via: tuple[str, ...] = (),
             continue
         if subsystem and key in DIAGRAM_KEYS:
             raise DiagramFileError(f"a subsystem file cannot have '{key}': only the top diagram has "
-                                   "simulation, log, scopes, metrics and variants", where=doc.loc(key))
+                                   "simulation, log, scopes, metrics, variants and analysis",
+                                   where=doc.loc(key))
         if not subsystem and key in SUBSYSTEM_KEYS:
             raise DiagramFileError(f"'{key}' belongs in a subsystem file (one used as a block's type), "
                                    "not in a diagram that is run", where=doc.loc(key))
@@ -198,7 +203,7 @@ def read_diagram_file(path: str | Path, display: str, via: tuple[str, ...] = (),
     for key in ("name", "description"):
         if key in doc and not isinstance(doc[key], (str, int, float)):
             raise DiagramFileError(f"'{key}' must be text", where=doc.loc(key))
-    for key in ("parameters", "blocks", "simulation", "log", "variants"):
+    for key in ("parameters", "blocks", "simulation", "log", "variants", "analysis"):
         if key in valid:
             _section(doc, key, dict)
     for key in ("plugins", "connections", "scopes", "metrics", "inports", "outports"):

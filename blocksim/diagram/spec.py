@@ -9,7 +9,7 @@ from typing import Any, Mapping
 from blocksim.reading.limits import shown
 from blocksim.blocks.plugins import load_plugins
 from blocksim.expressions.evaluate import Resolved, evaluate_workspace, resolve_value
-from blocksim.diagram.file import (FORMAT_VERSION, LOG_KEYS, SCOPE_KEYS, SIMULATION_KEYS, BlockSpec,
+from blocksim.diagram.file import (ANALYSIS_KEYS, ANALYSIS_SIGNAL_KEYS, FORMAT_VERSION, LOG_KEYS, SCOPE_KEYS, SIMULATION_KEYS, BlockSpec,
                                    ConnectionSpec, Endpoint, Override, apply_overrides,
                                    parse_set_option, read_diagram_file, unknown_key,
                                    variant_overrides)
@@ -28,7 +28,7 @@ class DiagramSpec:
     `aliases` maps a subsystem port ("act.tau") to the signal that carries it ("act/motor.tau"), so
     log, scope and metric names may use either. `where` locates the other items by dotted key:
     "simulation", "simulation.step", "log.signals", "log.signals[0]", "scopes[0]", "scopes[0].signals",
-    "metrics[1]", "parameters.Kp", "variants.pid", "variants.pid.ff.enabled", "blocks", "connections".
+    "metrics[1]", "analysis.inputs[0]", "analysis.at", "parameters.Kp", "variants.pid", "variants.pid.ff.enabled", "blocks", "connections".
     """
 
     name: str
@@ -41,6 +41,7 @@ class DiagramSpec:
     log: dict[str, Any]
     scopes: list[dict]
     metrics: list[dict]
+    analysis: dict[str, Any]
     variants: dict[str, dict[str, Any]]
     variant: str | None
     aliases: dict[str, str]
@@ -67,16 +68,18 @@ def _signal_list(value: Any, where: SourceLoc, what: str, locations: dict[str, S
 
 
 def _resolve_table(table: YamlMap, valid: tuple[str, ...] | None, what: str, workspace: Mapping[str, Any],
-                   locations: dict[str, SourceLoc]) -> dict[str, Any]:
-    """Evaluate a mapping section ({key: value}); keys checked against `valid` (None: any)."""
+                   locations: dict[str, SourceLoc],
+                   signal_keys: tuple[str, ...] = ("signals",)) -> dict[str, Any]:
+    """Evaluate a mapping section ({key: value}); keys checked against `valid` (None: any); the
+    values of `signal_keys` are lists of signal names."""
     result: dict[str, Any] = {}
     for key, value in table.items():
         where = table.loc(key)
         if valid is not None and key not in valid:
             raise DiagramFileError(unknown_key(key, valid, what), where=where)
         locations[f"{what}.{key}"] = where
-        if key == "signals":
-            result[key] = _signal_list(value, where, f"{what}.signals", locations)
+        if key in signal_keys:
+            result[key] = _signal_list(value, where, f"{what}.{key}", locations)
         else:
             result[key] = resolve_value(value, workspace, where, f"{what}.{key}", known=workspace)
     return result
@@ -168,6 +171,8 @@ def load_spec(path: str | Path, variant: str | None = None,
     scopes = _resolve_items(doc["scopes"], "scopes", SCOPE_KEYS, "signals", workspace, locations)
     scopes += scope_blocks(flat.blocks, flat.connections)
     metrics = _resolve_items(doc["metrics"], "metrics", None, "kind", workspace, locations)
+    analysis = _resolve_table(doc["analysis"], ANALYSIS_KEYS, "analysis", workspace, locations,
+                              ANALYSIS_SIGNAL_KEYS)
     name = doc.get("name")
     return DiagramSpec(
         name=str(name) if name is not None else Path(path).stem,
@@ -180,6 +185,7 @@ def load_spec(path: str | Path, variant: str | None = None,
         log=log,
         scopes=scopes,
         metrics=metrics,
+        analysis=analysis,
         variants={name: {o.key: to_plain(o.value) for o in table} for name, table in variants.items()},
         variant=variant,
         aliases=flat.aliases,

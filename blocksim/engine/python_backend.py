@@ -38,6 +38,7 @@ class PythonBackend:
             if o.modes:          # the modes first, at major steps only
                 self.major.append((o.rate, *bind(o.block, "modes", views[o.block][:3])))
             self.major.append((o.rate, *entry))
+        self.major_held = [(o.rate, *entry) for o, entry in zip(plan.output_steps, bound)]
         self.minor = [entry for o, entry in zip(plan.output_steps, bound) if o.varies]
         self.stage = [entry for o, entry in zip(plan.output_steps, bound) if o.at_stages]
         self.derivatives = [bind(n, "derivative", views[n][:3] + views[n][4:5])
@@ -48,10 +49,11 @@ class PythonBackend:
                           for n in plan.crossings]
         compile_notice_done()
 
-    def outputs_major(self, t: float, hits: np.ndarray) -> None:
+    def outputs_major(self, t: float, hits: np.ndarray, modes: bool = True) -> None:
         """Outputs in sorted order, each block's modes set before its last call; discrete blocks
-        only where hits[rate] (else held)."""
-        for rate, fn, args in self.major:
+        only where hits[rate] (else held). modes=False: the modes stay as they are held (an
+        analysis evaluates the diagram around an operating point in the modes it has there)."""
+        for rate, fn, args in (self.major if modes else self.major_held):
             if rate == EVERY_STEP or hits[rate]:
                 fn(t, *args)
 

@@ -31,15 +31,16 @@ def _exchange(a: Path, b: Path) -> bool:
 
 
 OUTPUT_FILES = ("metrics.json", "report.md", "identified_robot.yaml", "excitation.yaml",
-                "excitation_run.yaml", "metrics_diff.csv", "metrics_diff.json")
+                "excitation_run.yaml", "metrics_diff.csv", "metrics_diff.json", "model.npz",
+                "model.json", "margins.json")
 OUTPUT_SUFFIXES = (".png", ".svg", ".pdf", ".gif")
 OUTPUT_FOLDERS = ("figures", "data")
 
 
 def foreign_entries(folder: Path) -> list[str]:
     """The entries of `folder` that blocksim did not write: a run folder holds metrics.json,
-    figures, a folder per variant (with its run.json), and identify's report, robot file,
-    figures/ and data/; anything else is the user's, which --force must not delete."""
+    figures, a folder per variant (with its run.json), identify's report, robot file,
+    figures/ and data/, and linearize's model and margins; anything else is the user's, which --force must not delete."""
     foreign = []
     for entry in sorted(folder.iterdir()):
         if entry.is_dir():

@@ -1,0 +1,267 @@
+"""Analysis points and the settings of a linearisation: what the `analysis:` section of a diagram
+asks (or the caller's keywords), checked against the diagram, and the diagram instrumented with
+them.
+
+An input is an injection added to a signal (every reader of the signal reads signal + u), an
+output is a signal measured (as its driver computes it), and an opening cuts a signal: its
+readers read the signal's value at the operating point plus any injection there, so the loop
+through it is open. The instrumented diagram is the user's with, per input or opening, a
+Constant whose output the analysis sets (the injection), and per input that is not an opening a
+Sum adding it to the signal (docs/analysis.md). A Constant adds no rate: the Sum runs at the
+signal's rate, so every block keeps the sample time it has in the user's diagram.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..blocks.base import exact_time
+from ..diagram.compiler import CompiledDiagram
+from ..diagram.spec import BlockSpec, ConnectionSpec, DiagramSpec, Endpoint
+from ..errors import AnalysisError, BlocksimError, SourceLoc, did_you_mean
+from ..reading.limits import shown
+
+AT_KEYS = ("time", "states", "discrete_states", "inputs")
+"""The keys of a mapping `at:` (the operating point): a time of a run, or given states (and
+the injections' values there, as trim finds them)."""
+
+
+@dataclass(frozen=True)
+class OperatingPointSpec:
+    """Where to linearise: time (s, exact) of a run from the initial state (None: the initial
+    state itself, at the start time), or states {block: values} that replace the initial
+    continuous states of those blocks, discrete_states {block: values} their discrete states
+    (without the modes), and inputs {signal text: values} the injections' values at analysis
+    inputs (added to the signal; zero when not given), at the start time."""
+
+    time: Fraction | None = None
+    states: Mapping[str, np.ndarray] = field(default_factory=dict)
+    discrete: Mapping[str, np.ndarray] = field(default_factory=dict)
+    inputs: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class AnalysisSettings:
+    """A linearisation's analysis points (resolved (block, port) signals, in the order given),
+    its operating point and the period of a discrete model (s, exact; None: continuous for a
+    diagram without discrete blocks, the hyperperiod of the discrete rates otherwise).
+    names: the signals as the user wrote them; where: the location of each item, by key
+    ("inputs[0]", "at", "period")."""
+
+    inputs: tuple[tuple[str, str], ...]
+    outputs: tuple[tuple[str, str], ...]
+    openings: tuple[tuple[str, str], ...]
+    at: OperatingPointSpec
+    period: Fraction | None
+    names: Mapping[tuple[str, str], str]
+    where: Mapping[str, SourceLoc]
+
+    def loc(self, key: str) -> SourceLoc | None:
+        return self.where.get(key)
+
+
+def analysis_settings(cd: CompiledDiagram, inputs=None, outputs=None, openings=None, at=None,
+                      period=None, origin: str = "keyword",
+                      need_outputs: bool = True) -> AnalysisSettings:
+    """The diagram's `analysis:` section with the caller's keywords replacing its keys (a
+    keyword given as None keeps the section's), every signal resolved on the compiled diagram
+    cd and every value checked; errors name the file and line of the item, or the keyword
+    ("keyword outputs"; origin "option": the command line's "--output")."""
+    spec = cd.spec
+    section = dict(spec.analysis)
+    where = {key[len("analysis."):]: loc for key, loc in spec.where.items()
+             if key.startswith("analysis.")}
+    for key, value in (("inputs", inputs), ("outputs", outputs), ("openings", openings),
+                       ("at", at), ("period", period)):
+        if value is None:
+            continue
+        given = SourceLoc(f"--{key.rstrip('s')}" if origin == "option" else f"keyword {key}")
+        if key in ("inputs", "outputs", "openings"):
+            value = [value] if isinstance(value, str) else list(value)
+            for index in range(len(value)):
+                where[f"{key}[{index}]"] = given
+        section[key] = value
+        where[key] = given
+    default = spec.where.get("analysis", SourceLoc(spec.file))
+    names: dict[tuple[str, str], str] = {}
+
+    def signals(key: str) -> tuple[tuple[str, str], ...]:
+        out = []
+        for index, text in enumerate(section.get(key) or ()):
+            loc = where.get(f"{key}[{index}]", where.get(key, default))
+            if not isinstance(text, str):
+                raise AnalysisError(f"analysis.{key}[{index}] must be a signal name such as "
+                                    f"plant.q, not {shown(text)}", where=loc)
+            signal = cd.resolve_signal(text, loc, purpose=f"for analysis.{key}")
+            if signal in out:
+                raise AnalysisError(f"analysis.{key} names {text} twice", where=loc)
+            names.setdefault(signal, text)
+            out.append(signal)
+        return tuple(out)
+
+    found = AnalysisSettings(signals("inputs"), signals("outputs"), signals("openings"),
+                             operating_point(section.get("at"), where.get("at", default), cd),
+                             _period(section.get("period"), where.get("period", default)),
+                             names, where)
+    for text in found.at.inputs:
+        if cd.resolve_signal(text) not in found.inputs:
+            raise AnalysisError(f"analysis.at.inputs: {text} is not an analysis input "
+                                f"(inputs: {', '.join(names[s] for s in found.inputs) or 'none'})",
+                                where=where.get("at", default))
+    if not found.outputs and need_outputs:
+        raise AnalysisError("a linearisation needs at least one output (analysis.outputs: the "
+                            "signals measured, such as plant.q)", where=where.get("outputs", default))
+    return found
+
+
+def operating_point(value: Any, where: SourceLoc, cd: CompiledDiagram) -> OperatingPointSpec:
+    """`at:` read: absent or "initial" (the initial state), a time in s (a run to that time),
+    {time: t}, or {states: {block: [values]}} (the block's continuous states replaced)."""
+    if value is None or (isinstance(value, str) and value == "initial"):
+        return OperatingPointSpec()
+    if isinstance(value, (int, float, np.number)) and not isinstance(value, bool):
+        value = {"time": value}
+    if not isinstance(value, dict):
+        raise AnalysisError(f"analysis.at must be initial, a time in s, {{time: t}} or "
+                            f"{{states: {{block: [values]}}}}, not {shown(value)}", where=where)
+    for key in value:
+        if key not in AT_KEYS:
+            raise AnalysisError(f"unknown key '{key}' in analysis.at"
+                                f"{did_you_mean(str(key), AT_KEYS, clause=True)} (valid keys: "
+                                f"{', '.join(AT_KEYS)})", where=where)
+    if "time" in value and len(value) > 1:
+        raise AnalysisError("analysis.at takes a time of a run or given states, not both",
+                            where=where)
+    if "time" in value:
+        try:
+            t = exact_time(value["time"])
+        except BlocksimError as err:
+            raise AnalysisError(f"analysis.at.time: {err.message}", where=where) from None
+        start = exact_time(cd.spec.simulation.get("start_time", 0.0))
+        if t < start:
+            raise AnalysisError(f"analysis.at.time {float(t)} s is before the start time "
+                                f"{float(start)} s", where=where)
+        return OperatingPointSpec(time=t)
+    found = {}
+    for key, kind in (("states", "continuous"), ("discrete_states", "discrete")):
+        table = value.get(key, {})
+        if not isinstance(table, dict):
+            raise AnalysisError(f"analysis.at.{key} is a mapping {{block: [its {kind} states]}}",
+                                where=where)
+        found[key] = {}
+        for name, given in table.items():
+            if name not in cd.blocks:
+                raise AnalysisError(f"analysis.at.{key}: no block {shown(name)}"
+                                    f"{did_you_mean(str(name), cd.blocks)}", where=where)
+            blk = cd.blocks[name]
+            n = blk.n_xc if kind == "continuous" else blk.n_xd - blk.n_modes
+            labels = blk.state_names()[0 if kind == "continuous" else 1][:n]
+            found[key][name] = _row(given, n, f"analysis.at.{key}: block '{name}' has {n} {kind} "
+                                    f"state(s) ({', '.join(labels) or 'none'})", where, name)
+    inputs = value.get("inputs", {})
+    if not isinstance(inputs, dict):
+        raise AnalysisError("analysis.at.inputs is a mapping {signal: [the injection's values]}",
+                            where=where)
+    found["inputs"] = {}
+    for text, given in inputs.items():
+        block, port = cd.resolve_signal(str(text), where, purpose="for analysis.at.inputs")
+        found["inputs"][str(text)] = _row(given, cd.out_widths[block][port],
+                                          f"analysis.at.inputs: {text} has width "
+                                          f"{cd.out_widths[block][port]}", where, block)
+    return OperatingPointSpec(states=found["states"], discrete=found["discrete_states"],
+                              inputs=found["inputs"])
+
+
+def _row(given, n: int, what: str, where: SourceLoc, block: str) -> np.ndarray:
+    row = np.atleast_1d(np.asarray(given, dtype=float)) if _numeric(given) else None
+    if row is None or row.ndim != 1 or row.size != n:
+        raise AnalysisError(f"{what}, given {shown(given)}", where=where, block=block)
+    return row
+
+
+def _numeric(value) -> bool:
+    try:
+        np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _period(value, where: SourceLoc) -> Fraction | None:
+    if value is None:
+        return None
+    try:
+        period = exact_time(value)
+    except BlocksimError as err:
+        raise AnalysisError(f"analysis.period: {err.message}", where=where) from None
+    if period <= 0:
+        raise AnalysisError(f"analysis.period must be a positive time in s, not {shown(value)}",
+                            where=where)
+    return period
+
+
+# ---------------------------------------------------------------------------------------------
+# the instrumented diagram
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Instrumented:
+    """The diagram with its analysis points: spec (to compile), injection[signal] the
+    Constant block whose output is the injection (at an opening, the signal's value seen
+    downstream) of each input and opening."""
+
+    spec: DiagramSpec
+    injection: Mapping[tuple[str, str], str]
+
+
+def instrument(cd: CompiledDiagram, points: AnalysisSettings) -> Instrumented:
+    """The spec of cd with its analysis points (the module docstring): per input or opening a
+    Constant of zeros (the injection), a Sum for an input that is not opened, and the readers of
+    each such signal wired to them."""
+    spec = cd.spec
+    blocks = dict(spec.blocks)
+    taken = set(blocks)
+    connections = list(spec.connections)
+    injection = {}
+
+    def fresh(stem: str) -> str:
+        name, k = stem, 1
+        while name in taken:
+            k += 1
+            name = f"{stem}_{k}"
+        taken.add(name)
+        return name
+
+    for signal in dict.fromkeys(points.inputs + points.openings):
+        block, port = signal
+        width = cd.out_widths[block][port]
+        key = "openings" if signal in points.openings else "inputs"
+        index = (points.openings if key == "openings" else points.inputs).index(signal)
+        loc = points.loc(f"{key}[{index}]") or SourceLoc(spec.file)
+        stem = f"analysis_{block.replace('/', '_')}_{port}"
+        held = fresh(stem + "_u")
+        blocks[held] = BlockSpec(held, "Constant", {"value": np.zeros(width)}, loc)
+        feed = held
+        if signal not in points.openings:
+            feed = fresh(stem + "_sum")
+            blocks[feed] = BlockSpec(feed, "Sum", {"signs": "++"}, loc)
+        readers = []
+        for conn in connections:
+            if (conn.src.block, conn.src.port or _only_output(cd, conn.src.block)) == signal:
+                readers.append(conn)
+        for conn in readers:
+            connections[connections.index(conn)] = ConnectionSpec(Endpoint(feed, None), conn.dst,
+                                                                   conn.where)
+        if feed != held:
+            connections.append(ConnectionSpec(Endpoint(block, port), Endpoint(feed, "in1"), loc))
+            connections.append(ConnectionSpec(Endpoint(held, None), Endpoint(feed, "in2"), loc))
+        injection[signal] = held
+    return Instrumented(replace(spec, blocks=blocks, connections=connections), injection)
+
+
+def _only_output(cd: CompiledDiagram, block: str) -> str | None:
+    outs = cd.blocks[block].output_names() if block in cd.blocks else []
+    return outs[0] if len(outs) == 1 else None

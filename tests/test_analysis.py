@@ -1,0 +1,184 @@
+"""Linearisation of continuous diagrams: A, B, C, D by central differences of the diagram's own
+functions, analysis points (inputs, outputs, openings), operating points, the `analysis:`
+section and its located errors (docs/analysis.md)."""
+import math
+import textwrap
+
+import numpy as np
+import pytest
+
+import blocksim
+from blocksim.analysis import linear_model
+from blocksim.errors import AnalysisError, BlocksimError, DiagramFileError
+
+G = 9.81
+
+
+def text(body: str) -> str:
+    return textwrap.dedent(body).lstrip()
+
+
+def test_double_pendulum_at_the_hanging_pose_has_the_textbook_eigenfrequencies():
+    """Point masses of 1 kg on links of 1 m (Goldstein, Classical Mechanics, small oscillations
+    of the double pendulum): omega^2 = g / l (2 -/+ sqrt 2)."""
+    d = blocksim.load("examples/double_pendulum.yaml", set={"plant.q0": [-math.pi / 2, 0.0]})
+    m = linear_model(d, inputs=["tau"], outputs=["plant.q"])
+    omega = np.sort(np.abs(np.linalg.eigvals(m.A).imag))
+    slow, fast = math.sqrt(G * (2 - math.sqrt(2))), math.sqrt(G * (2 + math.sqrt(2)))
+    assert omega == pytest.approx([slow, slow, fast, fast], abs=1e-6)
+    assert (round(slow, 6), round(fast, 6)) == (2.397199, 5.787351)
+    assert np.abs(np.linalg.eigvals(m.A).real).max() < 1e-6      # undamped: on the axis
+    assert m.states == ("plant.q[shoulder]", "plant.q[elbow]", "plant.qd[shoulder]",
+                        "plant.qd[elbow]")
+    assert m.inputs == ("tau[0]", "tau[1]") and m.outputs == ("plant.q[0]", "plant.q[1]")
+    # B is the inverse mass matrix at the pose (hanging straight, cos q2 = 1): M11 =
+    # (m1 + m2) l1^2 + m2 l2^2 + 2 m2 l1 l2 = 5, M12 = m2 l2^2 + m2 l1 l2 = 2, M22 = 1 kg m^2
+    assert m.B[2:] == pytest.approx(np.linalg.inv([[5.0, 2.0], [2.0, 1.0]]), abs=1e-8)
+    assert m.C == pytest.approx(np.hstack([np.eye(2), np.zeros((2, 2))]))
+    assert m.dt == 0.0 and m.time == 0.0
+    assert m.x0 == pytest.approx([-math.pi / 2, 0, 0, 0])
+
+
+def test_the_statespace_of_python_control_carries_the_names():
+    control = pytest.importorskip("control")
+    d = blocksim.load("examples/double_pendulum.yaml", set={"plant.q0": [-math.pi / 2, 0.0]})
+    sys = blocksim.linearize(d, inputs=["tau"], outputs=["plant.q"])
+    assert isinstance(sys, control.StateSpace) and sys.isctime()
+    assert sys.input_labels == ["tau[0]", "tau[1]"]
+    assert sys.output_labels == ["plant_q[0]", "plant_q[1]"]
+    assert sys.state_labels[0] == "plant_q[shoulder]"
+    # the static gain from tau to q is the inverse of the gravity stiffness dG/dq hanging,
+    # g [[m1 + 2 m2, m2], [m2, m2]] l = g [[3, 1], [1, 1]] N m/rad
+    K = G * np.array([[3.0, 1.0], [1.0, 1.0]])
+    assert control.dcgain(sys) == pytest.approx(np.linalg.inv(K), rel=1e-6)
+
+
+LOOP = text("""
+    blocksim: 1
+    blocks:
+      x: {type: Integrator, x0: 0.5}
+      k: {type: Gain, gain: -2.0}
+    connections: [x -> k, k -> x]
+    analysis:
+      inputs: [k.out]
+      outputs: [x.out, k.out]
+    """)
+
+
+def test_an_input_is_added_to_the_signal_and_an_output_measured():
+    m = linear_model(LOOP)
+    # x' = -2 x + u, outputs x and -2 x (measured as k computes it, before the injection)
+    assert m.A == pytest.approx(np.array([[-2.0]])) and m.B == pytest.approx(np.array([[1.0]]))
+    assert m.C == pytest.approx(np.array([[1.0], [-2.0]])) and m.D == pytest.approx(np.array([[0.0], [0.0]]))
+    assert m.x0 == pytest.approx([0.5]) and m.y0 == pytest.approx([0.5, -1.0])
+
+
+def test_an_opening_cuts_the_loop_at_its_operating_value():
+    m = linear_model(LOOP, openings=["k.out"])
+    # readers of k.out read its operating value -1 plus u: x' = u, k = -2 x
+    assert m.A == pytest.approx(np.array([[0.0]])) and m.B == pytest.approx(np.array([[1.0]]))
+    assert m.C == pytest.approx(np.array([[1.0], [-2.0]]))
+    assert m.openings == ("k.out",)
+    assert m.y0 == pytest.approx([0.5, -1.0])
+
+
+SQUARE = text("""
+    blocksim: 1
+    blocks:
+      one: {type: Constant, value: 1.0}
+      x:   {type: Integrator}
+      sq:  {type: Function, expr: "u ** 3"}
+    connections: [one -> x, x -> sq]
+    simulation: {stop_time: 4, solver: dop853, rtol: 1.0e-12, atol: 1.0e-12}
+    analysis: {inputs: [one], outputs: [sq], at: {time: 1.5}}
+    """)
+
+
+def test_a_time_of_a_run_is_the_state_the_run_reaches_there():
+    m = linear_model(SQUARE)
+    # x(t) = t: the output x^3 has the slope 3 t^2 = 6.75 at t = 1.5 s
+    assert m.time == 1.5 and m.x0 == pytest.approx([1.5], abs=1e-9)
+    assert m.C == pytest.approx(np.array([[6.75]]), rel=1e-8)
+    assert m.y0 == pytest.approx([1.5 ** 3], rel=1e-9)
+    assert m.A == pytest.approx(np.array([[0.0]])) and m.B == pytest.approx(np.array([[1.0]]))
+
+
+def test_given_states_replace_the_initial_ones():
+    m = linear_model(SQUARE, at={"states": {"x": [2.0]}})
+    assert m.time == 0.0 and m.C == pytest.approx(np.array([[12.0]]), rel=1e-8)
+
+
+def test_a_saturation_is_linearised_in_its_region_and_listed():
+    body = text("""
+        blocksim: 1
+        blocks:
+          zero: {type: Constant, value: 0.0}
+          x:   {type: Integrator, x0: 3.0}
+          sat: {type: Saturation, lower: -1, upper: 1}
+        connections: [zero -> x, x -> sat]
+        analysis: {inputs: [x], outputs: [sat]}
+        """)
+    assert linear_model(body).C == pytest.approx(np.array([[0.0]]))           # above: flat
+    inside = linear_model(body, at={"states": {"x": [0.2]}})
+    assert inside.C == pytest.approx(np.array([[1.0]])) and inside.nonsmooth == ("sat (Saturation)",)
+
+
+# ---- the analysis: section and its errors -------------------------------------------------------
+
+def message(source, **kw) -> str:
+    with pytest.raises(BlocksimError) as err:
+        linear_model(source, **kw)
+    return str(err.value)
+
+
+def test_an_unknown_signal_is_located_with_a_suggestion(tmp_path):
+    path = tmp_path / "loop.yaml"
+    path.write_text(LOOP.replace("outputs: [x.out, k.out]", "outputs: [x.out, kk.out]"))
+    assert message(path) == (f"{path}:8: no block 'kk' for analysis.outputs (did you mean 'k'?)")
+
+
+def test_an_unknown_port_and_key_are_located(tmp_path):
+    path = tmp_path / "loop.yaml"
+    path.write_text(LOOP.replace("inputs: [k.out]", "inputs: [k.output]"))
+    assert message(path) == (f"{path}:7: block 'k', port 'output': Gain has no output 'output' "
+                             "(did you mean 'out'?); outputs: out")
+    path.write_text(LOOP.replace("inputs: [k.out]", "input: [k.out]"))
+    with pytest.raises(DiagramFileError) as err:
+        blocksim.load(path)
+    assert str(err.value) == (f"{path}:7: unknown key 'input' in analysis; did you mean "
+                              "'inputs'? (valid keys: inputs, outputs, openings, at, period)")
+
+
+def test_bad_operating_points_and_outputs_are_refused(tmp_path):
+    path = tmp_path / "sq.yaml"
+    path.write_text(SQUARE.replace("at: {time: 1.5}", "at: {tme: 1.5}"))
+    assert message(path) == (f"{path}:8: unknown key 'tme' in analysis.at; did you mean 'time'? "
+                             "(valid keys: time, states, discrete_states, inputs)")
+    assert message(SQUARE, at={"states": {"x": [1.0, 2.0]}}) == (
+        "keyword at: block 'x': analysis.at.states: block 'x' has 1 continuous state(s) "
+        "(x[0]), given [1.0, 2.0]")
+    assert message(SQUARE, at=-1.0) == \
+        "keyword at: analysis.at.time -1.0 s is before the start time 0.0 s"
+    body = LOOP.replace("  outputs: [x.out, k.out]\n", "")
+    assert message(body) == ("<text>:6: a linearisation needs at least one output "
+                             "(analysis.outputs: the signals measured, such as plant.q)")
+
+
+def test_a_block_with_memory_of_every_major_step_is_refused():
+    body = text("""
+        blocksim: 1
+        blocks:
+          one: {type: Constant, value: 1.0}
+          x:  {type: Integrator}
+          rl: {type: RateLimiter, rising: 1, falling: -1}
+        connections: [one -> x, x -> rl]
+        analysis: {inputs: [x], outputs: [rl]}
+        """)
+    assert message(body).startswith("<text>:5: block 'rl': RateLimiter keeps a memory that it "
+                                    "updates at every major step")
+
+
+def test_the_analysis_section_is_kept_in_the_resolved_diagram():
+    d = blocksim.load(LOOP)
+    assert "analysis:" in d.resolved_yaml()
+    assert linear_model(blocksim.load(d.resolved_yaml())).A == pytest.approx(np.array([[-2.0]]))
