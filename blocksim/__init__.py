@@ -8,10 +8,18 @@
     sim = blocksim.Simulator(d)        # compiled once, run many times
     r1, r2 = sim.run(), sim.run()
 """
-from .analysis import linearize, trim
 from .diagram.diagram import Diagram, load
 from .engine.result import Result
 from .engine.simulate import Simulator, simulate
 from .version import __version__
+
+
+def __getattr__(name: str):
+    """linearize and trim, imported when first used: blocksim.analysis brings SciPy's linalg and
+    optimize (about 0.5 s), which a run does not need."""
+    if name in ("linearize", "trim"):
+        from . import analysis
+        return getattr(analysis, name)
+    raise AttributeError(f"module 'blocksim' has no attribute '{name}'")
 
 __all__ = ["Diagram", "Result", "Simulator", "linearize", "load", "simulate", "trim", "__version__"]
