@@ -415,15 +415,24 @@ class NumbaBackend:
 
     mode = "compiled"
 
-    def __init__(self, plan: RunPlan, context: RunContext, blocks: dict, records: dict):
-        gen = Generator(plan, blocks, records)
+    def __init__(self, plan: RunPlan, context: RunContext, blocks: dict, records: dict,
+                 like: "NumbaBackend | None" = None):
+        """like: a backend of the same plan (another member of a per-member batch), whose module
+        and bound entry points this one shares: only its arrays and parameter records are its
+        own (writing the module's source and typing the loops' arguments cost milliseconds)."""
         self.plan = plan
         self.context = context
-        self.module = load_module(gen.source())
+        if like is None:
+            gen = Generator(plan, blocks, records)
+            self.module = load_module(gen.source())
+            self.p = tuple(gen.params)
+            self._entries: dict[str, object] = {}
+        else:
+            self.module = like.module
+            self.p = tuple(Generator(plan, blocks, records).params)
+            self._entries = like._entries
         self.s = context.signals
-        self.p = tuple(gen.params)
         self.nohits = np.zeros(len(plan.timebase.rates), dtype=np.bool_)
-        self._entries: dict[str, object] = {}
         solver = SOLVERS[plan.solver]
         self.runs_whole_loop = not (solver.adaptive or plan.crossings
                                     or not hasattr(solver, "tableau"))

@@ -25,7 +25,12 @@ class PythonBackend:
     """The scheduler's Python loop runs every major step (no loop of this backend's own)."""
 
     def __init__(self, plan: RunPlan, context: RunContext, blocks: dict, records: dict,
-                 wait_for_kernels: bool = True):
+                 wait_for_kernels: bool = True, like: "PythonBackend | None" = None):
+        """like: the backend of another member of a per-member batch: this one binds the same
+        way (kernels or their Python twins)."""
+        if like is not None:
+            wait_for_kernels = like.wait_for_kernels
+        self.wait_for_kernels = wait_for_kernels
         views = context.views
 
         def bind(name, method, args, want=None):

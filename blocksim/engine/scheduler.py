@@ -127,15 +127,21 @@ class Simulation:
     at the next major step of this loop."""
 
     def __init__(self, cd: CompiledDiagram, settings: RunSettings,
-                 logged: dict[str, tuple[str, str]], backend=None):
+                 logged: dict[str, tuple[str, str]], backend=None, like=None):
+        """like: the Simulation of another member of a per-member batch (the same structure,
+        one member each), whose plan, backend type and compiled module this one shares."""
         from .python_backend import PythonBackend
         self.cd = cd
         self.settings = settings
-        self.plan = make_plan(cd, settings, logged)
+        self.plan = make_plan(cd, settings, logged) if like is None else like.plan
         self.context = RunContext(self.plan)
         self.records = cd.records()   # the kernels' parameter records of this run's values
-        self.backend = (backend or PythonBackend)(self.plan, self.context, cd.blocks,
-                                                  self.records)
+        if like is None:
+            self.backend = (backend or PythonBackend)(self.plan, self.context, cd.blocks,
+                                                      self.records)
+        else:
+            self.backend = like.backend.__class__(self.plan, self.context, cd.blocks,
+                                                  self.records, like=like.backend)
         self.events: list[Event] = []
         self.stopped_by: str | None = None
         self.recorder = Recorder(self.context.logged(self.plan), self.plan.log_grid)

@@ -205,11 +205,10 @@ class Simulator:
                     f"'{name}' ({whole.blocks[name].type_name})" for name in kept[:5])
                 + " keep" + ("s" if len(kept) == 1 else "") + " them in the block (Block.record)",
                 where=self.settings.loc("step_control"))
-        sims = [made(whole.for_members(m, m + 1), whole_batch=self.batch)
-                for m in range(self.batch)]
-        for sim in sims[1:]:
-            sim.settings = replace(sim.settings, progress=False)
-        return sims
+        first = made(whole.for_members(0, 1), whole_batch=self.batch)
+        quiet = replace(first.settings, progress=False)
+        return [first] + [Simulation(whole.for_members(m, m + 1), quiet, self._logged, like=first)
+                          for m in range(1, self.batch)]
 
     def set_parameters(self, values: dict[str, Any] | None = None,
                        batch: dict[str, list] | None = None) -> None:
