@@ -43,6 +43,8 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BlocksimError, ParameterError, SourceLoc, did_you_mean
+from . import arm_geometry
+from . import ik_solutions
 from . import kinematics as kin
 from . import rigid_body_kernels as rbk
 from .frames import (JointSpec, homogeneous, inertial_from_params, pack_pose, params_from_inertial,
@@ -125,7 +127,8 @@ class RobotModel:
     `viscous`, `coulomb_pos`, `coulomb_neg` (n,), `Jm`, `gear` (n,), `armature` (n,) = N^2 Jm when
     rotor inertia is on else 0, `friction_smoothing` (s: 0 for sign, > 0 for tanh(qd / s)),
     `tool` (4x4 in the last link frame), `link_offsets` (n, 4, 4), `arrays` (kernel arrays),
-    `closed_form` (a `Distributed2R` for planar 2R arms, else None).
+    `closed_form` (a `Distributed2R` for planar 2R arms, else None), `wrist_arm` (the geometry
+    of a spherical-wrist arm, else None; computed on first use).
 
     The public methods share one scratch workspace: a model is not safe to call from several
     threads at once (give each thread its own `workspace()` and use the kernels).
@@ -571,6 +574,24 @@ class RobotModel:
         raise IKError(f"inverse kinematics of '{self.name}' did not reach the pose: remaining error "
                       f"{_describe_error(e, position_only)} (tolerance {tol:g}); the pose may be "
                       f"out of reach or need another start q0")
+
+    @functools.cached_property
+    def wrist_arm(self):
+        """The zero-pose geometry (`arm_geometry.WristArm`) when the arm has six revolute joints,
+        a spherical wrist and parallel axes 2 and 3 (read from the joint axes), else None."""
+        return arm_geometry.wrist_arm(self)
+
+    def ik_all(self, pose, q_near=None, *, starts=ik_solutions.STARTS):
+        """Every joint vector placing the tool at `pose` (4x4, base frame, m) within the joint
+        limits ([-pi, pi] on revolute joints without limits), nearest `q_near` first (default:
+        the zero pose), as an `IKSolutions` (.q (k, n), .labels, .complete, .note).
+
+        Arms with a spherical wrist (`wrist_arm`): the closed form, up to eight solutions, each
+        labelled (shoulder, elbow, wrist), the list complete. Other arms: the damped least
+        squares of `ik` from `starts` starts, solutions found once each, the list possibly
+        incomplete (`complete` False). A pose out of reach gives an empty list with a note.
+        """
+        return ik_solutions.ik_all(self, pose, q_near, starts)
 
     def _ik_planar(self, pose, q0, tol, position_only):
         l1, l2 = self._planar_lengths
