@@ -19,7 +19,8 @@ from blocksim.errors import ParameterError
 
 CONTRACT_MODULES = {f"blocksim.blocks.{m}" for m in
                     ("sources", "math", "routing", "continuous", "discrete", "sinks", "control",
-                     "trajectories", "sensors", "actuators", "friction", "foc", "robot")}
+                     "trajectories", "sensors", "actuators", "friction", "foc", "robot",
+                     "kinematics")}
 
 MORE_CONFIGS = {
     "PID": [{}, {"Kd": 0.1}, {"period": 0.01, "Ki": 2.0, "Kd": 0.1, "antiwindup": "clamping",
@@ -72,6 +73,7 @@ MORE_CONFIGS = {
     "ForwardKinematics": [{"robot": "two_link"}],
     "Jacobian": [{"robot": "two_link"}],
     "Energy": [{"robot": "two_link_point_mass", "payload_mass": 0.5}],
+    "Singularity": [{"robot": "two_link"}, {"robot": "two_link", "part": "position"}],
 }
 
 CONTRACT_WIDTHS = {"Manipulator": {"tau": 2, "f_ext": 6}}

@@ -29,14 +29,16 @@ shoulder-wrist line that axis 1 points to, with the arm reaching out on its own 
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from . import kinematics as kin
 from .subproblems import cross
 
-__all__ = ["WristArm", "wrist_arm", "posture", "labels", "zero_axes"]
+__all__ = ["WristArm", "wrist_arm", "posture", "posture_of", "postures_into", "labels", "zero_axes"]
 
 #: Geometric tolerances of the shape test: m for distances, rad (a sine) for angles.
 LENGTH_TOL = 1e-9
@@ -105,7 +107,8 @@ def wrist_arm(model):
     R4 = P[3, :9].reshape(3, 3)
     centre_in_4 = R4.T @ (centre - P[3, 9:])
     tool0 = model.fk(np.zeros(6))
-    r0 = _reach(w[0], w[1], p[0], centre)
+    r0 = posture_of(model.arrays[0], model.arrays[1], centre_in_4, np.zeros((1, 6)), 0,
+                    np.empty((8, 12)))[0]
     arm = WristArm(axes=w, points=p, centre=centre, centre_in_4=centre_in_4, tool0=tool0,
                    front=-1.0 if r0 < -LENGTH_TOL else 1.0)
     for a in (arm.axes, arm.points, arm.centre, arm.centre_in_4, arm.tool0):
@@ -113,23 +116,73 @@ def wrist_arm(model):
     return arm
 
 
-def _reach(z1, u, o1, w):
-    r = cross(u, z1)
-    return float(r @ (w - o1)) / float(np.linalg.norm(r))
+@njit(cache=True, error_model="numpy", inline="always")
+def _dot(a, b):
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _cross(a, b):
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _axis(P):
+    return (P[2], P[5], P[8])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _origin(P):
+    return (P[9], P[10], P[11])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _minus(a, b):
+    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _along(o, u, x):
+    """The point of the line through o along unit u nearest x."""
+    t = _dot(u, _minus(x, o))
+    return (o[0] + t * u[0], o[1] + t * u[1], o[2] + t * u[2])
+
+
+@njit(cache=True, error_model="numpy")
+def posture_of(jtype, xtree, centre4, q, b, poses):
+    """(reach (m), elbow, wrist) of q[b], signed (module docstring); centre4 (3,) the wrist
+    centre in body frame 4, poses (n + 2, 12) scratch."""
+    kin.chain_body_poses(jtype, xtree, q, b, poses)
+    P4 = poses[3]
+    w = (P4[0] * centre4[0] + P4[1] * centre4[1] + P4[2] * centre4[2] + P4[9],
+         P4[3] * centre4[0] + P4[4] * centre4[1] + P4[5] * centre4[2] + P4[10],
+         P4[6] * centre4[0] + P4[7] * centre4[1] + P4[8] * centre4[2] + P4[11])
+    z1, u = _axis(poses[0]), _axis(poses[1])
+    r = _cross(u, z1)
+    reach = _dot(r, _minus(w, _origin(poses[0]))) / math.sqrt(_dot(r, r))
+    s = _along(_origin(poses[1]), u, w)
+    e = _along(_origin(poses[2]), u, w)
+    we, se = _minus(w, e), _minus(s, e)
+    size = math.sqrt(_dot(we, we) * _dot(se, se))
+    elbow = _dot(u, _cross(we, se)) / size if size > 0.0 else 0.0
+    wrist = _dot(_cross(_axis(poses[3]), _axis(poses[5])), _axis(poses[4]))
+    return reach, elbow, wrist
+
+
+@njit(cache=True, error_model="numpy")
+def postures_into(jtype, xtree, centre4, q, out):
+    """out[k] = (reach, elbow, wrist) of q[k] (`posture_of`)."""
+    poses = np.empty((jtype.shape[0] + 2, 12))
+    for k in range(q.shape[0]):
+        out[k, 0], out[k, 1], out[k, 2] = posture_of(jtype, xtree, centre4, q, k, poses)
 
 
 def posture(arm, model, q):
-    """(reach (m), elbow, wrist) of joint vector q (module docstring), signed."""
-    z, o, P = _frames(model, q)
-    w = P[3, :9].reshape(3, 3) @ arm.centre_in_4 + P[3, 9:]
-    u = z[1]
-    s = o[1] + u * float(u @ (w - o[1]))
-    e = o[2] + u * float(u @ (w - o[2]))
-    we, se = w - e, s - e
-    elbow = float(u @ cross(we, se)) / (float(np.linalg.norm(we)) * float(np.linalg.norm(se))
-                                           or 1.0)
-    wrist = float(cross(z[3], z[5]) @ z[4])
-    return _reach(z[0], u, o[0], w), elbow, wrist
+    """(reach (m), elbow, wrist) of one joint vector q (module docstring), signed."""
+    out = np.empty((1, 3))
+    postures_into(model.arrays[0], model.arrays[1], arm.centre_in_4,
+                  np.ascontiguousarray(np.asarray(q, dtype=float).reshape(1, model.n)), out)
+    return float(out[0, 0]), float(out[0, 1]), float(out[0, 2])
 
 
 def labels(arm, reach, elbow, wrist):

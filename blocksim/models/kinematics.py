@@ -107,14 +107,22 @@ def fk_into(jtype, xtree, tool, q, out):
 
 
 @njit(cache=True, error_model="numpy")
-def chain_jacobian(jtype, xtree, tool, q, b, poses, out):
-    """out (6, n) = the geometric Jacobian of the tool origin at q[b] (module docstring), rows
-    [v; w]. poses (n + 2, 12) scratch: the body poses, the tool pose, the identity."""
+def chain_body_poses(jtype, xtree, q, b, poses):
+    """poses[i] (i < n) = body frame i's pose in the base frame at q[b]; poses (n + 2, 12), rows
+    n and n + 1 scratch (left holding the last joint transform and the identity)."""
     n = jtype.shape[0]
     rbk._set_identity(poses[n + 1])
     for i in range(n):
         rbk._joint_transform(jtype[i], xtree[i], q[b, i], poses[n])
         rbk._compose(poses[i - 1] if i > 0 else poses[n + 1], poses[n], poses[i])
+
+
+@njit(cache=True, error_model="numpy")
+def chain_jacobian(jtype, xtree, tool, q, b, poses, out):
+    """out (6, n) = the geometric Jacobian of the tool origin at q[b] (module docstring), rows
+    [v; w]. poses (n + 2, 12) scratch: the body poses, the tool pose, the identity."""
+    n = jtype.shape[0]
+    chain_body_poses(jtype, xtree, q, b, poses)
     rbk._compose(poses[n - 1], tool, poses[n])
     Tt = poses[n]
     for i in range(n):
