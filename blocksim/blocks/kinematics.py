@@ -1,5 +1,5 @@
 """Robot kinematics blocks: Singularity, how close the arm is to a singularity, per batch member,
-from q.
+from q; CartesianTrajectory, a tool-space move (line or circle) as joint references q, qd, qdd.
 
 The measures are the models' (`models.singularities` for the Jacobian's, `models.arm_geometry`
 for the named singularities of a spherical-wrist arm); this module maps the block's ports and
@@ -8,18 +8,25 @@ and wrist; the Jacobian measures in the units of the rows chosen by `part`.
 """
 from __future__ import annotations
 
+import math
 from collections import namedtuple
 
 import numpy as np
 from numba import njit
 
+from ..errors import BlocksimError, ParameterError
 from ..models import singularities as sg
+from ..models.cartesian_path import ToolPath, joint_motion
+from ..models.frames import rpy_to_matrix
+from ..reading import limits
 from ..models.arm_geometry import posture_of
 from ..models.kinematics import jacobian
 from ..models.model_data import member, poses, xtree
+from ._bases import times_within
 from ._kernels import kernel_params
 from .base import Kernels, Param, register
 from .robot import RobotBlock
+from .trajectories import CUBIC, QUINTIC, point_to_point_kernel
 
 SingularityParams = namedtuple("SingularityParams", "model data J A sv centre4 r0 r1")
 """The Singularity block's record: Model and Data; scratch J (6 n), A (m x m, m = max(6, n)) and
@@ -117,4 +124,204 @@ class Singularity(RobotBlock):
         return Kernels(output=singularity_wrist_output if self.has_wrist else singularity_output)
 
 
-__all__ = ["Singularity", "SingularityParams"]
+__all__ = ["Singularity", "SingularityParams", "CartesianTrajectory", "CartesianParams"]
+
+
+# ============================================================================ tool-space moves
+
+CartesianParams = namedtuple("CartesianParams", "nodes t0 h")
+"""CartesianTrajectory's record: nodes (Bm, N, n, 3) q, qd, qdd of each member (one row when
+every member moves alike) at the node times t0 + k h, k = 0 .. N - 1."""
+
+
+@njit(cache=True, error_model="numpy")
+def hermite_rows(t, nodes, t0, h, q, qd, qdd):
+    """q, qd, qdd at t: the quintic Hermite interpolant of the nodes (q, qd, qdd matched at both
+    ends of each interval, so C2), the first node before t0 and the last from the end on."""
+    N = nodes.shape[1]
+    n = nodes.shape[2]
+    x = (t - t0) / h
+    held = -1
+    if x <= 0.0:
+        held = 0
+    elif x >= N - 1:
+        held = N - 1
+    k = min(int(x), N - 2) if held < 0 else 0
+    x -= k
+    for b in range(q.shape[0]):
+        row = min(b, nodes.shape[0] - 1)
+        for i in range(n):
+            if held >= 0:                       # at rest on the first or the last node
+                q[b, i] = nodes[row, held, i, 0]
+                qd[b, i] = nodes[row, held, i, 1]
+                qdd[b, i] = nodes[row, held, i, 2]
+                continue
+            p0 = nodes[row, k, i, 0]
+            p1 = nodes[row, k + 1, i, 0]
+            v0 = nodes[row, k, i, 1] * h
+            v1 = nodes[row, k + 1, i, 1] * h
+            a0 = nodes[row, k, i, 2] * h * h
+            a1 = nodes[row, k + 1, i, 2] * h * h
+            d = p1 - p0
+            c3 = 10.0 * d - 6.0 * v0 - 4.0 * v1 - 0.5 * (3.0 * a0 - a1)
+            c4 = -15.0 * d + 8.0 * v0 + 7.0 * v1 + 0.5 * (3.0 * a0 - 2.0 * a1)
+            c5 = 6.0 * d - 3.0 * v0 - 3.0 * v1 - 0.5 * (a0 - a1)
+            q[b, i] = p0 + x * (v0 + x * (0.5 * a0 + x * (c3 + x * (c4 + x * c5))))
+            qd[b, i] = (v0 + x * (a0 + x * (3.0 * c3 + x * (4.0 * c4 + x * 5.0 * c5)))) / h
+            qdd[b, i] = (a0 + x * (6.0 * c3 + x * (12.0 * c4 + x * 20.0 * c5))) / (h * h)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def cartesian_output(t, xc, xd, u, y, p):
+    hermite_rows(t, p.nodes, p.t0, p.h, y[0], y[1], y[2])
+
+
+PATHS = ("line", "circle")
+PROFILES = {"quintic": QUINTIC, "cubic": CUBIC}
+
+
+@register
+class CartesianTrajectory(RobotBlock):
+    """A tool-space move as joint references: the tool origin along a straight line (path: line,
+    to `end`) or a circular arc (path: circle, about the axis `axis` through `centre` by `angle`,
+    right-hand rule), the orientation turned from the start's to `end_rpy` (URDF roll-pitch-yaw
+    in the base frame; default: held) by slerp, starting from the tool pose of q0 at t0 and
+    timed by `profile` over `duration`: quintic (minimum jerk: rest with zero acceleration at both
+    ends) or cubic (rest at both ends). Held at the start before t0 and at the end after it.
+
+    q follows the inverse kinematics on q0's branch (Newton's method from node to node, the pose
+    error below 1e-13), qd = J^-1 [v; w] and qdd = J^-1 ([a; alpha] - Jdot qd) exactly at nodes
+    every `node_step` seconds, between them their quintic Hermite interpolant (C2; the tool stays
+    on the path to about 1e-15 m at node_step 1 ms). Refused when the diagram is loaded, naming
+    the time, where the move comes within a clearance of a singularity (min_sigma on J's smallest
+    singular value; for a spherical-wrist arm min_shoulder (m), min_elbow and min_wrist on the
+    singularity measures of the Singularity block), changes the shoulder, elbow or wrist branch,
+    leaves a joint's limits or the arm's reach: the arm never jumps. Six-joint arms."""
+
+    type_name = "CartesianTrajectory"
+    summary = "tool line or circle with slerp orientation -> joint q, qd, qdd on one IK branch"
+    params = {**RobotBlock.params,
+              "q0": Param(units="rad", doc="start joint vector (its branch is kept)"),
+              "path": Param("line", "-", "line | circle", kind="str", choices=PATHS),
+              "end": Param(None, "m", "line: end position of the tool origin (3,), base frame"),
+              "centre": Param(None, "m", "circle: a point on its axis (3,), base frame"),
+              "axis": Param(None, "-", "circle: axis direction (3,), the arc turns about it"),
+              "angle": Param(None, "rad", "circle: arc angle (2 pi: a full circle)"),
+              "end_rpy": Param(None, "rad", "end orientation, roll-pitch-yaw in the base frame "
+                               "(default: the start's)"),
+              "t0": Param(0.0, "s", "start time"),
+              "duration": Param(units="s", doc="move time (> 0)"),
+              "profile": Param("quintic", "-", "quintic (minimum jerk) | cubic", kind="str",
+                               choices=tuple(PROFILES)),
+              "node_step": Param(1e-3, "s", "spacing of the exact nodes (> 0)"),
+              "min_sigma": Param(1e-4, "-", "clearance: J's smallest singular value"),
+              "min_shoulder": Param(0.01, "m", "clearance: shoulder singularity measure"),
+              "min_elbow": Param(0.01, "-", "clearance: elbow singularity measure (|sin|)"),
+              "min_wrist": Param(0.01, "-", "clearance: wrist singularity measure (|sin|)")}
+    inputs = ()
+    outputs = ("q", "qd", "qdd")
+    port_units = {"q": "rad", "qd": "rad/s", "qdd": "rad/s^2"}
+    sample = "continuous"
+    time_varying = True
+    direct_feedthrough = False
+
+    def resolve_widths(self, in_widths):
+        return {o: self.n for o in self.outputs}
+
+    def check_values(self, v):
+        super().check_values(v)
+        self.motion(v)
+
+    def _scalar(self, v, key):
+        a = np.asarray(getattr(v, key), dtype=float).reshape(-1)
+        if not np.all(np.isfinite(a)):
+            raise ParameterError(f"'{key}' must be finite, got {a[0]:g}", block=self.name)
+        if np.any(a != a[0]):
+            raise ParameterError(f"'{key}' is one number, the same for every member",
+                                 block=self.name)
+        return float(a[0])
+
+    def _vector(self, v, key, b, size):
+        value = getattr(v, key)
+        if value is None:
+            return None
+        row = np.asarray(value, dtype=float)[b].reshape(-1)
+        if row.size != size:
+            raise ParameterError(f"'{key}' needs {size} values, got {row.size}", block=self.name)
+        if not np.all(np.isfinite(row)):
+            raise ParameterError(f"'{key}' must be finite, got {row.tolist()}", block=self.name)
+        return row
+
+    def _path(self, v, b, model):
+        """(q0, ToolPath) of member b of the values v."""
+        q0 = self._vector(v, "q0", b, model.n)
+        T0 = model.fk(q0)
+        rpy = self._vector(v, "end_rpy", b, 3)
+        R1 = None if rpy is None else rpy_to_matrix(rpy)
+        if v.path == "line":
+            end = self._vector(v, "end", b, 3)
+            if end is None:
+                raise ParameterError("path: line needs 'end' (the tool origin's end position, m)",
+                                     block=self.name)
+            return q0, ToolPath(T0, "line", end=end, R1=R1)
+        centre, axis = self._vector(v, "centre", b, 3), self._vector(v, "axis", b, 3)
+        if centre is None or axis is None or v.angle is None:
+            raise ParameterError("path: circle needs 'centre' (m), 'axis' and 'angle' (rad)",
+                                 block=self.name)
+        norm = float(np.linalg.norm(axis))
+        if norm == 0.0:
+            raise ParameterError("'axis' must not be zero", block=self.name)
+        return q0, ToolPath(T0, "circle", centre=centre, axis=axis / norm,
+                            angle=self._scalar(v, "angle"), R1=R1)
+
+    def motion(self, v):
+        """(nodes (Bm, N, n, 3), t0, h) of the values v; each distinct move computed once."""
+        t0, duration, step = (self._scalar(v, k) for k in ("t0", "duration", "node_step"))
+        if not (duration > 0.0 and step > 0.0):
+            raise ParameterError("duration and node_step must be > 0", block=self.name)
+        nodes = duration / step + 1.0
+        limits.check("path_nodes", nodes, "the move takes", f" (duration {duration:g} s / "
+                     f"node_step {step:g} s + 1)", block=self.name)
+        count = int(math.ceil(duration / step - 1e-9)) + 1
+        h = duration / (count - 1)
+        times = t0 + h * np.arange(count)
+        times[-1] = t0 + duration
+        s = np.empty((3, count))
+        P = np.array([[[0.0, 1.0, t0, t0 + duration]]])
+        out = np.empty((3, 1, 1))
+        for k in range(count):
+            point_to_point_kernel(times[k], P, PROFILES[v.profile], out[0], out[1], out[2])
+            s[:, k] = out[:, 0, 0]
+        clearance = {"sigma_min": self._scalar(v, "min_sigma"),
+                     "shoulder": self._scalar(v, "min_shoulder"),
+                     "elbow": self._scalar(v, "min_elbow"), "wrist": self._scalar(v, "min_wrist")}
+        model = self.robot_of(v)                # members differ in dynamics only
+        motions = self.__dict__.setdefault("_motions", {})
+        rows = []
+        for b in range(v.batch):
+            q0, path = self._path(v, b, model)
+            key = (id(model), q0.tobytes(), path.kind, path.angle, tuple(clearance.values()),
+                   times.tobytes(), s.tobytes(),
+                   *(None if a is None else a.tobytes()
+                     for a in (path.end, path.centre, path.axis, path.R1)))
+            if key not in motions:
+                try:
+                    q, qd, qdd = joint_motion(model, q0, path, times, s[0], s[1], s[2], clearance)
+                except BlocksimError as err:
+                    raise err.located(block=self.name)
+                motions[key] = np.stack([q, qd, qdd], axis=-1)
+            rows.append(motions[key])
+        if all(r is rows[0] for r in rows):
+            rows = rows[:1]                     # every member moves alike: one row
+        return np.ascontiguousarray(np.stack(rows)), t0, h
+
+    def record(self, v):
+        nodes, t0, h = self.motion(v)
+        return kernel_params(CartesianParams, nodes=nodes, t0=t0, h=h)
+
+    def kernels(self):
+        return Kernels(output=cartesian_output)
+
+    def breakpoints(self, t0, t1, p=None):
+        r = self.own_record(p)
+        return times_within([r.t0, r.t0 + r.h * (r.nodes.shape[1] - 1)], t0, t1)
