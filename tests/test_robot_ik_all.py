@@ -182,6 +182,14 @@ def test_bad_arguments_are_refused():
     with pytest.raises(ParameterError) as err:
         KR6.ik_all(np.eye(4), q_near=np.zeros(5))
     assert str(err.value) == "ik_all: q_near must have shape (6,), got (5,)"
+    bad = np.eye(4)
+    bad[0, 3] = math.nan
+    with pytest.raises(ParameterError) as err:
+        KR6.ik_all(bad)
+    assert str(err.value) == "ik_all: pose must be finite (no NaN or infinity)"
+    with pytest.raises(ParameterError) as err:
+        KR6.ik_all(np.eye(4), q_near=np.full(6, math.inf))
+    assert str(err.value) == "ik_all: q_near must be finite (no NaN or infinity)"
 
 
 def test_subproblems_recover_random_angles():

@@ -158,3 +158,15 @@ def test_a_diagram_logs_the_measures_in_both_modes_and_sees_the_wrist_pass_q5_0(
     # q5 goes from 0.6 to -0.6 rad: the wrist passes its singularity at t = 0.5 s
     k = int(np.argmin(a["sing.wrist"][:, 0]))
     assert a.t[k] == pytest.approx(0.5, abs=1e-12) and a["sing.wrist"][k, 0] < 1e-15
+
+
+def test_the_commissioning_scan_finds_the_wrist_singularity_and_nears_the_elbow_one():
+    r = blocksim.simulate(blocksim.load("examples/commissioning/kr6_singularity_scan.yaml"))
+    k = int(np.argmin(r["sing.wrist"][:, 0]))
+    assert r.t[k] == pytest.approx(1.0, abs=1e-12)
+    assert r["sing.wrist"][k, 0] < 1e-15 and r["sing.sigma_min"][k, 0] < 1e-15
+    assert r["sing.condition"][k, 0] > 1e15
+    # q3 ends at 1.6 rad, 0.16 rad short of the forearm in line with the upper arm
+    assert r["sing.elbow"][-1, 0] == pytest.approx(
+        abs(math.sin(1.6 - math.pi / 2 - math.atan2(0.12, 0.62))), rel=1e-12)
+    assert np.all(np.diff(r["sing.elbow"][100:, 0]) < 0)        # nearing it all the second half

@@ -245,9 +245,13 @@ def ik_all(model, pose, q_near=None, starts=STARTS):
     pose = np.asarray(pose, dtype=float)
     if pose.shape != (4, 4):
         raise ParameterError(f"ik_all: pose must be a 4x4 matrix, got shape {pose.shape}")
+    if not np.all(np.isfinite(pose)):
+        raise ParameterError("ik_all: pose must be finite (no NaN or infinity)")
     q_near = np.zeros(model.n) if q_near is None else np.asarray(q_near, dtype=float)
     if q_near.shape != (model.n,):
         raise ParameterError(f"ik_all: q_near must have shape ({model.n},), got {q_near.shape}")
+    if not np.all(np.isfinite(q_near)):
+        raise ParameterError("ik_all: q_near must be finite (no NaN or infinity)")
     arm = model.wrist_arm
     if arm is not None:
         return _closed_form(model, arm, pose, q_near)
