@@ -215,3 +215,26 @@ def test_compiled_mode_computes_what_interpreted_mode_computes(tmp_path, compile
     assert not a["cart.qd"][-1].any() and not a["cart.qdd"][-1].any()
     radius = np.linalg.norm((a["fk.position"] - [0.25, 0.2, 0.88])[:, 1:], axis=1)
     assert np.ptp(radius) < 1e-13
+
+
+def test_a_trapezoidal_line_cruises_at_v_max_after_blends_at_a_max():
+    end = T0[:3, 3] + [0.0, 0.3, 0.0]                           # 0.3 m along y
+    params = {"robot": "kr6_like", "q0": Q0.tolist(), "end": end.tolist(),
+              "profile": "trapezoidal", "v_max": 0.2, "a_max": 0.5, "t0": 0.1}
+    check = BlockCheck("CartesianTrajectory", params, in_widths={})
+    # s'' = 0.5 / 0.3 for 0.4 s, cruise at 0.2 m/s for 1.1 s, brake for 0.4 s: 1.9 s in all
+    assert check.block.breakpoints(0.0, 10.0) == pytest.approx([0.1, 0.5, 1.6, 2.0], abs=1e-12)
+    for t, x, speed in ((0.3, 0.5 * 0.5 * 0.2 ** 2, 0.5 * 0.2), (1.0, 0.04 + 0.2 * 0.5, 0.2),
+                        (1.9, 0.3 - 0.5 * 0.5 * 0.1 ** 2, 0.5 * 0.1)):
+        q, qd, _ = (y[0] for y in check.output(t))
+        np.testing.assert_allclose(KR6.fk(q)[:3, 3], T0[:3, 3] + [0.0, x, 0.0], atol=1e-13)
+        assert np.linalg.norm((KR6.jacobian(q) @ qd)[:3]) == pytest.approx(speed, rel=1e-9)
+    with pytest.raises(ParameterError) as err:
+        BlockCheck("CartesianTrajectory", {**params, "a_max": None}, in_widths={}, name="move")
+    assert str(err.value) == ("block 'move': profile: trapezoidal needs v_max and a_max (m/s, "
+                              "m/s^2 of the tool origin), or duration (with or without a_max)")
+    with pytest.raises(ParameterError) as err:
+        BlockCheck("CartesianTrajectory", {**params, "v_max": None, "duration": 0.5},
+                   in_widths={}, name="move")
+    assert str(err.value) == ("block 'move': duration 0.5 s is too short for a_max: the tool "
+                              "needs 1.54919 s")

@@ -26,7 +26,8 @@ from ._bases import times_within
 from ._kernels import kernel_params
 from .base import Kernels, Param, register
 from .robot import RobotBlock
-from .trajectories import CUBIC, QUINTIC, point_to_point_kernel
+from .trajectories import (CUBIC, QUINTIC, path_timing, point_to_point_kernel,
+                           trapezoidal_kernel)
 
 SingularityParams = namedtuple("SingularityParams", "model data J A sv centre4 r0 r1")
 """The Singularity block's record: Model and Data; scratch J (6 n), A (m x m, m = max(6, n)) and
@@ -129,9 +130,11 @@ __all__ = ["Singularity", "SingularityParams", "CartesianTrajectory", "Cartesian
 
 # ============================================================================ tool-space moves
 
-CartesianParams = namedtuple("CartesianParams", "nodes t0 h")
+CartesianParams = namedtuple("CartesianParams", "nodes switches t0 h")
 """CartesianTrajectory's record: nodes (Bm, N, n, 3) q, qd, qdd of each member (one row when
-every member moves alike) at the node times t0 + k h, k = 0 .. N - 1."""
+every member moves alike) at the node times t0 + k h, k = 0 .. N - 1; switches (Bm, 4) the times
+where the profile's acceleration may jump (start, end of the first blend, start of the last,
+end), for the breakpoints."""
 
 
 @njit(cache=True, error_model="numpy")
@@ -177,7 +180,7 @@ def cartesian_output(t, xc, xd, u, y, p):
 
 
 PATHS = ("line", "circle")
-PROFILES = {"quintic": QUINTIC, "cubic": CUBIC}
+PROFILES = {"quintic": QUINTIC, "cubic": CUBIC, "trapezoidal": None}
 
 
 @register
@@ -186,8 +189,11 @@ class CartesianTrajectory(RobotBlock):
     to `end`) or a circular arc (path: circle, about the axis `axis` through `centre` by `angle`,
     right-hand rule), the orientation turned from the start's to `end_rpy` (URDF roll-pitch-yaw
     in the base frame; default: held) by slerp, starting from the tool pose of q0 at t0 and
-    timed by `profile` over `duration`: quintic (minimum jerk: rest with zero acceleration at both
-    ends) or cubic (rest at both ends). Held at the start before t0 and at the end after it.
+    timed by `profile`: over `duration`, quintic (minimum jerk: rest with zero acceleration at
+    both ends) or cubic (rest at both ends); trapezoidal, the tool origin's speed along the path
+    in a trapezoid (the Trapezoidal block's rules: v_max and a_max in m/s and m/s^2, the shortest
+    move; duration and a_max; or duration alone, cruising at 1.5 times the mean speed). Held at
+    the start before t0 and at the end after it.
 
     q follows the inverse kinematics on q0's branch (Newton's method from node to node, the pose
     error below 1e-13), qd = J^-1 [v; w] and qdd = J^-1 ([a; alpha] - Jdot qd) exactly at nodes
@@ -210,9 +216,12 @@ class CartesianTrajectory(RobotBlock):
               "end_rpy": Param(None, "rad", "end orientation, roll-pitch-yaw in the base frame "
                                "(default: the start's)"),
               "t0": Param(0.0, "s", "start time"),
-              "duration": Param(units="s", doc="move time (> 0)"),
-              "profile": Param("quintic", "-", "quintic (minimum jerk) | cubic", kind="str",
-                               choices=tuple(PROFILES)),
+              "duration": Param(None, "s", "move time (> 0; trapezoidal: default the shortest "
+                                "v_max and a_max allow)"),
+              "profile": Param("quintic", "-", "quintic (minimum jerk) | cubic | trapezoidal",
+                               kind="str", choices=tuple(PROFILES)),
+              "v_max": Param(None, "m/s", "trapezoidal: the tool origin's speed limit (> 0)"),
+              "a_max": Param(None, "m/s^2", "trapezoidal: its acceleration limit (> 0)"),
               "node_step": Param(1e-3, "s", "spacing of the exact nodes (> 0)"),
               "min_sigma": Param(1e-4, "-", "clearance: J's smallest singular value"),
               "min_shoulder": Param(0.01, "m", "clearance: shoulder singularity measure"),
@@ -274,32 +283,94 @@ class CartesianTrajectory(RobotBlock):
         return q0, ToolPath(T0, "circle", centre=centre, axis=axis / norm,
                             angle=self._scalar(v, "angle"), R1=R1)
 
+    def _profiles(self, v, paths):
+        """(t0, duration, per member (switch times (4,), its s(t) profile: a function of the node
+        times giving (3, N) s, ds/dt, d2s/dt2))."""
+        t0 = self._scalar(v, "t0")
+        given = None if v.duration is None else self._scalar(v, "duration")
+        if given is not None and not given > 0.0:
+            raise ParameterError("duration must be > 0", block=self.name)
+        if v.profile != "trapezoidal":
+            if given is None:
+                raise ParameterError(f"profile: {v.profile} needs 'duration' (s)",
+                                     block=self.name)
+            P = np.array([[[0.0, 1.0, t0, t0 + given]]])
+
+            def polynomial(times):
+                out = np.empty((3, 1, 1))
+                s = np.empty((3, times.shape[0]))
+                for k, t in enumerate(times):
+                    point_to_point_kernel(t, P, PROFILES[v.profile], out[0], out[1], out[2])
+                    s[:, k] = out[:, 0, 0]
+                return s
+            switches = np.array([t0, t0, t0 + given, t0 + given])
+            return t0, given, [(switches, polynomial)] * len(paths)
+        limited = {k: None if getattr(v, k) is None else self._scalar(v, k)
+                   for k in ("v_max", "a_max")}
+        if given is None and None in limited.values():
+            raise ParameterError("profile: trapezoidal needs v_max and a_max (m/s, m/s^2 of the "
+                                 "tool origin), or duration (with or without a_max)",
+                                 block=self.name)
+        for key, value in limited.items():
+            if value is not None and not value > 0.0:
+                raise ParameterError(f"{key} must be > 0", block=self.name)
+        lengths = np.array([path.length() for _, path in paths])
+        moving = lengths > 0.0
+        if np.any(~moving) and (given is None or limited["a_max"] is not None):
+            raise ParameterError("a move that turns the tool without moving its origin has no "
+                                 "path length for v_max and a_max: give duration alone",
+                                 block=self.name)
+        safe = np.where(moving, lengths, 1.0)
+        limit = {k: np.full(len(paths), np.inf) if x is None else x / safe
+                 for k, x in limited.items()}
+        try:
+            timing = path_timing(limit["v_max"], limit["a_max"],
+                                 None if given is None else np.full(len(paths), given),
+                                 np.full(len(paths), t0), np.zeros(len(paths), dtype=bool),
+                                 "the tool", limited["a_max"] is not None, ("v_max", "a_max"))
+        except ParameterError as err:
+            raise err.located(block=self.name)
+        durations = timing[:, 3] - t0
+        if np.any(np.abs(durations - durations[0]) > 1e-12 * durations[0]):
+            raise ParameterError("the members' moves take different times under v_max and a_max: "
+                                 "give a duration", block=self.name)
+        line = np.array([[[0.0, 1.0]]])
+        out = []
+        for b in range(len(paths)):
+            row = np.ascontiguousarray(timing[b:b + 1])
+
+            def trapezoid(times, row=row):
+                y = np.empty((3, 1, 1))
+                s = np.empty((3, times.shape[0]))
+                for k, t in enumerate(times):
+                    trapezoidal_kernel(t, line, row, y[0], y[1], y[2])
+                    s[:, k] = y[:, 0, 0]
+                return s
+            out.append((row[0, :4].copy(), trapezoid))
+        return t0, float(durations[0]), out
+
     def motion(self, v):
-        """(nodes (Bm, N, n, 3), t0, h) of the values v; each distinct move computed once."""
-        t0, duration, step = (self._scalar(v, k) for k in ("t0", "duration", "node_step"))
-        if not (duration > 0.0 and step > 0.0):
-            raise ParameterError("duration and node_step must be > 0", block=self.name)
-        nodes = duration / step + 1.0
-        limits.check("path_nodes", nodes, "the move takes", f" (duration {duration:g} s / "
-                     f"node_step {step:g} s + 1)", block=self.name)
+        """(nodes (Bm, N, n, 3), switch times (Bm, 4), t0, h) of the values v; each distinct
+        move computed once."""
+        model = self.robot_of(v)                # members differ in dynamics only
+        paths = [self._path(v, b, model) for b in range(v.batch)]
+        t0, duration, profiles = self._profiles(v, paths)
+        step = self._scalar(v, "node_step")
+        if not step > 0.0:
+            raise ParameterError("node_step must be > 0", block=self.name)
+        limits.check("path_nodes", duration / step + 1.0, "the move takes",
+                     f" (duration {duration:g} s / node_step {step:g} s + 1)", block=self.name)
         count = int(math.ceil(duration / step - 1e-9)) + 1
         h = duration / (count - 1)
         times = t0 + h * np.arange(count)
         times[-1] = t0 + duration
-        s = np.empty((3, count))
-        P = np.array([[[0.0, 1.0, t0, t0 + duration]]])
-        out = np.empty((3, 1, 1))
-        for k in range(count):
-            point_to_point_kernel(times[k], P, PROFILES[v.profile], out[0], out[1], out[2])
-            s[:, k] = out[:, 0, 0]
         clearance = {"sigma_min": self._scalar(v, "min_sigma"),
                      "shoulder": self._scalar(v, "min_shoulder"),
                      "elbow": self._scalar(v, "min_elbow"), "wrist": self._scalar(v, "min_wrist")}
-        model = self.robot_of(v)                # members differ in dynamics only
         motions = self.__dict__.setdefault("_motions", {})
-        rows = []
-        for b in range(v.batch):
-            q0, path = self._path(v, b, model)
+        rows, switches = [], []
+        for (q0, path), (switch, profile) in zip(paths, profiles):
+            s = profile(times)
             key = (id(model), q0.tobytes(), path.kind, path.angle, tuple(clearance.values()),
                    times.tobytes(), s.tobytes(),
                    *(None if a is None else a.tobytes()
@@ -311,17 +382,18 @@ class CartesianTrajectory(RobotBlock):
                     raise err.located(block=self.name)
                 motions[key] = np.stack([q, qd, qdd], axis=-1)
             rows.append(motions[key])
+            switches.append(switch)
         if all(r is rows[0] for r in rows):
-            rows = rows[:1]                     # every member moves alike: one row
-        return np.ascontiguousarray(np.stack(rows)), t0, h
+            rows, switches = rows[:1], switches[:1]   # every member moves alike: one row
+        return np.ascontiguousarray(np.stack(rows)), np.array(switches), t0, h
 
     def record(self, v):
-        nodes, t0, h = self.motion(v)
-        return kernel_params(CartesianParams, nodes=nodes, t0=t0, h=h)
+        nodes, switches, t0, h = self.motion(v)
+        return kernel_params(CartesianParams, nodes=nodes, switches=switches, t0=t0, h=h)
 
     def kernels(self):
         return Kernels(output=cartesian_output)
 
     def breakpoints(self, t0, t1, p=None):
-        r = self.own_record(p)
-        return times_within([r.t0, r.t0 + r.h * (r.nodes.shape[1] - 1)], t0, t1)
+        # where qdd may jump: the start and end, and a trapezoid's ends of its blends
+        return times_within(self.own_record(p).switches, t0, t1)
