@@ -19,7 +19,8 @@ from blocksim.errors import ParameterError
 
 CONTRACT_MODULES = {f"blocksim.blocks.{m}" for m in
                     ("sources", "math", "routing", "continuous", "discrete", "sinks", "control",
-                     "trajectories", "sensors", "actuators", "friction", "foc", "robot")}
+                     "trajectories", "sensors", "actuators", "friction", "foc", "robot",
+                     "kinematics")}
 
 MORE_CONFIGS = {
     "PID": [{}, {"Kd": 0.1}, {"period": 0.01, "Ki": 2.0, "Kd": 0.1, "antiwindup": "clamping",
@@ -72,6 +73,13 @@ MORE_CONFIGS = {
     "ForwardKinematics": [{"robot": "two_link"}],
     "Jacobian": [{"robot": "two_link"}],
     "Energy": [{"robot": "two_link_point_mass", "payload_mass": 0.5}],
+    "Singularity": [{"robot": "two_link"}, {"robot": "two_link", "part": "position"}],
+    "CartesianTrajectory": [{"robot": "kr6_like", "q0": [0.3, -1.2, 0.9, 0.4, 0.7, -0.2],
+                             "end": [0.3, 0.15, 0.85], "duration": 0.2, "t0": 0.1},
+                            {"robot": "kr6_like", "q0": [0.3, -1.2, 0.9, 0.4, 0.7, -0.2],
+                             "path": "circle", "centre": [0.25, 0.2, 0.88], "axis": [1, 0, 0],
+                             "angle": 1.0, "duration": 0.3, "profile": "cubic",
+                             "end_rpy": [-2.6, -1.1, 0.1]}],
 }
 
 CONTRACT_WIDTHS = {"Manipulator": {"tau": 2, "f_ext": 6}}

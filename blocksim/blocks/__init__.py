@@ -4,6 +4,7 @@ from . import actuators, foc, friction, sensors  # noqa: F401  (actuators, FOC, 
 from . import trajectories  # noqa: F401  (joint-space trajectory generators)
 from . import control  # noqa: F401  (PID)
 from . import robot  # noqa: F401  (Manipulator, InverseDynamics and the model-based robot blocks)
+from . import kinematics  # noqa: F401  (robot kinematics: the Singularity block)
 from .base import REGISTRY, Block, Kernels, Param, SampleTime, register
 
 __all__ = ["REGISTRY", "Block", "Kernels", "Param", "SampleTime", "register"]

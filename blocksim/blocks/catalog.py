@@ -17,7 +17,8 @@ from .base import PORT_UNITS, REQUIRED
 FAMILIES = (
     ("sources", "Sources"), ("trajectories", "Trajectories"), ("math", "Math"),
     ("routing", "Routing"), ("continuous", "Continuous"), ("discrete", "Discrete"),
-    ("control", "Control"), ("robot", "Robot"), ("actuators", "Actuators"),
+    ("control", "Control"), ("robot", "Robot"), ("kinematics", "Robot kinematics"),
+    ("actuators", "Actuators"),
     ("friction", "Joint friction"), ("foc", "Field-oriented control"), ("sensors", "Sensors"),
     ("sinks", "Sinks"), ("plugins", "Plugins (blocks of your own)"),
 )

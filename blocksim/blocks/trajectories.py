@@ -330,6 +330,45 @@ def trapezoidal_output(t, xc, xd, u, y, p):
     trapezoidal_kernel(t, p.line, p.path, y[0], y[1], y[2])
 
 
+def path_timing(vs, as_, duration, t0, still, who, has_amax, names=("vmax", "amax")):
+    """The trapezoidal profile of a path coordinate s from 0 to 1 (`trapezoidal_kernel`), per
+    member: path (B, 6) the switching times t_start, t_cruise, t_brake, t_end (s), the cruise
+    speed (1/s) and acceleration (1/s^2). vs and as_ (B,) are s's speed and acceleration limits
+    (inf: none), duration (B,) or None for the shortest motion; `still` members do not move
+    (duration 0). duration alone cruises at 1.5 times the mean speed (blends of duration / 3);
+    with has_amax a duration accelerates at as_. ParameterError when a duration is too short for
+    the limits (`who` needs more, the limits called `names` in the message)."""
+    vs = np.array(vs, dtype=float)
+    as_ = np.array(as_, dtype=float)
+    vs[still] = 1.0
+    as_[still] = 1.0
+    if duration is None:
+        triangular = vs * vs >= as_
+        vs = np.where(triangular, np.sqrt(as_), vs)
+        duration = np.where(triangular, 2.0 / vs, 1.0 / vs + vs / as_)
+        duration[still] = 0.0
+    else:
+        duration = np.asarray(duration, dtype=float)
+        if not has_amax:
+            vs = 1.5 / duration
+            as_ = 4.5 / duration ** 2
+        else:
+            disc = as_ * as_ * duration * duration - 4.0 * as_
+            short = ~still & (disc < -1e-12 * as_ * as_ * duration * duration)
+            if np.any(short):
+                raise ParameterError(
+                    f"duration {float(duration[short][0]):g} s is too short for {names[1]}: {who} "
+                    f"needs {float(2.0 / np.sqrt(as_[short][0])):g} s")
+            v_needed = 0.5 * (as_ * duration - np.sqrt(np.maximum(disc, 0.0)))
+            if np.any(v_needed > vs * (1 + 1e-12)):
+                raise ParameterError(f"duration is too short for {names[0]}")
+            vs = v_needed
+    t_acc = vs / as_
+    t0 = np.asarray(t0, dtype=float)
+    path = np.stack([t0, t0 + t_acc, t0 + duration - t_acc, t0 + duration, vs, as_], axis=-1)
+    return np.ascontiguousarray(path, dtype=float)
+
+
 @register
 class Trapezoidal(Trajectory):
     """Trapezoidal velocity profile (linear segments with parabolic blends) from q0 to qf, starting
@@ -391,37 +430,14 @@ class Trapezoidal(Trajectory):
         as_ = np.min(np.where(moving, self.param_as_row("amax", w, v) / safe, inf), axis=1) \
             if v.amax is not None else np.full(v.batch, np.inf)
         still = ~moving.any(axis=1)          # members where no joint moves: hold q0
-        vs[still] = 1.0
-        as_[still] = 1.0
-        if v.duration is None:
-            triangular = vs * vs >= as_
-            vs = np.where(triangular, np.sqrt(as_), vs)
-            duration = np.where(triangular, 2.0 / vs, 1.0 / vs + vs / as_)
-            duration[still] = 0.0
-        else:
-            duration = np.broadcast_to(v.duration, (v.batch,)).astype(float)
-            if v.amax is None:
-                vs = 1.5 / duration
-                as_ = 4.5 / duration ** 2
-            else:
-                disc = as_ * as_ * duration * duration - 4.0 * as_
-                short = ~still & (disc < -1e-12 * as_ * as_ * duration * duration)
-                if np.any(short):
-                    raise ParameterError(
-                        f"duration {float(duration[short][0]):g} s is too short for amax: the "
-                        f"slowest joint needs {float(2.0 / np.sqrt(as_[short][0])):g} s",
-                        block=self.name)
-                v_needed = 0.5 * (as_ * duration - np.sqrt(np.maximum(disc, 0.0)))
-                if np.any(v_needed > vs * (1 + 1e-12)):
-                    raise ParameterError("duration is too short for vmax", block=self.name)
-                vs = v_needed
-        t_acc = vs / as_
-        t0 = np.broadcast_to(v.t0, (v.batch,)).astype(float)
-        switches = [t0, t0 + t_acc, t0 + duration - t_acc, t0 + duration]
+        duration = None if v.duration is None else np.broadcast_to(v.duration, (v.batch,))
+        try:
+            path = path_timing(vs, as_, duration, np.broadcast_to(v.t0, (v.batch,)), still,
+                               "the slowest joint", v.amax is not None)
+        except ParameterError as err:
+            raise err.located(block=self.name)
         line = np.stack([q0, dq], axis=-1)
-        path = np.stack([*switches, vs, as_], axis=-1)
-        return (np.ascontiguousarray(line, dtype=float), np.ascontiguousarray(path, dtype=float),
-                duration)
+        return (np.ascontiguousarray(line, dtype=float), path, path[:, 3] - path[:, 0])
 
     def record(self, v):
         line, path, _ = self.timing(v)

@@ -107,14 +107,22 @@ def fk_into(jtype, xtree, tool, q, out):
 
 
 @njit(cache=True, error_model="numpy")
-def chain_jacobian(jtype, xtree, tool, q, b, poses, out):
-    """out (6, n) = the geometric Jacobian of the tool origin at q[b] (module docstring), rows
-    [v; w]. poses (n + 2, 12) scratch: the body poses, the tool pose, the identity."""
+def chain_body_poses(jtype, xtree, q, b, poses):
+    """poses[i] (i < n) = body frame i's pose in the base frame at q[b]; poses (n + 2, 12), rows
+    n and n + 1 scratch (left holding the last joint transform and the identity)."""
     n = jtype.shape[0]
     rbk._set_identity(poses[n + 1])
     for i in range(n):
         rbk._joint_transform(jtype[i], xtree[i], q[b, i], poses[n])
         rbk._compose(poses[i - 1] if i > 0 else poses[n + 1], poses[n], poses[i])
+
+
+@njit(cache=True, error_model="numpy")
+def chain_jacobian(jtype, xtree, tool, q, b, poses, out):
+    """out (6, n) = the geometric Jacobian of the tool origin at q[b] (module docstring), rows
+    [v; w]. poses (n + 2, 12) scratch: the body poses, the tool pose, the identity."""
+    n = jtype.shape[0]
+    chain_body_poses(jtype, xtree, q, b, poses)
     rbk._compose(poses[n - 1], tool, poses[n])
     Tt = poses[n]
     for i in range(n):
@@ -139,6 +147,58 @@ def chain_jacobian(jtype, xtree, tool, q, b, poses, out):
             out[3, i] = 0.0
             out[4, i] = 0.0
             out[5, i] = 0.0
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _cross(a0, a1, a2, b0, b1, b2):
+    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+
+
+@njit(cache=True, error_model="numpy")
+def bias_acceleration_into(jtype, xtree, tool, q, qd, out):
+    """out[k] (6,) = Jdot(q[k], qd[k]) qd[k]: the tool origin's linear and the tool's angular
+    acceleration (m/s^2, rad/s^2, base frame) at joint rates qd[k] and zero joint accelerations.
+    Outward from the base, with w, alpha body i's angular velocity and acceleration and a its
+    origin's acceleration, r = o_i - o_(i-1): a += alpha x r + w x (w x r), then a revolute
+    joint adds alpha += w x z_i qd_i, w += z_i qd_i, a prismatic one a += 2 w x z_i qd_i; last
+    the tool origin, fixed in body n."""
+    n = jtype.shape[0]
+    poses = np.empty((n + 2, 12))
+    for k in range(q.shape[0]):
+        chain_body_poses(jtype, xtree, q, k, poses)
+        rbk._compose(poses[n - 1], tool, poses[n])
+        w0 = w1 = w2 = 0.0
+        al0 = al1 = al2 = 0.0
+        a0 = a1 = a2 = 0.0
+        o0 = o1 = o2 = 0.0
+        for i in range(n + 1):
+            P = poses[i]
+            r0, r1, r2 = P[9] - o0, P[10] - o1, P[11] - o2
+            c0, c1, c2 = _cross(al0, al1, al2, r0, r1, r2)
+            d0, d1, d2 = _cross(w0, w1, w2, r0, r1, r2)
+            e0, e1, e2 = _cross(w0, w1, w2, d0, d1, d2)
+            a0 += c0 + e0
+            a1 += c1 + e1
+            a2 += c2 + e2
+            o0, o1, o2 = P[9], P[10], P[11]
+            if i == n:
+                break
+            z0, z1, z2 = P[2], P[5], P[8]
+            f0, f1, f2 = _cross(w0, w1, w2, z0, z1, z2)
+            v = qd[k, i]
+            if jtype[i] == 0:
+                al0 += f0 * v
+                al1 += f1 * v
+                al2 += f2 * v
+                w0 += z0 * v
+                w1 += z1 * v
+                w2 += z2 * v
+            else:
+                a0 += 2.0 * f0 * v
+                a1 += 2.0 * f1 * v
+                a2 += 2.0 * f2 * v
+        out[k, 0], out[k, 1], out[k, 2] = a0, a1, a2
+        out[k, 3], out[k, 4], out[k, 5] = al0, al1, al2
 
 
 @njit(cache=True, error_model="numpy")

@@ -43,8 +43,11 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BlocksimError, ParameterError, SourceLoc, did_you_mean
+from . import arm_geometry
+from . import ik_solutions
 from . import kinematics as kin
 from . import rigid_body_kernels as rbk
+from . import singularities
 from .frames import (JointSpec, homogeneous, inertial_from_params, pack_pose, params_from_inertial,
                      params_transform_matrix, rotx, rotz, transform_params)
 from .input_values import text
@@ -125,7 +128,8 @@ class RobotModel:
     `viscous`, `coulomb_pos`, `coulomb_neg` (n,), `Jm`, `gear` (n,), `armature` (n,) = N^2 Jm when
     rotor inertia is on else 0, `friction_smoothing` (s: 0 for sign, > 0 for tanh(qd / s)),
     `tool` (4x4 in the last link frame), `link_offsets` (n, 4, 4), `arrays` (kernel arrays),
-    `closed_form` (a `Distributed2R` for planar 2R arms, else None).
+    `closed_form` (a `Distributed2R` for planar 2R arms, else None), `wrist_arm` (the geometry
+    of a spherical-wrist arm, else None; computed on first use).
 
     The public methods share one scratch workspace: a model is not safe to call from several
     threads at once (give each thread its own `workspace()` and use the kernels).
@@ -571,6 +575,69 @@ class RobotModel:
         raise IKError(f"inverse kinematics of '{self.name}' did not reach the pose: remaining error "
                       f"{_describe_error(e, position_only)} (tolerance {tol:g}); the pose may be "
                       f"out of reach or need another start q0")
+
+    @functools.cached_property
+    def wrist_arm(self):
+        """The zero-pose geometry (`arm_geometry.WristArm`) when the arm has six revolute joints,
+        a spherical wrist and parallel axes 2 and 3 (read from the joint axes), else None."""
+        return arm_geometry.wrist_arm(self)
+
+    def ik_all(self, pose, q_near=None, *, starts=ik_solutions.STARTS):
+        """Every joint vector placing the tool at `pose` (4x4, base frame, m) within the joint
+        limits ([-pi, pi] on revolute joints without limits), nearest `q_near` first (default:
+        the zero pose), as an `IKSolutions` (.q (k, n), .labels, .complete, .note).
+
+        Arms with a spherical wrist (`wrist_arm`): the closed form, up to eight solutions, each
+        labelled (shoulder, elbow, wrist), the list complete. Other arms: the damped least
+        squares of `ik` from `starts` starts, solutions found once each, the list possibly
+        incomplete (`complete` False). A pose out of reach gives an empty list with a note.
+        """
+        return ik_solutions.ik_all(self, pose, q_near, starts)
+
+    # ------------------------------------------------------------------ singularities
+    def _jacobian_measure(self, q, part, column):
+        try:
+            r0, r1 = singularities.part_rows(part)
+        except ValueError as err:
+            raise ParameterError(str(err)) from None
+        q, single = self._batch(q, "q")
+        out = np.empty((q.shape[0], 3))
+        singularities.measures_into(self.arrays[0], self.arrays[1], self.arrays[4], q, r0, r1, out)
+        return float(out[0, column]) if single else out[:, column]
+
+    def manipulability(self, q, part="all"):
+        """Yoshikawa's manipulability of the Jacobian rows `part` ('all', 'position',
+        'orientation'): the product of their singular values, sqrt(det(J J^T)); 0 at a
+        singularity (`models.singularities`; part 'all' mixes m and rad)."""
+        return self._jacobian_measure(q, part, 0)
+
+    def smallest_singular_value(self, q, part="all"):
+        """The smallest singular value of the Jacobian rows `part` (m/rad for 'position', 1 for
+        'orientation'): the slowest tool speed per unit joint speed; 0 at a singularity."""
+        return self._jacobian_measure(q, part, 1)
+
+    def condition_number(self, q, part="all"):
+        """sigma_max / sigma_min of the Jacobian rows `part`: 1 isotropic, inf at a singularity."""
+        return self._jacobian_measure(q, part, 2)
+
+    def singularity_distances(self, q):
+        """How far q is from each singularity of a spherical-wrist arm (`wrist_arm`), a dict of
+        floats (or (B,) arrays): 'shoulder' the wrist centre's distance (m) from the plane through
+        axis 1 parallel to axis 2, 'elbow' |sin| of the elbow angle (shoulder, elbow and wrist
+        centre in line at 0), 'wrist' |sin| of the angle between axes 4 and 6
+        (`models.arm_geometry`). ParameterError for other arms."""
+        arm = self.wrist_arm
+        if arm is None:
+            raise ParameterError(
+                f"robot '{self.name}' has no spherical wrist (six revolute joints, axes 4 to 6 "
+                "meeting in one point, axes 2 and 3 parallel), so its singularities are not "
+                "named: use manipulability, smallest_singular_value or condition_number")
+        q, single = self._batch(q, "q")
+        out = np.empty((q.shape[0], 3))
+        arm_geometry.postures_into(self.arrays[0], self.arrays[1], arm.centre_in_4, q, out)
+        out = np.abs(out)
+        return {name: (float(out[0, i]) if single else out[:, i])
+                for i, name in enumerate(("shoulder", "elbow", "wrist"))}
 
     def _ik_planar(self, pose, q0, tol, position_only):
         l1, l2 = self._planar_lengths

@@ -82,6 +82,9 @@ LIMITS: dict[str, Limit] = {limit.name: limit for limit in (
           "span / the fastest discrete period (each a hit)"),
     Limit("log_samples", 100_000_000, "samples",
           "the log's time grid (span / log interval + 1), estimated before it is allocated"),
+    Limit("path_nodes", 100_000, "nodes",
+          "the nodes of one CartesianTrajectory (duration / node_step + 1), each an inverse "
+          "kinematics solution worked out when the diagram is loaded (about 0.2 ms each)"),
 )}
 """Every limit, by name (docs/semantics.md, "Bad input", lists them)."""
 
