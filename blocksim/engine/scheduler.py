@@ -223,6 +223,7 @@ class Simulation:
         if solver is not None:
             stats.update(nfev=solver.nfev, nsteps=solver.nsteps, nrejected=solver.nrejected)
         stats["events"] = len(self.events)
+        stats["mode"] = self.backend.mode          # which execution mode ran the blocks
         t_log, data = self.recorder.finished()
         return RunOutput(t_log, data, self.events, stats, interrupted, self.stopped_by)
 
