@@ -130,8 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
                        ("output", "a signal measured"), ("opening", "a signal cut")):
         p.add_argument(f"--{name}", action="append", metavar="SIGNAL",
                        help=f"{what} (repeatable; replaces analysis.{name}s)")
-    p.add_argument("--at", help="the operating point: initial, or a time of a run in s "
-                   "(replaces analysis.at)")
+    p.add_argument("--at", help="the operating point: initial, a time of a run in s, or trim "
+                   "(the equilibrium of analysis.trim) (replaces analysis.at)")
     p.add_argument("--period", help="the period of a discrete model in s (replaces "
                    "analysis.period)")
     p.add_argument("--out", help="folder for model.npz, model.json, margins.json, bode.png/svg")
@@ -461,12 +461,14 @@ def cmd_linearize(args) -> int:
     from .analysis.linearize import linear_model
     from .analysis.report import bode_data, margins_of, write_margins, write_model
     d = blocksim.load(args.diagram, variant=args.variant, set=parse_sets(args.set))
-    at = None if args.at is None else ("initial" if args.at == "initial" else {"time": args.at})
+    at = None if args.at is None else (args.at if args.at in ("initial", "trim")
+                                       else {"time": args.at})
     model = linear_model(d, inputs=args.input, outputs=args.output, openings=args.opening, at=at,
                          period=args.period, origin="option")
     kind = f"discrete, period {model.dt:.6g} s" if model.dt else "continuous"
     print(f"{d.name}: {len(model.states)} states, {len(model.inputs)} inputs, "
-          f"{len(model.outputs)} outputs; {kind}; at t = {model.time:.6g} s")
+          f"{len(model.outputs)} outputs; {kind}; at t = {model.time:.6g} s"
+          + (" (trimmed: an equilibrium)" if model.trimmed is not None else ""))
     if model.nonsmooth:
         print("linearised in the mode they hold there: " + ", ".join(model.nonsmooth))
     margins = margins_of(model) if model.loop else None

@@ -532,16 +532,22 @@ def bode_figure(f_hz, H, title: str, labels, margins: dict | None = None):
     """A Bode plot: |H| in dB and its phase in degrees (unwrapped) against frequency (Hz, log
     axis), one curve per (output, input) pair of H (n, outputs, inputs), labelled `labels`
     (one per pair). margins (the fields of analysis.margins.Margins): the gain crossover and
-    phase margin marked on the phase plot, the phase crossover and gain margin on the
-    magnitude plot."""
+    phase margin marked on the phase plot (the loop's phase shifted by whole turns to lie in
+    (-360, 0] deg at the crossover, so that the margin is measured from -180 deg), the phase
+    crossover and gain margin on the magnitude plot."""
     import numpy as np
     fig = new_figure(figsize=(8.0, 6.5), layout="constrained")
     mag_ax, ph_ax = fig.subplots(2, 1, sharex=True)
     pairs = [(i, j) for i in range(H.shape[1]) for j in range(H.shape[2])]
+    phases = {pair: np.degrees(np.unwrap(np.angle(H[:, pair[0], pair[1]]))) for pair in pairs}
+    fc = (margins or {}).get("crossover")
+    if fc is not None and np.isfinite(fc):       # a loop: its phase at crossover in (-360, 0]
+        k = int(np.argmin(np.abs(np.asarray(f_hz) - fc)))
+        phases[(0, 0)] = phases[(0, 0)] - 360.0 * np.ceil(phases[(0, 0)][k] / 360.0)
     for (i, j), label in zip(pairs, labels):
         h = H[:, i, j]
         mag_ax.semilogx(f_hz, 20 * np.log10(np.maximum(np.abs(h), 1e-300)), label=label)
-        ph_ax.semilogx(f_hz, np.degrees(np.unwrap(np.angle(h))), label=label)
+        ph_ax.semilogx(f_hz, phases[(i, j)], label=label)
     mag_ax.set_ylabel("magnitude (dB)")
     ph_ax.set_ylabel("phase (deg)")
     ph_ax.set_xlabel("frequency (Hz)")
@@ -554,7 +560,7 @@ def bode_figure(f_hz, H, title: str, labels, margins: dict | None = None):
             mag_ax.axhline(0.0, color="0.4", lw=0.8, ls="--")
             mag_ax.axvline(fc, color="tab:green", lw=0.8, ls=":")
             k = int(np.argmin(np.abs(np.asarray(f_hz) - fc)))
-            phase_c = float(np.degrees(np.unwrap(np.angle(H[:, 0, 0])))[k])
+            phase_c = float(phases[(0, 0)][k])
             edge = phase_c - pm
             ph_ax.axhline(edge, color="0.4", lw=0.8, ls="--")
             ph_ax.annotate("", xy=(fc, phase_c), xytext=(fc, edge),

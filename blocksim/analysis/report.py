@@ -45,7 +45,7 @@ def write_model(model: LinearModel, folder: Path) -> list[Path]:
            "A": model.A.tolist(), "B": model.B.tolist(), "C": model.C.tolist(),
            "D": model.D.tolist(), "x0": model.x0.tolist(), "u0": model.u0.tolist(),
            "y0": model.y0.tolist(), "openings": list(model.openings), "loop": model.loop,
-           "nonsmooth": list(model.nonsmooth),
+           "nonsmooth": list(model.nonsmooth), "trimmed": model.trimmed,
            "units": "SI, the diagram's signals' own; time in s; dt 0: continuous"}
     (folder / "model.json").write_text(json.dumps(doc, indent=1) + "\n")
     return [folder / "model.npz", folder / "model.json"]
