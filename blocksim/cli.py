@@ -459,7 +459,7 @@ def cmd_linearize(args) -> int:
     """Linearise (blocksim.analysis), print the model and its loop's margins, write the files."""
     import blocksim
     from .analysis.linearize import linear_model
-    from .analysis.report import bode_data, margins_of, write_margins, write_model
+    from .analysis.report import bode_data, margins_of, modes, write_margins, write_model
     d = blocksim.load(args.diagram, variant=args.variant, set=parse_sets(args.set))
     at = None if args.at is None else (args.at if args.at in ("initial", "trim")
                                        else {"time": args.at})
@@ -471,6 +471,11 @@ def cmd_linearize(args) -> int:
           + (" (trimmed: an equilibrium)" if model.trimmed is not None else ""))
     if model.nonsmooth:
         print("linearised in the mode they hold there: " + ", ".join(model.nonsmooth))
+    poles = modes(model)
+    if poles:
+        print("modes (natural frequency, damping ratio): " + ", ".join(
+            f"{f:.6g} Hz ({z:.3g})" if f else "0 (an integrator)" for f, z in poles[:12])
+            + (", ..." if len(poles) > 12 else ""))
     margins = margins_of(model) if model.loop else None
     if margins is not None:
         print(f"the loop at {model.loop}:")
@@ -490,7 +495,8 @@ def cmd_linearize(args) -> int:
         labels = [f"{o} / {i}" for o in model.outputs for i in model.inputs]
         title = f"{d.name}: " + (f"the loop at {model.loop}" if model.loop else "the model")
         save_figure(bode_figure(f, H, title, labels,
-                                None if margins is None else margins.as_dict()),
+                                None if margins is None else margins.as_dict(),
+                                modes=[f for f, z in poles if f > 0 and z < 1]),
                     folder.staging, "bode")
     except BaseException:
         folder.abort()

@@ -528,13 +528,14 @@ def plot_run(run, signals=None, variants=None, out=None, formats=("png", "svg"),
 
 # ----------------------------------------------------------------------------- Bode plots
 
-def bode_figure(f_hz, H, title: str, labels, margins: dict | None = None):
+def bode_figure(f_hz, H, title: str, labels, margins: dict | None = None, modes=()):
     """A Bode plot: |H| in dB and its phase in degrees (unwrapped) against frequency (Hz, log
     axis), one curve per (output, input) pair of H (n, outputs, inputs), labelled `labels`
     (one per pair). margins (the fields of analysis.margins.Margins): the gain crossover and
     phase margin marked on the phase plot (the loop's phase shifted by whole turns to lie in
     (-360, 0] deg at the crossover, so that the margin is measured from -180 deg), the phase
-    crossover and gain margin on the magnitude plot."""
+    crossover and gain margin on the magnitude plot. modes (Hz): the oscillatory modes of a
+    model that is no loop, marked on the magnitude plot."""
     import numpy as np
     fig = new_figure(figsize=(8.0, 6.5), layout="constrained")
     mag_ax, ph_ax = fig.subplots(2, 1, sharex=True)
@@ -574,6 +575,12 @@ def bode_figure(f_hz, H, title: str, labels, margins: dict | None = None):
                             arrowprops={"arrowstyle": "<->", "color": "tab:red"})
             mag_ax.text(fg, -gm / 2, f"  GM {gm:.2f} dB at {fg:.4g} Hz", color="tab:red",
                         va="center")
+    if not margins:
+        for f in modes:
+            if f_hz[0] <= f <= f_hz[-1]:
+                mag_ax.axvline(f, color="0.5", lw=0.8, ls=":")
+                mag_ax.text(f, 0.03, f" {f:.4g} Hz", color="0.3", va="bottom", ha="right",
+                            rotation=90, fontsize="small", transform=mag_ax.get_xaxis_transform())
     if len(pairs) > 1:
         mag_ax.legend(fontsize="small")
     return fig
