@@ -8,10 +8,11 @@
     sim = blocksim.Simulator(d)        # compiled once, run many times
     r1, r2 = sim.run(), sim.run()
 """
-from .analysis import linearize, trim
+from .analysis import frequency_response, linearize, trim
 from .diagram.diagram import Diagram, load
 from .engine.result import Result
 from .engine.simulate import Simulator, simulate
 from .version import __version__
 
-__all__ = ["Diagram", "Result", "Simulator", "linearize", "load", "simulate", "trim", "__version__"]
+__all__ = ["Diagram", "Result", "Simulator", "frequency_response", "linearize", "load", "simulate",
+           "trim", "__version__"]

@@ -134,7 +134,19 @@ def build_parser() -> argparse.ArgumentParser:
                    "(the equilibrium of analysis.trim) (replaces analysis.at)")
     p.add_argument("--period", help="the period of a discrete model in s (replaces "
                    "analysis.period)")
-    p.add_argument("--out", help="folder for model.npz, model.json, margins.json, bode.png/svg")
+    p.add_argument("--frequency-response", action="store_true",
+                   help="also measure the diagram's own frequency response by a run with a "
+                   "multisine injected at the input; drawn over the Bode plot")
+    p.add_argument("--band", nargs=2, type=float, metavar=("LOW", "HIGH"),
+                   help="with --frequency-response: the band in Hz (default: a decade either "
+                   "side of the crossover or of the modes)")
+    p.add_argument("--lines", type=int, default=10,
+                   help="with --frequency-response: the number of frequencies (default 10)")
+    p.add_argument("--amplitude", type=float,
+                   help="with --frequency-response: the peak of each sine, in the input's units "
+                   "(default 1e-3 max(1, |its operating value|))")
+    p.add_argument("--out", help="folder for model.npz, model.json, margins.json, bode.png/svg "
+                   "(and frequency_response.json)")
     p.add_argument("--force", action="store_true", help="allow a non-empty --out folder")
     p.set_defaults(func=cmd_linearize)
 
@@ -459,7 +471,8 @@ def cmd_linearize(args) -> int:
     """Linearise (blocksim.analysis), print the model and its loop's margins, write the files."""
     import blocksim
     from .analysis.linearize import linear_model
-    from .analysis.report import bode_data, margins_of, modes, write_margins, write_model
+    from .analysis.report import (bode_data, margins_of, modes, write_frequency_response,
+                                  write_margins, write_model)
     d = blocksim.load(args.diagram, variant=args.variant, set=parse_sets(args.set))
     at = None if args.at is None else (args.at if args.at in ("initial", "trim")
                                        else {"time": args.at})
@@ -483,6 +496,20 @@ def cmd_linearize(args) -> int:
     else:
         print("no margins: the model is not a loop seen from one point (one input, the same "
               "signal as the only output and as an opening)")
+    measured = None
+    if args.frequency_response:
+        from .analysis.frequency_response import frequency_response
+        measured = frequency_response(d, band=args.band, lines=args.lines,
+                                      amplitude=args.amplitude, model=model)
+        print(f"frequency response of the diagram ({'the loop L' if model.loop else 'the model'}"
+              f"; a multisine of {len(measured.frequencies)} sines of {measured.amplitude:.4g} "
+              f"each at {model.inputs[0]}; settled {measured.settle:.6g} s, measured "
+              f"{measured.window:.6g} s, {measured.mode}):")
+        print(measured.table())
+        print(f"distortion {measured.distortion:.3g} (the power away from the lines over the "
+              "lines'): " + ("linear at this amplitude" if measured.linear_enough else
+                             "NOT linear at this amplitude (a block saturates or switches, or "
+                             "the run has not settled): take a smaller --amplitude"))
     folder = prepare_out(args.out, args.force)
     if folder is None:
         return 0
@@ -494,16 +521,21 @@ def cmd_linearize(args) -> int:
         f, H = bode_data(model)
         labels = [f"{o} / {i}" for o in model.outputs for i in model.inputs]
         title = f"{d.name}: " + (f"the loop at {model.loop}" if model.loop else "the model")
+        if measured is not None:
+            write_frequency_response(measured, folder.staging)
         save_figure(bode_figure(f, H, title, labels,
                                 None if margins is None else margins.as_dict(),
-                                modes=[f for f, z in poles if f > 0 and z < 1]),
+                                modes=[f for f, z in poles if f > 0 and z < 1],
+                                measured=None if measured is None else
+                                (measured.frequencies, measured.measured)),
                     folder.staging, "bode")
     except BaseException:
         folder.abort()
         raise
     path = folder.commit()
     print(f"wrote {path}/: model.npz, model.json"
-          + (", margins.json" if margins is not None else "") + ", bode.png, bode.svg")
+          + (", margins.json" if margins is not None else "")
+          + (", frequency_response.json" if measured is not None else "") + ", bode.png, bode.svg")
     return 0
 
 

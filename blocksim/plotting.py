@@ -528,14 +528,17 @@ def plot_run(run, signals=None, variants=None, out=None, formats=("png", "svg"),
 
 # ----------------------------------------------------------------------------- Bode plots
 
-def bode_figure(f_hz, H, title: str, labels, margins: dict | None = None, modes=()):
+def bode_figure(f_hz, H, title: str, labels, margins: dict | None = None, modes=(),
+                measured=None):
     """A Bode plot: |H| in dB and its phase in degrees (unwrapped) against frequency (Hz, log
     axis), one curve per (output, input) pair of H (n, outputs, inputs), labelled `labels`
     (one per pair). margins (the fields of analysis.margins.Margins): the gain crossover and
     phase margin marked on the phase plot (the loop's phase shifted by whole turns to lie in
     (-360, 0] deg at the crossover, so that the margin is measured from -180 deg), the phase
     crossover and gain margin on the magnitude plot. modes (Hz): the oscillatory modes of a
-    model that is no loop, marked on the magnitude plot."""
+    model that is no loop, marked on the magnitude plot. measured: (frequencies in Hz, complex
+    response) of the first pair measured by a run of the diagram, drawn as markers over the
+    curve (each phase on the curve's branch)."""
     import numpy as np
     fig = new_figure(figsize=(8.0, 6.5), layout="constrained")
     mag_ax, ph_ax = fig.subplots(2, 1, sharex=True)
@@ -575,12 +578,20 @@ def bode_figure(f_hz, H, title: str, labels, margins: dict | None = None, modes=
                             arrowprops={"arrowstyle": "<->", "color": "tab:red"})
             mag_ax.text(fg, -gm / 2, f"  GM {gm:.2f} dB at {fg:.4g} Hz", color="tab:red",
                         va="center")
+    if measured is not None:
+        fm, hm = (np.asarray(v) for v in measured)
+        curve = np.interp(np.log(fm), np.log(np.asarray(f_hz)), phases[(0, 0)])
+        ph = np.degrees(np.angle(hm))
+        ph = ph + 360.0 * np.round((curve - ph) / 360.0)
+        mag_ax.semilogx(fm, 20 * np.log10(np.abs(hm)), "o", mfc="none", color="tab:orange",
+                        label="measured by a run of the diagram")
+        ph_ax.semilogx(fm, ph, "o", mfc="none", color="tab:orange")
     if not margins:
         for f in modes:
             if f_hz[0] <= f <= f_hz[-1]:
                 mag_ax.axvline(f, color="0.5", lw=0.8, ls=":")
                 mag_ax.text(f, 0.03, f" {f:.4g} Hz", color="0.3", va="bottom", ha="right",
                             rotation=90, fontsize="small", transform=mag_ax.get_xaxis_transform())
-    if len(pairs) > 1:
+    if len(pairs) > 1 or measured is not None:
         mag_ax.legend(fontsize="small")
     return fig

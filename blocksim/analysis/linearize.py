@@ -24,7 +24,7 @@ from ..diagram.diagram import Diagram, load as load_diagram
 from ..diagram.rates import make_timebase
 from ..errors import AnalysisError, BlocksimError
 from .evaluation import Evaluation, prepare, state_names
-from .points import analysis_settings, check_at_inputs, operating_point
+from .points import AnalysisSettings, analysis_settings, check_at_inputs, operating_point
 from .trim import trim
 
 CONTROL_MISSING = ("linearize returns a python-control StateSpace, and python-control is not "
@@ -62,6 +62,8 @@ class LinearModel:
     trimmed: dict | None = None
     """The operating point a trim found (trim's `at`: states, discrete_states, inputs), when
     the analysis asked for one."""
+    settings: AnalysisSettings | None = field(default=None, repr=False, compare=False)
+    """The analysis points and the operating point (a trim's found) the model was made at."""
 
     def to_statespace(self):
         """The model as a python-control StateSpace with its names (inputs, outputs, states),
@@ -119,7 +121,7 @@ def linear_model(diagram, inputs=None, outputs=None, openings=None, at=None, per
         openings=tuple(points.names[s] for s in points.openings),
         loop=points.names[points.inputs[0]] if len(points.inputs) == 1
         and points.inputs == points.outputs and points.inputs[0] in points.openings else "",
-        name=d.name, trimmed=trimmed)
+        name=d.name, trimmed=trimmed, settings=points)
 
 
 def _trimmed(d: Diagram, cd0, points):
@@ -134,7 +136,6 @@ def _trimmed(d: Diagram, cd0, points):
     at = operating_point(found.at, where, cd0)
     check_at_inputs(cd0, points, at, where)
     return replace(points, at=at), found.at
-
 
 
 def _continuous(ev: Evaluation, t: float):

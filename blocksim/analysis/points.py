@@ -304,11 +304,13 @@ class Instrumented:
     """The diagram with its analysis points: spec (to compile); injection[signal] the Constant
     block (of the signal's width) whose output is added to the signal's readers (at an opened
     element, the element's value seen downstream) for each signal with inputs or openings;
-    opened[signal] the elements of it that are cut."""
+    opened[signal] the elements of it that are cut; feeds: below."""
 
     spec: DiagramSpec
     injection: Mapping[tuple[str, str], str]
     opened: Mapping[tuple[str, str], tuple[int, ...]]
+    feeds: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    """The block whose output the signal's readers read instead (the Sum, or the Constant)."""
 
 
 def instrument(cd: CompiledDiagram, points: AnalysisSettings) -> Instrumented:
@@ -321,7 +323,7 @@ def instrument(cd: CompiledDiagram, points: AnalysisSettings) -> Instrumented:
     blocks = dict(spec.blocks)
     taken = set(blocks)
     connections = list(spec.connections)
-    injection, opened = {}, {}
+    injection, opened, feeds = {}, {}, {}
 
     def fresh(stem: str) -> str:
         name, k = stem, 1
@@ -366,7 +368,9 @@ def instrument(cd: CompiledDiagram, points: AnalysisSettings) -> Instrumented:
             connections.append(ConnectionSpec(Endpoint(held, None), Endpoint(feed, "in2"), loc))
         injection[signal] = held
         opened[signal] = tuple(cut)
-    return Instrumented(replace(spec, blocks=blocks, connections=connections), injection, opened)
+        feeds[signal] = feed
+    return Instrumented(replace(spec, blocks=blocks, connections=connections), injection, opened,
+                        feeds)
 
 
 def _only_output(cd: CompiledDiagram, block: str) -> str | None:

@@ -1,5 +1,6 @@
-"""A linearisation's files: the model (model.npz, model.json), its loop's margins (margins.json)
-and the frequency response the Bode plot draws, in an output folder (docs/analysis.md)."""
+"""A linearisation's files: the model (model.npz, model.json), its loop's margins (margins.json),
+the frequency response the Bode plot draws and one measured by a run (frequency_response.json),
+in an output folder (docs/analysis.md)."""
 from __future__ import annotations
 
 import json
@@ -78,6 +79,15 @@ def write_margins(margins: Margins, folder: Path) -> Path:
     doc["units"] = "frequencies Hz, phases deg, gains dB, delay_margin s"
     path = Path(folder) / "margins.json"
     path.write_text(json.dumps(doc, indent=1) + "\n")
+    return path
+
+
+def write_frequency_response(measured, folder: Path) -> Path:
+    """frequency_response.json: a FrequencyResponse (analysis/frequency_response.py) measured by
+    a run, with the linear model's at the same frequencies (Hz, dB, deg)."""
+    path = Path(folder) / "frequency_response.json"
+    path.write_text(json.dumps({k: _finite(v) for k, v in measured.as_dict().items()},
+                               indent=1) + "\n")
     return path
 
 
