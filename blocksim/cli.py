@@ -484,6 +484,8 @@ def cmd_linearize(args) -> int:
           + (" (trimmed: an equilibrium)" if model.trimmed is not None else ""))
     if model.nonsmooth:
         print("linearised in the mode they hold there: " + ", ".join(model.nonsmooth))
+    for text in model.steep:
+        print(f"steep at the operating point (its tangent holds only near it): {text}")
     poles = modes(model)
     if poles:
         print("modes (natural frequency, damping ratio): " + ", ".join(

@@ -87,8 +87,13 @@ def test_joint_2_closed_lowers_the_crossover(loops):
 
 def test_coulomb_friction_at_rest_swamps_the_loop(loops):
     """W2's Fc tanh(qd / 1e-3): a tangent of 1000 N m s/rad at qd = 0 (the rule leaves it out)."""
-    _, margins = loops["coulomb"]
+    m, margins = loops["coulomb"]
     assert round(margins.crossover, 4) == 0.0715
+    assert m.steep == ("plant (Manipulator): friction of joint shoulder smoothed over 0.001 "
+                       "rad/s: slope 1000 N m s/rad at qd = 0 rad/s",
+                       "plant (Manipulator): friction of joint elbow smoothed over 0.001 rad/s: "
+                       "slope 500 N m s/rad at qd = 0 rad/s")
+    assert loops["coupled"][0].steep == ()          # Fc = 0: nothing steep
 
 
 def test_an_operating_point_given_twice_is_refused(tmp_path):

@@ -56,6 +56,9 @@ class LinearModel:
     u0: np.ndarray
     y0: np.ndarray
     nonsmooth: tuple[str, ...] = ()
+    steep: tuple[str, ...] = ()
+    """The smooth terms steep at the operating point, "name (Type): what, its slope" (a
+    smoothed friction sign at rest): linearised by a tangent that holds only near it."""
     openings: tuple[str, ...] = field(default=())
     loop: str = ""
     name: str = ""
@@ -117,7 +120,7 @@ def linear_model(diagram, inputs=None, outputs=None, openings=None, at=None, per
         outputs=_element_names(cd0, points.outputs, points.names),
         states=tuple(names[i] for i in states), time=t0, x0=ev.v0[states],
         u0=ev.v0[ev.u_columns],
-        y0=y0, nonsmooth=_nonsmooth(cd0),
+        y0=y0, nonsmooth=_nonsmooth(cd0), steep=_steep(cd0, snap),
         openings=tuple(points.names[s] for s in points.openings),
         loop=points.names[points.inputs[0]] if len(points.inputs) == 1
         and points.inputs == points.outputs and points.inputs[0] in points.openings else "",
@@ -206,6 +209,12 @@ def _element_names(cd, points, written) -> tuple[str, ...]:
         out += ([text] if width == 1 or point.index is not None
                 else [f"{text}[{i}]" for i in range(width)])
     return tuple(out)
+
+
+def _steep(cd, snap) -> tuple[str, ...]:
+    """The terms the blocks find steep at the operating point (Block.steep_terms)."""
+    return tuple(f"{n} ({b.type_name}): {text}" for n, b in cd.blocks.items() if b.enabled
+                 for text in b.steep_terms(snap.xc[n], snap.xd[n]))
 
 
 def _nonsmooth(cd) -> tuple[str, ...]:
