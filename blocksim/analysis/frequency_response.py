@@ -114,7 +114,7 @@ class FrequencyResponse:
 
 
 def frequency_response(diagram, band=None, lines: int = LINES, amplitude: float | None = None,
-                       settle: float | None = None, mode: str = "auto", inputs=None,
+                       settle: float | None = None, mode: str | None = None, inputs=None,
                        outputs=None, openings=None, at=None, period=None, *,
                        origin: str = "keyword", model: LinearModel | None = None
                        ) -> FrequencyResponse:
@@ -127,7 +127,7 @@ def frequency_response(diagram, band=None, lines: int = LINES, amplitude: float 
     lowest); amplitude: the peak of each sine in the input's units (default AMPLITUDE
     max(1, |u0|)); settle: s before the measurement (default SETTLE_TIME_CONSTANTS of the slowest
     time constant of the measured model's poles); mode: the run's execution mode (auto,
-    interpreted, compiled); the analysis keywords as for linear_model; model: that linear model
+    interpreted, compiled; default: the diagram's simulation.mode); the analysis keywords as for linear_model; model: that linear model
     when the caller has it already."""
     d = diagram if isinstance(diagram, Diagram) else load_diagram(diagram)
     if model is None:
@@ -180,8 +180,9 @@ def frequency_response(diagram, band=None, lines: int = LINES, amplitude: float 
         hold = (period, t0 % period)
     spec, logged, names = _excited(inst, u_point, y_point, u_width, freqs, a, closed, hold)
     cd = compile_diagram(spec, 1)
-    settings = d.settings.changed({"start_time": t0, "stop_time": t0 + settle_time + window,
-                                   "mode": mode}, origin="frequency response")
+    timing = {"start_time": t0, "stop_time": t0 + settle_time + window}
+    settings = d.settings.changed(timing | ({"mode": mode} if mode is not None else {}),
+                                  origin="frequency response")
     log = LogSettings(signals=tuple(logged), every=tick, file=d.settings.file)
     sim = make_simulation(cd, settings, log, logged={n: logged[n] for n in logged})
     base_start = sim.start
