@@ -13,13 +13,17 @@ from .engine.result import Result
 from .engine.simulate import Simulator, simulate
 from .version import __version__
 
+_ANALYSIS = ("frequency_response", "linearize", "trim")
+
 
 def __getattr__(name: str):
-    """linearize and trim, imported when first used: blocksim.analysis brings SciPy's linalg and
-    optimize (about 0.5 s), which a run does not need."""
-    if name in ("linearize", "trim"):
+    """linearize, trim and frequency_response, imported when first used: blocksim.analysis
+    brings SciPy's linalg and optimize (about 0.5 s), which a run does not need."""
+    if name in _ANALYSIS:
         from . import analysis
         return getattr(analysis, name)
     raise AttributeError(f"module 'blocksim' has no attribute '{name}'")
 
-__all__ = ["Diagram", "Result", "Simulator", "linearize", "load", "simulate", "trim", "__version__"]
+
+__all__ = ["Diagram", "Result", "Simulator", "frequency_response", "linearize", "load", "simulate",
+           "trim", "__version__"]

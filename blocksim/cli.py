@@ -130,11 +130,23 @@ def build_parser() -> argparse.ArgumentParser:
                        ("output", "a signal measured"), ("opening", "a signal cut")):
         p.add_argument(f"--{name}", action="append", metavar="SIGNAL",
                        help=f"{what} (repeatable; replaces analysis.{name}s)")
-    p.add_argument("--at", help="the operating point: initial, or a time of a run in s "
-                   "(replaces analysis.at)")
+    p.add_argument("--at", help="the operating point: initial, a time of a run in s, or trim "
+                   "(the equilibrium of analysis.trim) (replaces analysis.at)")
     p.add_argument("--period", help="the period of a discrete model in s (replaces "
                    "analysis.period)")
-    p.add_argument("--out", help="folder for model.npz, model.json, margins.json, bode.png/svg")
+    p.add_argument("--frequency-response", action="store_true",
+                   help="also measure the diagram's own frequency response by a run with a "
+                   "multisine injected at the input; drawn over the Bode plot")
+    p.add_argument("--band", nargs=2, type=float, metavar=("LOW", "HIGH"),
+                   help="with --frequency-response: the band in Hz (default: a decade either "
+                   "side of the crossover or of the modes)")
+    p.add_argument("--lines", type=int, default=10,
+                   help="with --frequency-response: the number of frequencies (default 10)")
+    p.add_argument("--amplitude", type=float,
+                   help="with --frequency-response: the peak of each sine, in the input's units "
+                   "(default 1e-3 max(1, |its operating value|))")
+    p.add_argument("--out", help="folder for model.npz, model.json, margins.json, bode.png/svg "
+                   "(and frequency_response.json)")
     p.add_argument("--force", action="store_true", help="allow a non-empty --out folder")
     p.set_defaults(func=cmd_linearize)
 
@@ -459,16 +471,26 @@ def cmd_linearize(args) -> int:
     """Linearise (blocksim.analysis), print the model and its loop's margins, write the files."""
     import blocksim
     from .analysis.linearize import linear_model
-    from .analysis.report import bode_data, margins_of, write_margins, write_model
+    from .analysis.report import (bode_data, margins_of, modes, write_frequency_response,
+                                  write_margins, write_model)
     d = blocksim.load(args.diagram, variant=args.variant, set=parse_sets(args.set))
-    at = None if args.at is None else ("initial" if args.at == "initial" else {"time": args.at})
+    at = None if args.at is None else (args.at if args.at in ("initial", "trim")
+                                       else {"time": args.at})
     model = linear_model(d, inputs=args.input, outputs=args.output, openings=args.opening, at=at,
                          period=args.period, origin="option")
     kind = f"discrete, period {model.dt:.6g} s" if model.dt else "continuous"
     print(f"{d.name}: {len(model.states)} states, {len(model.inputs)} inputs, "
-          f"{len(model.outputs)} outputs; {kind}; at t = {model.time:.6g} s")
+          f"{len(model.outputs)} outputs; {kind}; at t = {model.time:.6g} s"
+          + (" (trimmed: an equilibrium)" if model.trimmed is not None else ""))
     if model.nonsmooth:
         print("linearised in the mode they hold there: " + ", ".join(model.nonsmooth))
+    for text in model.steep:
+        print(f"steep at the operating point (its tangent holds only near it): {text}")
+    poles = modes(model)
+    if poles:
+        print("modes (natural frequency, damping ratio): " + ", ".join(
+            f"{f:.6g} Hz ({z:.3g})" if f else "0 (an integrator)" for f, z in poles[:12])
+            + (", ..." if len(poles) > 12 else ""))
     margins = margins_of(model) if model.loop else None
     if margins is not None:
         print(f"the loop at {model.loop}:")
@@ -476,6 +498,20 @@ def cmd_linearize(args) -> int:
     else:
         print("no margins: the model is not a loop seen from one point (one input, the same "
               "signal as the only output and as an opening)")
+    measured = None
+    if args.frequency_response:
+        from .analysis.frequency_response import frequency_response
+        measured = frequency_response(d, band=args.band, lines=args.lines,
+                                      amplitude=args.amplitude, model=model)
+        print(f"frequency response of the diagram ({'the loop L' if model.loop else 'the model'}"
+              f"; a multisine of {len(measured.frequencies)} sines of {measured.amplitude:.4g} "
+              f"each at {model.inputs[0]}; settled {measured.settle:.6g} s, measured "
+              f"{measured.window:.6g} s, {measured.mode}):")
+        print(measured.table())
+        print(f"distortion {measured.distortion:.3g} (the power away from the lines over the "
+              "lines'): " + ("linear at this amplitude" if measured.linear_enough else
+                             "NOT linear at this amplitude (a block saturates or switches, or "
+                             "the run has not settled): take a smaller --amplitude"))
     folder = prepare_out(args.out, args.force)
     if folder is None:
         return 0
@@ -487,15 +523,21 @@ def cmd_linearize(args) -> int:
         f, H = bode_data(model)
         labels = [f"{o} / {i}" for o in model.outputs for i in model.inputs]
         title = f"{d.name}: " + (f"the loop at {model.loop}" if model.loop else "the model")
+        if measured is not None:
+            write_frequency_response(measured, folder.staging)
         save_figure(bode_figure(f, H, title, labels,
-                                None if margins is None else margins.as_dict()),
+                                None if margins is None else margins.as_dict(),
+                                modes=[f for f, z in poles if f > 0 and z < 1],
+                                measured=None if measured is None else
+                                (measured.frequencies, measured.measured)),
                     folder.staging, "bode")
     except BaseException:
         folder.abort()
         raise
     path = folder.commit()
     print(f"wrote {path}/: model.npz, model.json"
-          + (", margins.json" if margins is not None else "") + ", bode.png, bode.svg")
+          + (", margins.json" if margins is not None else "")
+          + (", frequency_response.json" if measured is not None else "") + ", bode.png, bode.svg")
     return 0
 
 

@@ -528,20 +528,30 @@ def plot_run(run, signals=None, variants=None, out=None, formats=("png", "svg"),
 
 # ----------------------------------------------------------------------------- Bode plots
 
-def bode_figure(f_hz, H, title: str, labels, margins: dict | None = None):
+def bode_figure(f_hz, H, title: str, labels, margins: dict | None = None, modes=(),
+                measured=None):
     """A Bode plot: |H| in dB and its phase in degrees (unwrapped) against frequency (Hz, log
     axis), one curve per (output, input) pair of H (n, outputs, inputs), labelled `labels`
     (one per pair). margins (the fields of analysis.margins.Margins): the gain crossover and
-    phase margin marked on the phase plot, the phase crossover and gain margin on the
-    magnitude plot."""
+    phase margin marked on the phase plot (the loop's phase shifted by whole turns to lie in
+    (-360, 0] deg at the crossover, so that the margin is measured from -180 deg), the phase
+    crossover and gain margin on the magnitude plot. modes (Hz): the oscillatory modes of a
+    model that is no loop, marked on the magnitude plot. measured: (frequencies in Hz, complex
+    response) of the first pair measured by a run of the diagram, drawn as markers over the
+    curve (each phase on the curve's branch)."""
     import numpy as np
     fig = new_figure(figsize=(8.0, 6.5), layout="constrained")
     mag_ax, ph_ax = fig.subplots(2, 1, sharex=True)
     pairs = [(i, j) for i in range(H.shape[1]) for j in range(H.shape[2])]
+    phases = {pair: np.degrees(np.unwrap(np.angle(H[:, pair[0], pair[1]]))) for pair in pairs}
+    fc = (margins or {}).get("crossover")
+    if fc is not None and np.isfinite(fc):       # a loop: its phase at crossover in (-360, 0]
+        k = int(np.argmin(np.abs(np.asarray(f_hz) - fc)))
+        phases[(0, 0)] = phases[(0, 0)] - 360.0 * np.ceil(phases[(0, 0)][k] / 360.0)
     for (i, j), label in zip(pairs, labels):
         h = H[:, i, j]
         mag_ax.semilogx(f_hz, 20 * np.log10(np.maximum(np.abs(h), 1e-300)), label=label)
-        ph_ax.semilogx(f_hz, np.degrees(np.unwrap(np.angle(h))), label=label)
+        ph_ax.semilogx(f_hz, phases[(i, j)], label=label)
     mag_ax.set_ylabel("magnitude (dB)")
     ph_ax.set_ylabel("phase (deg)")
     ph_ax.set_xlabel("frequency (Hz)")
@@ -554,7 +564,7 @@ def bode_figure(f_hz, H, title: str, labels, margins: dict | None = None):
             mag_ax.axhline(0.0, color="0.4", lw=0.8, ls="--")
             mag_ax.axvline(fc, color="tab:green", lw=0.8, ls=":")
             k = int(np.argmin(np.abs(np.asarray(f_hz) - fc)))
-            phase_c = float(np.degrees(np.unwrap(np.angle(H[:, 0, 0])))[k])
+            phase_c = float(phases[(0, 0)][k])
             edge = phase_c - pm
             ph_ax.axhline(edge, color="0.4", lw=0.8, ls="--")
             ph_ax.annotate("", xy=(fc, phase_c), xytext=(fc, edge),
@@ -568,6 +578,20 @@ def bode_figure(f_hz, H, title: str, labels, margins: dict | None = None):
                             arrowprops={"arrowstyle": "<->", "color": "tab:red"})
             mag_ax.text(fg, -gm / 2, f"  GM {gm:.2f} dB at {fg:.4g} Hz", color="tab:red",
                         va="center")
-    if len(pairs) > 1:
+    if measured is not None:
+        fm, hm = (np.asarray(v) for v in measured)
+        curve = np.interp(np.log(fm), np.log(np.asarray(f_hz)), phases[(0, 0)])
+        ph = np.degrees(np.angle(hm))
+        ph = ph + 360.0 * np.round((curve - ph) / 360.0)
+        mag_ax.semilogx(fm, 20 * np.log10(np.abs(hm)), "o", mfc="none", color="tab:orange",
+                        label="measured by a run of the diagram")
+        ph_ax.semilogx(fm, ph, "o", mfc="none", color="tab:orange")
+    if not margins:
+        for f in modes:
+            if f_hz[0] <= f <= f_hz[-1]:
+                mag_ax.axvline(f, color="0.5", lw=0.8, ls=":")
+                mag_ax.text(f, 0.03, f" {f:.4g} Hz", color="0.3", va="bottom", ha="right",
+                            rotation=90, fontsize="small", transform=mag_ax.get_xaxis_transform())
+    if len(pairs) > 1 or measured is not None:
         mag_ax.legend(fontsize="small")
     return fig

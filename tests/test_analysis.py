@@ -9,6 +9,7 @@ import pytest
 
 import blocksim
 from blocksim.analysis import linear_model
+from blocksim.analysis.report import margins_of
 from blocksim.errors import AnalysisError, BlocksimError, DiagramFileError
 
 G = 9.81
@@ -146,7 +147,7 @@ def test_an_unknown_port_and_key_are_located(tmp_path):
     with pytest.raises(DiagramFileError) as err:
         blocksim.load(path)
     assert str(err.value) == (f"{path}:7: unknown key 'input' in analysis; did you mean "
-                              "'inputs'? (valid keys: inputs, outputs, openings, at, period)")
+                              "'inputs'? (valid keys: inputs, outputs, openings, at, trim, period)")
 
 
 def test_bad_operating_points_and_outputs_are_refused(tmp_path):
@@ -182,3 +183,60 @@ def test_the_analysis_section_is_kept_in_the_resolved_diagram():
     d = blocksim.load(LOOP)
     assert "analysis:" in d.resolved_yaml()
     assert linear_model(blocksim.load(d.resolved_yaml())).A == pytest.approx(np.array([[-2.0]]))
+
+
+# ---- analysis points on one element of a vector signal ------------------------------------------
+
+PAIR = text("""
+    blocksim: 1
+    blocks:
+      x: {type: Integrator, x0: [0.5, 1.0]}
+      k: {type: Gain, gain: [-2.0, -3.0]}
+    connections: [x -> k, k -> x]
+    analysis:
+      inputs: ["k.out[0]"]
+      outputs: ["k.out[0]"]
+      openings: ["k.out[0]"]
+    """)
+
+
+def test_an_opening_at_one_element_cuts_that_element_only():
+    m = linear_model(PAIR, outputs=["k.out[0]", "x.out"])
+    # x0' = u (the cut element: its operating value -1 plus u), x1' = -3 x1 (still closed)
+    assert m.A == pytest.approx(np.diag([0.0, -3.0])) and m.B == pytest.approx(np.array([[1.0], [0.0]]))
+    assert m.C == pytest.approx(np.array([[-2.0, 0.0], [1.0, 0.0], [0.0, 1.0]]))
+    assert m.inputs == ("k.out[0]",) and m.outputs == ("k.out[0]", "x.out[0]", "x.out[1]")
+    assert m.u0 == pytest.approx([-1.0]) and m.y0 == pytest.approx([-1.0, 0.5, 1.0])
+
+
+def test_a_loop_at_one_element_is_a_loop_with_margins():
+    m = linear_model(PAIR)
+    assert m.loop == "k.out[0]"
+    # the model is -L: L = 2 / s, the integrator's loop at element 0 (element 1 unobservable)
+    assert m.A == pytest.approx(np.diag([0.0, -3.0])) and m.C @ m.B == pytest.approx(np.array([[-2.0]]))
+    margins = margins_of(m)
+    assert margins.crossover == pytest.approx(2.0 / (2 * math.pi), rel=1e-9)
+    assert margins.phase_margin == pytest.approx(90.0, abs=1e-9) and margins.stable
+    inner = linear_model(PAIR, inputs=["k.out[1]"], outputs=["x.out[1]"], openings=[])
+    assert inner.A == pytest.approx(np.diag([-2.0, -3.0]))
+    assert inner.B == pytest.approx(np.array([[0.0], [1.0]])) and inner.C == pytest.approx(np.array([[0.0, 1.0]]))
+
+
+@pytest.mark.parametrize("point, said", [
+    ("k.out[2]", "no element 2 in k.out[2] for analysis.inputs: the signal has width 2 "
+                 "(elements 0 to 1)"),
+    ("k.out[-1]", "no element '-1' in k.out[-1] for analysis.inputs: the signal has width 2 "
+                  "(elements 0 to 1)"),
+])
+def test_an_element_out_of_range_is_located(tmp_path, point, said):
+    path = tmp_path / "pair.yaml"
+    path.write_text(PAIR.replace('inputs: ["k.out[0]"]', f'inputs: ["{point}"]'))
+    assert message(path) == f"{path}:7: block 'k', port 'out': {said}"
+
+
+def test_overlapping_points_and_unknown_blocks_in_elements_are_refused():
+    assert message(PAIR, inputs=["k.out", "k.out[1]"]) == (
+        "keyword inputs: block 'k', port 'out': analysis.inputs names k.out and k.out[1], which "
+        "overlap (name the whole signal or its elements)")
+    assert message(PAIR, outputs=["kk.out[1]"]) == (
+        "keyword outputs: no block 'kk' for analysis.outputs (did you mean 'k'?)")

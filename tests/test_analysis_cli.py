@@ -1,6 +1,7 @@
 """`python cli.py linearize`: the model, the margins and the Bode plot in --out, the printed
 table, and errors as one located line with exit status 1 (docs/analysis.md)."""
 import json
+import math
 
 import numpy as np
 import pytest
@@ -53,3 +54,32 @@ def test_a_model_that_is_no_loop_has_no_margins(tmp_path, capsys):
 def test_bad_options_are_one_located_line(args, message, capsys):
     assert main(["linearize", CURRENT_LOOP, *args]) == 1
     assert capsys.readouterr().err == message
+
+
+def test_the_double_pendulum_example_prints_and_writes_its_modes(tmp_path, capsys):
+    out = tmp_path / "lin"
+    assert main(["linearize", "examples/analysis/double_pendulum.yaml", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "4 states, 2 inputs, 2 outputs; continuous; at t = 0 s\n" \
+           "modes (natural frequency, damping ratio): 0.381526 Hz (0), 0.921086 Hz (0)\n" in printed
+    modes = json.loads((out / "model.json").read_text())["modes"]
+    omega = [2 * math.pi * m["frequency"] for m in modes]
+    assert omega == pytest.approx([math.sqrt(9.81 * (2 - math.sqrt(2))),
+                                   math.sqrt(9.81 * (2 + math.sqrt(2)))], abs=1e-6)
+    assert [m["damping"] for m in modes] == [0.0, 0.0]
+    assert sorted(p.name for p in out.iterdir()) == ["bode.png", "bode.svg", "model.json",
+                                                     "model.npz"]
+
+
+def test_the_position_loop_example_prints_its_trimmed_margins(tmp_path, capsys):
+    out = tmp_path / "lin"
+    assert main(["linearize", "examples/analysis/position_loop.yaml", "--variant", "reference",
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "10 states, 1 inputs, 1 outputs; discrete, period 0.001 s; at t = 0 s (trimmed: an " \
+           "equilibrium)\n" in printed
+    assert "the loop at zoh.out[0]:\nphase margin           46.25 deg\n" \
+           "gain crossover         1.687 Hz\n" in printed
+    model = json.loads((out / "model.json").read_text())
+    assert model["trimmed"]["states"]["plant"] == [0.0, 0.0, 0.0, 0.0]
+    assert (out / "bode.png").stat().st_size > 10_000

@@ -13,12 +13,20 @@ injections (as a run's start computes them):
   the derivatives), and the measured outputs there;
 - jump(v, t, hits): a major step at t with the given rates hitting (outputs, measured outputs,
   updates), and the vector after it.
+
+prepare builds that run: the diagram instrumented with its analysis points, loaded at the
+operating point.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..engine.scheduler import Simulation
+from ..diagram.compiler import compile_diagram
+from ..diagram.diagram import Diagram
+from ..engine.scheduler import Simulation, run_settings
+from ..errors import AnalysisError
+from .operating_point import load, snapshot
+from .points import instrument, resolve_point
 
 STEP = np.finfo(float).eps ** (1 / 3)
 """The relative step of a central difference, h = STEP max(1, |v|): the step that balances the
@@ -27,9 +35,9 @@ truncation error (h^2) against rounding (eps / h) for a function of unit scale."
 
 class Evaluation:
     """flow and jump (the module docstring) of a started run `sim` of the instrumented diagram
-    cd, loaded at the operating point; outputs: the measured signals ((block, port), in order);
-    injection: {signal: the Integrator holding its injection} of every input and opening;
-    inputs: the signals whose injections are the model's inputs."""
+    cd, loaded at the operating point; outputs: the measured points (analysis.points.Point, in
+    order); injection: {signal: the Constant holding its injection} of every signal with inputs
+    or openings; inputs: the points whose injections are the model's inputs."""
 
     def __init__(self, sim: Simulation, cd, outputs, injection, inputs):
         self.sim, self.cd = sim, cd
@@ -41,9 +49,12 @@ class Evaluation:
                            () if sim.records.get(n) is None else (sim.records[n],))
                           for n in plan.constant_outputs if n not in sources]
         self.t_start = float(plan.start)
-        self.output_slots = [plan.outputs_of[b][cd.blocks[b].output_names().index(p)]
-                             for b, p in outputs]
-        self.n_out = sum(plan.slots[s].width for s in self.output_slots)
+        self.output_slots = []          # (slot, elements) of each measured point
+        for point in outputs:
+            slot = plan.outputs_of[point.block][cd.blocks[point.block].output_names()
+                                                .index(point.port)]
+            self.output_slots.append((slot, point.elements(plan.slots[slot].width)))
+        self.n_out = sum(len(e) for _, e in self.output_slots)
         n_xc = plan.n_xc
         self.state_columns = list(range(n_xc))
         self.xd_columns = []
@@ -67,13 +78,17 @@ class Evaluation:
             slot = plan.outputs_of[block][0]
             width = plan.slots[slot].width
             self.injections.append((slot, width))
-            columns[signal] = list(range(k, k + width))
+            columns[signal] = k
             k += width
-        self.input_columns = {s: columns[s] for s in inputs}
-        """The columns of each input's injection, by signal."""
-        self.u_columns = [c for s in inputs for c in columns[s]]
-        self.fixed_columns = sorted({c for cs in columns.values() for c in cs}
-                                    - set(self.u_columns))
+        self.injection_columns = columns
+        """The first column of each signal's injection (its elements follow), by signal."""
+        self.input_columns = {p: [columns[p.signal] + i for i in
+                                  p.elements(plan.slots[plan.outputs_of[injection[p.signal]][0]].width)]
+                              for p in inputs}
+        """The columns of each input's injection, by point."""
+        self.u_columns = [c for p in inputs for c in self.input_columns[p]]
+        every = {columns[s] + i for s, (_, w) in zip(columns, self.injections) for i in range(w)}
+        self.fixed_columns = sorted(every - set(self.u_columns))
         """The columns of the openings' values that are not inputs: held, never varied."""
         self.n = k
         self.v0 = self.vector()
@@ -111,7 +126,8 @@ class Evaluation:
 
     def measured(self) -> np.ndarray:
         ctx = self.sim.context
-        return np.concatenate([ctx.signals[s][0] for s in self.output_slots] + [np.zeros(0)])
+        return np.concatenate([ctx.signals[s][0][e] for s, e in self.output_slots]
+                              + [np.zeros(0)])
 
     # ---- the two functions ---------------------------------------------------------------------
     def flow(self, v: np.ndarray, t: float) -> np.ndarray:
@@ -143,3 +159,53 @@ class Evaluation:
             J[:, c] = (f(up) - f(down)) / (up[c] - down[c])
         self.set_vector(v0)
         return J
+
+
+def prepare(d: Diagram, cd0, points):
+    """(the instrumented compiled diagram, the snapshot of the operating point, the Evaluation
+    of a run of it loaded there) for the analysis points of cd0, d's compiled diagram."""
+    refuse_memory(cd0)
+    snap = snapshot(cd0, d.settings, d.log_settings, points.at)
+    inst = instrument(cd0, points)
+    cd = compile_diagram(inst.spec, 1)
+    logged = {f"{p.block}.{p.port}": p.signal for p in points.outputs}
+    sim = Simulation(cd, run_settings(d.settings, d.log_settings, cd), logged)
+    sim.start()
+    offsets = {resolve_point(cd0, text, None, "for analysis.at.inputs"): value
+               for text, value in points.at.inputs.items()}
+    load(sim, cd, snap, inst.injection, inst.opened, offsets)
+    return cd, snap, Evaluation(sim, cd, points.outputs, inst.injection, points.inputs)
+
+
+def state_names(cd, ev: Evaluation) -> list[str]:
+    """A name per element of the evaluation's vector: block.state for states, block.port[i] for
+    held outputs."""
+    names = [""] * ev.n
+    for name, (a, b) in cd.xc_slices.items():
+        labels = cd.blocks[name].state_names()[0]
+        for i in range(a, b):
+            label = labels[i - a] if len(labels) == b - a else f"xc[{i - a}]"
+            names[i] = f"{name}.{label}"
+    k = ev.n_xc
+    for c in ev.xd_columns:
+        owner = next(n for n, (a, b) in cd.xd_slices.items() if a <= c < b)
+        a, b = cd.xd_slices[owner]
+        labels = cd.blocks[owner].state_names()[1]
+        label = labels[c - a] if len(labels) == b - a else f"xd[{c - a}]"
+        names[k] = f"{owner}.{label}"
+        k += 1
+    for block, port, _, a, b in ev.held_slices():
+        for i in range(a, b):
+            names[i] = f"{block}.{port}" + (f"[{i - a}]" if b - a > 1 else "") + " (held)"
+    return names
+
+
+def refuse_memory(cd) -> None:
+    """A continuous block with memory updated at every major step (a RateLimiter's last output)
+    has no linearisation independent of the solver's steps: refused, named."""
+    for name, blk in cd.blocks.items():
+        if blk.enabled and cd.sample_times[name].kind != "discrete" and blk.n_xd > blk.n_modes:
+            raise AnalysisError(
+                f"{blk.type_name} keeps a memory that it updates at every major step, which has "
+                "no linearisation independent of the solver's steps; take it out of the diagram "
+                "(or disable it) to linearise", where=cd.spec.blocks[name].where, block=name)

@@ -14,20 +14,18 @@ discrete periods), over which the model is time-invariant.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
 import numpy as np
 from scipy.linalg import expm
 
-from ..diagram.compiler import compile_diagram
 from ..diagram.diagram import Diagram, load as load_diagram
 from ..diagram.rates import make_timebase
-from ..engine.scheduler import Simulation, run_settings
-from ..errors import AnalysisError
-from .evaluation import Evaluation
-from .operating_point import load, snapshot
-from .points import analysis_settings, instrument
+from ..errors import AnalysisError, BlocksimError
+from .evaluation import Evaluation, prepare, state_names
+from .points import AnalysisSettings, analysis_settings, check_at_inputs, operating_point
+from .trim import trim
 
 CONTROL_MISSING = ("linearize returns a python-control StateSpace, and python-control is not "
                    "installed: pip install -e '.[control]' (or pip install control)")
@@ -43,7 +41,7 @@ class LinearModel:
     measured outputs there; nonsmooth: the blocks linearised in the mode they hold there, as
     "name (Type)"; openings: the signals cut; loop: the signal where the model is a loop seen
     from one point (its only input and output, and an opening: the model is -L there), else "";
-    name: the diagram's."""
+    name: the diagram's; trimmed: below."""
 
     A: np.ndarray
     B: np.ndarray
@@ -58,9 +56,17 @@ class LinearModel:
     u0: np.ndarray
     y0: np.ndarray
     nonsmooth: tuple[str, ...] = ()
+    steep: tuple[str, ...] = ()
+    """The smooth terms steep at the operating point, "name (Type): what, its slope" (a
+    smoothed friction sign at rest): linearised by a tangent that holds only near it."""
     openings: tuple[str, ...] = field(default=())
     loop: str = ""
     name: str = ""
+    trimmed: dict | None = None
+    """The operating point a trim found (trim's `at`: states, discrete_states, inputs), when
+    the analysis asked for one."""
+    settings: AnalysisSettings | None = field(default=None, repr=False, compare=False)
+    """The analysis points and the operating point (a trim's found) the model was made at."""
 
     def to_statespace(self):
         """The model as a python-control StateSpace with its names (inputs, outputs, states),
@@ -83,9 +89,10 @@ def control_names(names) -> list[str]:
 def linearize(diagram, inputs=None, outputs=None, openings=None, at=None, period=None):
     """The diagram (a Diagram, or what blocksim.load takes) linearised at an operating point,
     as a python-control StateSpace with named inputs, outputs and states (docs/analysis.md).
-    inputs, outputs, openings: signals ("plant.tau"); at: "initial", a time of a run (s),
-    {"time": t} or {"states": {block: values}}; period: of a discrete model (s). Each keyword
-    given replaces the diagram's `analysis:` key of that name."""
+    inputs, outputs, openings: signals ("plant.tau", or one element: "plant.tau[1]"); at:
+    "initial", a time of a run (s), {"time": t}, {"states": {block: values}}, or "trim" (the
+    equilibrium that the diagram's analysis.trim finds); period: of a discrete model (s). Each
+    keyword given replaces the diagram's `analysis:` key of that name."""
     return linear_model(diagram, inputs, outputs, openings, at, period).to_statespace()
 
 
@@ -96,6 +103,9 @@ def linear_model(diagram, inputs=None, outputs=None, openings=None, at=None, per
     d = diagram if isinstance(diagram, Diagram) else load_diagram(diagram)
     cd0 = d.compile()
     points = analysis_settings(cd0, inputs, outputs, openings, at, period, origin)
+    trimmed = None
+    if points.at.trim is not None:
+        points, trimmed = _trimmed(d, cd0, points)
     cd, snap, ev = prepare(d, cd0, points)
     t0 = float(snap.t)
     discrete = any(st.kind == "discrete" for st in cd.sample_times.values())
@@ -103,33 +113,32 @@ def linear_model(diagram, inputs=None, outputs=None, openings=None, at=None, per
         A, B, C, D, states, dt, y0 = _discrete(ev, cd, snap.t, points)
     else:
         A, B, C, D, states, dt, y0 = _continuous(ev, t0)
-    names = _state_names(cd, ev)
+    names = state_names(cd, ev)
     return LinearModel(
         A, B, C, D, dt,
         inputs=_element_names(cd0, points.inputs, points.names),
         outputs=_element_names(cd0, points.outputs, points.names),
         states=tuple(names[i] for i in states), time=t0, x0=ev.v0[states],
         u0=ev.v0[ev.u_columns],
-        y0=y0, nonsmooth=_nonsmooth(cd0),
+        y0=y0, nonsmooth=_nonsmooth(cd0), steep=_steep(cd0, snap),
         openings=tuple(points.names[s] for s in points.openings),
         loop=points.names[points.inputs[0]] if len(points.inputs) == 1
         and points.inputs == points.outputs and points.inputs[0] in points.openings else "",
-        name=d.name)
+        name=d.name, trimmed=trimmed, settings=points)
 
 
-def prepare(d: Diagram, cd0, points):
-    """(the instrumented compiled diagram, the snapshot of the operating point, the Evaluation
-    of a run of it loaded there) for the analysis points of cd0, d's compiled diagram."""
-    _refuse_memory(cd0)
-    snap = snapshot(cd0, d.settings, d.log_settings, points.at)
-    inst = instrument(cd0, points)
-    cd = compile_diagram(inst.spec, 1)
-    logged = {f"{b}.{p}": (b, p) for b, p in points.outputs}
-    sim = Simulation(cd, run_settings(d.settings, d.log_settings, cd), logged)
-    sim.start()
-    offsets = {cd0.resolve_signal(text): value for text, value in points.at.inputs.items()}
-    load(sim, cd, snap, inst.injection, points.openings, offsets)
-    return cd, snap, Evaluation(sim, cd, points.outputs, inst.injection, points.inputs)
+def _trimmed(d: Diagram, cd0, points):
+    """The analysis settings with the operating point that the trim of points.at.trim finds
+    (its injections must be at analysis inputs), and that point as trim's `at`."""
+    where = points.loc("trim") or points.loc("at")
+    spec = dict(points.at.trim)
+    try:
+        found = trim(d, **spec)
+    except BlocksimError as err:
+        raise err.located(where=where) from None
+    at = operating_point(found.at, where, cd0)
+    check_at_inputs(cd0, points, at, where)
+    return replace(points, at=at), found.at
 
 
 def _continuous(ev: Evaluation, t: float):
@@ -189,36 +198,23 @@ def _discrete(ev: Evaluation, cd, t0: Fraction, points):
     return (P[np.ix_(xs, xs)], P[np.ix_(xs, us)], Y[:, xs], Y[:, us], xs, float(T), y0)
 
 
-def _state_names(cd, ev: Evaluation) -> list[str]:
-    """A name per element of the evaluation's vector: block.state for states, block.port[i] for
-    held outputs."""
-    names = [""] * ev.n
-    for name, (a, b) in cd.xc_slices.items():
-        labels = cd.blocks[name].state_names()[0]
-        for i in range(a, b):
-            label = labels[i - a] if len(labels) == b - a else f"xc[{i - a}]"
-            names[i] = f"{name}.{label}"
-    k = ev.n_xc
-    for c in ev.xd_columns:
-        owner = next(n for n, (a, b) in cd.xd_slices.items() if a <= c < b)
-        a, b = cd.xd_slices[owner]
-        labels = cd.blocks[owner].state_names()[1]
-        label = labels[c - a] if len(labels) == b - a else f"xd[{c - a}]"
-        names[k] = f"{owner}.{label}"
-        k += 1
-    for block, port, _, a, b in ev.held_slices():
-        for i in range(a, b):
-            names[i] = f"{block}.{port}" + (f"[{i - a}]" if b - a > 1 else "") + " (held)"
-    return names
 
-
-def _element_names(cd, signals, written) -> tuple[str, ...]:
+def _element_names(cd, points, written) -> tuple[str, ...]:
+    """One name per element: the point as written for a scalar signal or one element
+    ("zoh.out[0]"), else the signal as written with each element's index ("plant.q[1]")."""
     out = []
-    for signal in signals:
-        width = cd.out_widths[signal[0]][signal[1]]
-        text = written[signal]
-        out += [text] if width == 1 else [f"{text}[{i}]" for i in range(width)]
+    for point in points:
+        width = cd.out_widths[point.block][point.port]
+        text = written[point]
+        out += ([text] if width == 1 or point.index is not None
+                else [f"{text}[{i}]" for i in range(width)])
     return tuple(out)
+
+
+def _steep(cd, snap) -> tuple[str, ...]:
+    """The terms the blocks find steep at the operating point (Block.steep_terms)."""
+    return tuple(f"{n} ({b.type_name}): {text}" for n, b in cd.blocks.items() if b.enabled
+                 for text in b.steep_terms(snap.xc[n], snap.xd[n]))
 
 
 def _nonsmooth(cd) -> tuple[str, ...]:
@@ -226,14 +222,3 @@ def _nonsmooth(cd) -> tuple[str, ...]:
     and region they hold at the operating point."""
     return tuple(f"{n} ({b.type_name})" for n, b in cd.blocks.items()
                  if b.enabled and (b.n_modes > 0 or b.n_zc > 0))
-
-
-def _refuse_memory(cd) -> None:
-    """A continuous block with memory updated at every major step (a RateLimiter's last output)
-    has no linearisation independent of the solver's steps: refused, named."""
-    for name, blk in cd.blocks.items():
-        if blk.enabled and cd.sample_times[name].kind != "discrete" and blk.n_xd > blk.n_modes:
-            raise AnalysisError(
-                f"{blk.type_name} keeps a memory that it updates at every major step, which has "
-                "no linearisation independent of the solver's steps; take it out of the diagram "
-                "(or disable it) to linearise", where=cd.spec.blocks[name].where, block=name)

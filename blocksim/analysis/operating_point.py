@@ -67,11 +67,13 @@ def snapshot(cd: CompiledDiagram, settings: SimulationSettings, log: LogSettings
 
 
 def load(sim: Simulation, cd: CompiledDiagram, snap: Snapshot,
-         injection: dict[tuple[str, str], str], openings, offsets=None) -> None:
+         injection: dict[tuple[str, str], str], opened: dict[tuple[str, str], tuple[int, ...]],
+         offsets=None) -> None:
     """Put the snapshot of the user's diagram into the started run `sim` of its instrumented
-    diagram cd: the states and signals of every block of the snapshot, the injections at their
-    offsets ({signal: values}; zero when not given), and at each opening the signal's value
-    there (what its readers read at the operating point) plus its offset."""
+    diagram cd: the states and signals of every block of the snapshot, and each signal's
+    injection: at its opened elements (opened[signal]) the signal's value there (what its
+    readers read at the operating point), zero elsewhere, plus the offsets at analysis inputs
+    ({Point: values}, as the operating point gives them)."""
     ctx, plan = sim.context, sim.plan
     for name, values in snap.xc.items():
         a, b = cd.xc_slices[name]
@@ -83,7 +85,11 @@ def load(sim: Simulation, cd: CompiledDiagram, snap: Snapshot,
         value = snap.signals.get((slot.block, slot.port))
         if value is not None and not slot.unwired:
             ctx.signals[k][:] = value
-    offsets = offsets or {}
     for signal, block in injection.items():
-        value = snap.signals[signal] if signal in openings else 0.0
-        ctx.signals[plan.outputs_of[block][0]][:] = value + offsets.get(signal, 0.0)
+        value = np.zeros_like(snap.signals[signal])
+        cut = list(opened.get(signal, ()))
+        value[cut] = snap.signals[signal][cut]
+        for point, offset in (offsets or {}).items():
+            if point.signal == signal:
+                value[point.elements(value.size)] += offset
+        ctx.signals[plan.outputs_of[block][0]][:] = value

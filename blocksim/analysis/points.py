@@ -12,9 +12,10 @@ signal's rate, so every block keeps the sample time it has in the user's diagram
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 import numpy as np
 
@@ -28,6 +29,50 @@ AT_KEYS = ("time", "states", "discrete_states", "inputs")
 """The keys of a mapping `at:` (the operating point): a time of a run, or given states (and
 the injections' values there, as trim finds them)."""
 
+TRIM_KEYS = ("states", "discrete_states", "inputs", "outputs")
+"""The keys of `trim:` (the operating point found by blocksim.trim, whose keywords they are):
+states and discrete_states {block: [values, null for free]}, inputs [signals], outputs
+{signal: values}."""
+
+
+class Point(NamedTuple):
+    """An analysis point: the output port (block, port) of a signal and, for one element of a
+    vector signal, its 0-based index (None: the whole signal)."""
+
+    block: str
+    port: str
+    index: int | None = None
+
+    @property
+    def signal(self) -> tuple[str, str]:
+        return self.block, self.port
+
+    def elements(self, width: int) -> list[int]:
+        """The signal's elements this point takes, for a signal of this width."""
+        return list(range(width)) if self.index is None else [self.index]
+
+
+_ELEMENT = re.compile(r"^(?P<signal>.*)\[(?P<index>[^\[\]]*)\]$")
+
+
+def resolve_point(cd: CompiledDiagram, text: str, where: SourceLoc | None,
+                  purpose: str) -> Point:
+    """A signal name as an analysis point: "block.port" (or what CompiledDiagram.resolve_signal
+    takes) for the whole signal, "block.port[i]" for its element i (0-based); errors name the
+    location, block and port (an index out of range with the signal's width)."""
+    found = _ELEMENT.match(text.strip())
+    if found is None:
+        return Point(*cd.resolve_signal(text, where, purpose=purpose))
+    block, port = cd.resolve_signal(found["signal"].strip(), where, purpose=purpose)
+    width = cd.out_widths[block][port]
+    raw = found["index"].strip()
+    if not raw.isdigit() or int(raw) >= width:
+        raise AnalysisError(f"no element {raw if raw.isdigit() else shown(raw)} in {text} "
+                            f"{purpose}: the signal has width {width} (elements 0 to "
+                            f"{width - 1})", where=where, block=block, port=port)
+    index = int(raw)
+    return Point(block, port, index)
+
 
 @dataclass(frozen=True)
 class OperatingPointSpec:
@@ -35,28 +80,32 @@ class OperatingPointSpec:
     state itself, at the start time), or states {block: values} that replace the initial
     continuous states of those blocks, discrete_states {block: values} their discrete states
     (without the modes), and inputs {signal text: values} the injections' values at analysis
-    inputs (added to the signal; zero when not given), at the start time."""
+    inputs (added to the signal; zero when not given), at the start time; or trim: the
+    equilibrium that blocksim.trim finds with these keywords."""
 
     time: Fraction | None = None
     states: Mapping[str, np.ndarray] = field(default_factory=dict)
     discrete: Mapping[str, np.ndarray] = field(default_factory=dict)
     inputs: Mapping[str, np.ndarray] = field(default_factory=dict)
+    trim: Mapping[str, Any] | None = None
+    """blocksim.trim's keywords: the operating point is the equilibrium it finds (the fields
+    above are then unused)."""
 
 
 @dataclass(frozen=True)
 class AnalysisSettings:
-    """A linearisation's analysis points (resolved (block, port) signals, in the order given),
+    """A linearisation's analysis points (resolved Points, in the order given),
     its operating point and the period of a discrete model (s, exact; None: continuous for a
     diagram without discrete blocks, the hyperperiod of the discrete rates otherwise).
     names: the signals as the user wrote them; where: the location of each item, by key
     ("inputs[0]", "at", "period")."""
 
-    inputs: tuple[tuple[str, str], ...]
-    outputs: tuple[tuple[str, str], ...]
-    openings: tuple[tuple[str, str], ...]
+    inputs: tuple[Point, ...]
+    outputs: tuple[Point, ...]
+    openings: tuple[Point, ...]
     at: OperatingPointSpec
     period: Fraction | None
-    names: Mapping[tuple[str, str], str]
+    names: Mapping[Point, str]
     where: Mapping[str, SourceLoc]
 
     def loc(self, key: str) -> SourceLoc | None:
@@ -86,35 +135,58 @@ def analysis_settings(cd: CompiledDiagram, inputs=None, outputs=None, openings=N
         section[key] = value
         where[key] = given
     default = spec.where.get("analysis", SourceLoc(spec.file))
-    names: dict[tuple[str, str], str] = {}
+    names: dict[Point, str] = {}
 
-    def signals(key: str) -> tuple[tuple[str, str], ...]:
+    def signals(key: str) -> tuple[Point, ...]:
         out = []
         for index, text in enumerate(section.get(key) or ()):
             loc = where.get(f"{key}[{index}]", where.get(key, default))
             if not isinstance(text, str):
                 raise AnalysisError(f"analysis.{key}[{index}] must be a signal name such as "
                                     f"plant.q, not {shown(text)}", where=loc)
-            signal = cd.resolve_signal(text, loc, purpose=f"for analysis.{key}")
-            if signal in out:
-                raise AnalysisError(f"analysis.{key} names {text} twice", where=loc)
-            names.setdefault(signal, text)
-            out.append(signal)
+            point = resolve_point(cd, text, loc, purpose=f"for analysis.{key}")
+            for other in out:
+                if other == point:
+                    raise AnalysisError(f"analysis.{key} names {text} twice", where=loc)
+                if other.signal == point.signal and None in (other.index, point.index):
+                    raise AnalysisError(f"analysis.{key} names {names[other]} and {text}, which "
+                                        "overlap (name the whole signal or its elements)",
+                                        where=loc, block=point.block, port=point.port)
+            names.setdefault(point, text)
+            out.append(point)
         return tuple(out)
 
+    at_where = where.get("at", default)
+    if section.get("trim") is not None and (at is None or at == "trim"):
+        if section.get("at") not in (None, "trim"):
+            raise AnalysisError("analysis.at and analysis.trim both give the operating point: "
+                                "keep one (at: trim takes the trim's)", where=at_where)
+        point = OperatingPointSpec(trim=_trim_keywords(section["trim"],
+                                                       where.get("trim", default)))
+    elif section.get("at") == "trim":
+        raise AnalysisError("analysis.at: trim needs an analysis.trim section (the trim's "
+                            "states, inputs and outputs)", where=at_where)
+    else:
+        point = operating_point(section.get("at"), at_where, cd)
     found = AnalysisSettings(signals("inputs"), signals("outputs"), signals("openings"),
-                             operating_point(section.get("at"), where.get("at", default), cd),
+                             point,
                              _period(section.get("period"), where.get("period", default)),
                              names, where)
-    for text in found.at.inputs:
-        if cd.resolve_signal(text) not in found.inputs:
-            raise AnalysisError(f"analysis.at.inputs: {text} is not an analysis input "
-                                f"(inputs: {', '.join(names[s] for s in found.inputs) or 'none'})",
-                                where=where.get("at", default))
+    check_at_inputs(cd, found, found.at, at_where)
     if not found.outputs and need_outputs:
         raise AnalysisError("a linearisation needs at least one output (analysis.outputs: the "
                             "signals measured, such as plant.q)", where=where.get("outputs", default))
     return found
+
+
+def check_at_inputs(cd: CompiledDiagram, points: AnalysisSettings, at: OperatingPointSpec,
+                    where: SourceLoc | None) -> None:
+    """Every injection an operating point gives is at an analysis input."""
+    for text in at.inputs:
+        if resolve_point(cd, text, None, "for analysis.at.inputs") not in points.inputs:
+            raise AnalysisError(f"analysis.at.inputs: {text} is not an analysis input (inputs: "
+                                f"{', '.join(points.names[p] for p in points.inputs) or 'none'})",
+                                where=where)
 
 
 def operating_point(value: Any, where: SourceLoc, cd: CompiledDiagram) -> OperatingPointSpec:
@@ -167,12 +239,32 @@ def operating_point(value: Any, where: SourceLoc, cd: CompiledDiagram) -> Operat
                             where=where)
     found["inputs"] = {}
     for text, given in inputs.items():
-        block, port = cd.resolve_signal(str(text), where, purpose="for analysis.at.inputs")
-        found["inputs"][str(text)] = _row(given, cd.out_widths[block][port],
-                                          f"analysis.at.inputs: {text} has width "
-                                          f"{cd.out_widths[block][port]}", where, block)
+        point = resolve_point(cd, str(text), where, purpose="for analysis.at.inputs")
+        width = len(point.elements(cd.out_widths[point.block][point.port]))
+        found["inputs"][str(text)] = _row(given, width, f"analysis.at.inputs: {text} has width "
+                                          f"{width}", where, point.block)
     return OperatingPointSpec(states=found["states"], discrete=found["discrete_states"],
                               inputs=found["inputs"])
+
+
+def _trim_keywords(value: Any, where: SourceLoc) -> dict[str, Any]:
+    """`trim:` read as blocksim.trim's keywords (TRIM_KEYS), each of its kind; the values are
+    checked by trim itself."""
+    if not isinstance(value, dict):
+        raise AnalysisError(f"analysis.trim is a mapping with keys {', '.join(TRIM_KEYS)}, not "
+                            f"{shown(value)}", where=where)
+    for key in value:
+        if key not in TRIM_KEYS:
+            raise AnalysisError(f"unknown key '{key}' in analysis.trim"
+                                f"{did_you_mean(str(key), TRIM_KEYS, clause=True)} (valid keys: "
+                                f"{', '.join(TRIM_KEYS)})", where=where)
+    kinds = {"states": dict, "discrete_states": dict, "outputs": dict, "inputs": list}
+    for key, kind in kinds.items():
+        if key in value and not isinstance(value[key], kind):
+            what = "a list of signals" if kind is list else "a mapping"
+            raise AnalysisError(f"analysis.trim.{key} must be {what}, not {shown(value[key])}",
+                                where=where)
+    return dict(value)
 
 
 def _row(given, n: int, what: str, where: SourceLoc, block: str) -> np.ndarray:
@@ -209,23 +301,29 @@ def _period(value, where: SourceLoc) -> Fraction | None:
 
 @dataclass(frozen=True)
 class Instrumented:
-    """The diagram with its analysis points: spec (to compile), injection[signal] the
-    Constant block whose output is the injection (at an opening, the signal's value seen
-    downstream) of each input and opening."""
+    """The diagram with its analysis points: spec (to compile); injection[signal] the Constant
+    block (of the signal's width) whose output is added to the signal's readers (at an opened
+    element, the element's value seen downstream) for each signal with inputs or openings;
+    opened[signal] the elements of it that are cut; feeds: below."""
 
     spec: DiagramSpec
     injection: Mapping[tuple[str, str], str]
+    opened: Mapping[tuple[str, str], tuple[int, ...]]
+    feeds: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    """The block whose output the signal's readers read instead (the Sum, or the Constant)."""
 
 
 def instrument(cd: CompiledDiagram, points: AnalysisSettings) -> Instrumented:
-    """The spec of cd with its analysis points (the module docstring): per input or opening a
-    Constant of zeros (the injection), a Sum for an input that is not opened, and the readers of
-    each such signal wired to them."""
+    """The spec of cd with its analysis points (the module docstring). Per signal with inputs or
+    openings, a Constant of zeros of its width (the injection) and the readers of the signal
+    wired to: the Constant alone where every element is opened; the signal plus the Constant
+    (a Sum) where none is; the signal with its opened elements masked out (a Gain of 0 there
+    and 1 elsewhere) plus the Constant where some are (zoh.out[0] opened, zoh.out[1] not)."""
     spec = cd.spec
     blocks = dict(spec.blocks)
     taken = set(blocks)
     connections = list(spec.connections)
-    injection = {}
+    injection, opened, feeds = {}, {}, {}
 
     def fresh(stem: str) -> str:
         name, k = stem, 1
@@ -235,31 +333,44 @@ def instrument(cd: CompiledDiagram, points: AnalysisSettings) -> Instrumented:
         taken.add(name)
         return name
 
-    for signal in dict.fromkeys(points.inputs + points.openings):
+    for signal in dict.fromkeys(p.signal for p in points.inputs + points.openings):
         block, port = signal
         width = cd.out_widths[block][port]
-        key = "openings" if signal in points.openings else "inputs"
-        index = (points.openings if key == "openings" else points.inputs).index(signal)
-        loc = points.loc(f"{key}[{index}]") or SourceLoc(spec.file)
+        cut = sorted({i for p in points.openings if p.signal == signal for i in p.elements(width)})
+        key, first = next((k, i) for k in ("inputs", "openings")
+                          for i, p in enumerate(getattr(points, k)) if p.signal == signal)
+        loc = points.loc(f"{key}[{first}]") or SourceLoc(spec.file)
         stem = f"analysis_{block.replace('/', '_')}_{port}"
         held = fresh(stem + "_u")
         blocks[held] = BlockSpec(held, "Constant", {"value": np.zeros(width)}, loc)
-        feed = held
-        if signal not in points.openings:
+        feed, live = held, Endpoint(block, port)
+        ours = {held}
+        if len(cut) < width:
+            if cut:
+                mask = fresh(stem + "_mask")
+                keep = np.ones(width)
+                keep[cut] = 0.0
+                blocks[mask] = BlockSpec(mask, "Gain", {"gain": keep}, loc)
+                connections.append(ConnectionSpec(live, Endpoint(mask, "in"), loc))
+                live = Endpoint(mask, None)
+                ours.add(mask)
             feed = fresh(stem + "_sum")
+            ours.add(feed)
             blocks[feed] = BlockSpec(feed, "Sum", {"signs": "++"}, loc)
-        readers = []
-        for conn in connections:
-            if (conn.src.block, conn.src.port or _only_output(cd, conn.src.block)) == signal:
-                readers.append(conn)
+        readers = [conn for conn in connections
+                   if (conn.src.block, conn.src.port or _only_output(cd, conn.src.block)) == signal
+                   and conn.dst.block not in ours]
         for conn in readers:
             connections[connections.index(conn)] = ConnectionSpec(Endpoint(feed, None), conn.dst,
                                                                    conn.where)
         if feed != held:
-            connections.append(ConnectionSpec(Endpoint(block, port), Endpoint(feed, "in1"), loc))
+            connections.append(ConnectionSpec(live, Endpoint(feed, "in1"), loc))
             connections.append(ConnectionSpec(Endpoint(held, None), Endpoint(feed, "in2"), loc))
         injection[signal] = held
-    return Instrumented(replace(spec, blocks=blocks, connections=connections), injection)
+        opened[signal] = tuple(cut)
+        feeds[signal] = feed
+    return Instrumented(replace(spec, blocks=blocks, connections=connections), injection, opened,
+                        feeds)
 
 
 def _only_output(cd: CompiledDiagram, block: str) -> str | None:

@@ -16,7 +16,7 @@ from scipy.optimize import least_squares
 
 from ..diagram.diagram import Diagram, load as load_diagram
 from ..errors import AnalysisError
-from .linearize import _state_names, prepare
+from .evaluation import prepare, state_names
 from .points import analysis_settings
 
 TOLERANCE = 1e-9
@@ -58,7 +58,7 @@ def trim(diagram, inputs=(), outputs=None, states=None, discrete_states=None) ->
                                at="initial", need_outputs=False)
     cd, snap, ev = prepare(d, cd0, points)
     t0 = float(snap.t)
-    names = _state_names(cd, ev)
+    names = state_names(cd, ev)
     v = ev.v0.copy()
     fixed = set(ev.fixed_columns)
     for table, kind in ((states or {}, "continuous"), (discrete_states or {}, "discrete")):

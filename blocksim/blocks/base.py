@@ -407,6 +407,12 @@ class Block:
         warns about each at the parameter's line (a BlocksimWarning). Default: none."""
         return []
 
+    def steep_terms(self, xc: np.ndarray, xd: np.ndarray) -> list[str]:
+        """The smooth terms that are steep at this state (one member's continuous and discrete
+        states): a linearisation there takes their tangent, which holds only in a narrow band
+        around it, so it lists each with its slope (analysis/linearize.py). Default: none."""
+        return []
+
     def structure(self, v: Params) -> Any:
         """What of the values decides the block's structure (whether limits, and so crossings,
         exist; whether an output reads its input directly): a hashable, () by default. New values

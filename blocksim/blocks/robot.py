@@ -513,6 +513,22 @@ class Manipulator(RobotBlock):
         can_stick = bool(np.any(static & (law[:, :, EPS] == 0.0)))
         return law, has_friction, has_limits, exact, can_stick
 
+    def steep_terms(self, xc, xd):
+        """A friction sign smoothed as tanh(qd / eps) with a Coulomb or static level F, at a
+        joint speed within 3 eps of zero: its tangent F / eps sech^2(qd / eps) (N m s/rad)
+        holds only for speeds well inside that band."""
+        law = self.law_of(self.p)[0][0]
+        qd = np.asarray(xc)[self.n:2 * self.n]
+        out = []
+        for j, name in enumerate(self.model.joint_names):
+            eps = law[j, EPS]
+            level = max(abs(law[j, FCP]), abs(law[j, FCN]), abs(law[j, FSP]), abs(law[j, FSN]))
+            if eps > 0 and level > 0 and abs(qd[j]) < 3 * eps:
+                slope = level / eps / np.cosh(qd[j] / eps) ** 2
+                out.append(f"friction of joint {name} smoothed over {eps:g} rad/s: slope "
+                           f"{slope:.4g} N m s/rad at qd = {qd[j]:.3g} rad/s")
+        return out
+
     def structure(self, v):
         """Closed form, stops, exact-sign crossings (and friction modes), and the
         closed-form-only derivative."""

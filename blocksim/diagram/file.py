@@ -22,10 +22,10 @@ DIAGRAM_KEYS = ("blocksim", "name", "description", "plugins", "parameters", "blo
 SUBSYSTEM_KEYS = ("blocksim", "name", "description", "plugins", "parameters", "blocks",
                   "connections", "inports", "outports")
 SCOPE_KEYS = ("title", "signals", "ylabel", "file", "reference", "error")
-ANALYSIS_KEYS = ("inputs", "outputs", "openings", "at", "period")
+ANALYSIS_KEYS = ("inputs", "outputs", "openings", "at", "trim", "period")
 ANALYSIS_SIGNAL_KEYS = ("inputs", "outputs", "openings")
 """The `analysis:` section (docs/analysis.md): analysis points (lists of signals), the operating
-point and the period of a discrete model."""
+point (or the trim that finds it) and the period of a discrete model."""
 CONNECTION_KEYS = ("from", "to")
 RESERVED_NAMES = ("parameters", "simulation", "log", "inports", "outports")
 """Names no block may take: they start override keys (`simulation.solver`) or subsystem endpoints."""
