@@ -41,9 +41,10 @@ def two_limits(model):
 
 
 def exact_torque(robot, q, qd, qdd, rotor=False):
-    """Independent path: RNEA (armature on when rotor) plus exact-sign friction of the robot file."""
+    """Independent path: RNEA (armature on when rotor) plus the robot file's friction law (its
+    sign smoothed over its friction_smoothing, as the identification model's columns are)."""
     r = robot.with_options(rotor_inertia=rotor)
-    return r.rnea(q, qd, qdd) + r.friction_torque(qd, smoothing=0.0)
+    return r.rnea(q, qd, qdd) + r.friction_torque(qd)
 
 
 def test_regressor_reproduces_rnea_with_rotor_inertia_and_friction(kr6):

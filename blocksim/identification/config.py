@@ -61,6 +61,16 @@ def _friction(v, where, what):
     return text(v, where, what, E, choices=FRICTION_KINDS)
 
 
+def _smoothing(v, where, what):
+    """A width >= 0 rad/s of the friction law's smooth sign, or the text 'estimate'."""
+    if v == "estimate":
+        return v
+    if isinstance(v, str):
+        raise E(f"{what} must be a number >= 0 (rad/s) or 'estimate', got the text {v!r}",
+                where=where)
+    return real(v, where, what, E, minimum=0.0)
+
+
 def _optional(check: Check) -> Check:
     """`check`, or None (null in the file: the quantity is switched off)."""
     def optional(v, where, what):
@@ -95,7 +105,8 @@ MEASUREMENT = {"encoder_counts": _optional(_joint_values(positive=True)),
 SECTIONS: dict[str, dict[str, Check]] = {
     "robot": {"cad": _text, "plant": _text},
     "model": {"rotor_inertia": _flag, "friction": _friction,
-              "stribeck_speed": _joint_values(positive=True), "stribeck_exponent": _positive},
+              "stribeck_speed": _joint_values(positive=True), "stribeck_exponent": _positive,
+              "friction_smoothing": _smoothing},
     "base": {"samples": _count, "seed": _seed},
     "excitation": {"frequency": _positive, "harmonics": _count, "q0": _joint_values(),
                    "q_min": _joint_values(infinite=True), "q_max": _joint_values(infinite=True),
@@ -106,7 +117,7 @@ SECTIONS: dict[str, dict[str, Check]] = {
              "log": _text, "period": _optional(_positive)},
     "processing": {"cutoff": _optional(_positive), "order": _count, "decimate": _count,
                    "trim": _non_negative},
-    "estimation": {"prior_weight": _non_negative, "friction_smoothing": _non_negative},
+    "estimation": {"prior_weight": _non_negative},
     "validation": {"frequency": _positive, "harmonics": _count, "seed": _seed, "periods": _count,
                    "skip_periods": _skip, "measurement_seed": _seed, "log": _text,
                    "period": _optional(_positive)},
@@ -146,8 +157,17 @@ def load_config(path) -> YamlMap:
     return cfg
 
 
+MOVED = {"estimation.friction_smoothing": "model.friction_smoothing"}
+"""Keys of earlier versions and where they went."""
+
+
 def _check_section(cfg: YamlMap, section: str, keys: dict[str, Check]) -> None:
     body = mapping(cfg[section], cfg.loc(section), section, E)
+    for key in body:
+        if f"{section}.{key}" in MOVED:
+            raise E(f"{section}.{key} is now {MOVED[f'{section}.{key}']} (the width of the friction "
+                    "law's sign the model fits, written to the identified robot file)",
+                    where=loc_of(body, key, cfg.loc(section)))
     known_keys(body, keys, section, where_of(body, cfg.loc(section)), E)
     for key, value in body.items():
         at = loc_of(body, key, cfg.loc(section))

@@ -70,7 +70,8 @@ def load_inputs(config_path: Path | str) -> Inputs:
         model = IdentificationModel(cad, rotor_inertia=mc.get("rotor_inertia", False),
                                     friction=mc.get("friction", "coulomb_viscous"),
                                     stribeck_speed=mc.get("stribeck_speed", 0.1),
-                                    stribeck_exponent=mc.get("stribeck_exponent", 2.0))
+                                    stribeck_exponent=mc.get("stribeck_exponent", 2.0),
+                                    friction_smoothing=_fixed_width(mc.get("friction_smoothing")))
     except ParameterError as err:
         raise err.located(where=config_loc(cfg, "model"))
     check_joint_values(cfg, model.n, cad.name)
@@ -97,6 +98,12 @@ def load_inputs(config_path: Path | str) -> Inputs:
     data = _processed_log(cfg, base_dir, "data", model, popts)
     validation = _processed_log(cfg, base_dir, "validation", model, popts)
     return Inputs(cfg, path, base_dir, cad, template, plant, model, limits, popts, data, validation)
+
+
+def _fixed_width(value):
+    """model.friction_smoothing as the model's width: a number as given; None (not given) and
+    'estimate' start from the CAD robot file's width."""
+    return None if value in (None, "estimate") else value
 
 
 def _template(cfg: YamlMap, base_dir: Path) -> dict:

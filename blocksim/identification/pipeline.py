@@ -10,7 +10,8 @@ Config keys (paths relative to the config file; units SI, angles rad):
     robot:      {cad: FILE or preset (prior and kinematics), plant: FILE or preset, the arm that
                  produces simulated data (the 'true' arm)}
     model:      {rotor_inertia: bool, friction: none|coulomb_viscous|stribeck,
-                 stribeck_speed: rad/s, stribeck_exponent: -}
+                 stribeck_speed: rad/s, stribeck_exponent: -,
+                 friction_smoothing: rad/s or estimate (default: the CAD file's)}
     base:       {samples: random states (200), seed}
     excitation: {frequency: Hz, harmonics: L, q0, q_min, q_max, qd_max, qdd_max (per joint),
                  margin: rad, seed, max_iter, n_objective, n_check}
@@ -18,7 +19,7 @@ Config keys (paths relative to the config file; units SI, angles rad):
                  measurement: {encoder_counts, kt, kt_error, current_noise, seed}}
                 or {log: FILE.npz|.csv of a real arm, period: s (omit if not periodic), skip_periods}
     processing: {cutoff: Hz, order, decimate, trim: s}
-    estimation: {prior_weight, friction_smoothing: rad/s of the identified robot file}
+    estimation: {prior_weight}
     validation: {frequency, harmonics, seed, periods, skip_periods, measurement_seed} (simulated)
                 or {log: FILE, period}
     tracking:   {diagram: tracking diagram with blocks ff (InverseDynamics) and plant}
@@ -39,8 +40,8 @@ import numpy as np
 import yaml
 
 from .base import base_parameters
-from .estimation import (complete_standard, consistency, ordinary_least_squares,
-                         physically_consistent, weighted_least_squares)
+from .estimation import (complete_standard, consistency, fit_friction_smoothing,
+                         ordinary_least_squares, physically_consistent, weighted_least_squares)
 from .excitation import FourierExcitation, condition_number, optimise_excitation, random_excitation
 from .inputs import load_inputs
 from .processing import Measurement, corrupt, process
@@ -138,7 +139,19 @@ def run(config_path, out, *, echo=print) -> dict:
     echo(f"data: {source}; {len(data.t)} samples after processing ({data.periods} periods averaged)")
 
     # ---------------------------------------------------------------- estimation
-    Yb = basis.columns(model.regressor(data.q, data.qd, data.qdd))
+    Y = data.parallel(model.regressor(*data.states))         # filtered as the measured torque
+    width = cfg.get("model", {}).get("friction_smoothing")
+    if width == "estimate":
+        eps, Y = fit_friction_smoothing(model, basis, data, Y)
+        model = model.with_friction_smoothing(eps)
+        width_source = "estimated from the data (model.friction_smoothing: estimate)"
+    elif width is not None:
+        width_source = "given by model.friction_smoothing"
+    else:
+        width_source = f"kept from the CAD file {rob['cad']} (model.friction_smoothing not set)"
+    metrics["friction_smoothing"] = {"value": model.friction_smoothing, "source": width_source}
+    echo(f"friction sign width: {model.friction_smoothing:g} rad/s, {width_source}")
+    Yb = basis.columns(Y)
     ols = ordinary_least_squares(Yb, data.tau)
     wls = weighted_least_squares(Yb, data.tau)
     prior = model.parameters_of(cad_robot)
@@ -162,7 +175,7 @@ def run(config_path, out, *, echo=print) -> dict:
         out / "identified_robot.yaml", model, cons.theta, inputs.template,
         name=f"{cad_robot.name}_identified",
         description=f"identified by blocksim from {source}",
-        friction_smoothing=float(sc.get("friction_smoothing", cad_robot.friction_smoothing or 1e-3)),
+        friction_smoothing=model.friction_smoothing,
         header=f"Identified robot file written by `blocksim identify {config_path.name}`: the\n"
                "physically consistent estimate (log-Cholesky, Wensing et al. 2017); kinematics from "
                f"{rob['cad']}.")
