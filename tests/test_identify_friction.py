@@ -14,6 +14,7 @@ from blocksim.identification import (IdentificationModel, Measurement, base_para
                                      random_excitation, weighted_least_squares)
 from blocksim.identification.estimation import fit_friction_smoothing
 from blocksim.identification.excitation import limits_for
+from blocksim.identification.validation import noise_floor, relative_rms_error
 from blocksim.models.robot import RobotModel
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -132,3 +133,36 @@ def test_the_width_of_the_friction_sign_is_estimated_from_the_data(log):
     assert np.max(np.abs(errors)) < 5.0, errors
     np.testing.assert_allclose(Y, data.parallel(model.with_friction_smoothing(eps).regressor(
         *data.states)), rtol=0, atol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def validation_log():
+    model = IdentificationModel(CAD)
+    lim = limits_for(model, q_min=[-1.5, -2.0], q_max=[1.5, 2.0], qd_max=[2.0, 2.5],
+                     qdd_max=[8.0, 10.0])
+    ex = random_excitation(model, 0.25, 4, [0.0, 0.0], lim, seed=11, fill=0.8)
+    return ex, simulated_log(ex, 4, seed=2)          # 1 period dropped, 3 averaged
+
+
+def test_the_true_parameters_validate_at_the_noise_floor(tmp_path, validation_log):
+    ex, (t, q, tau_m, tau, _) = validation_log
+    truth = RobotModel.from_yaml(truth_robot_file(tmp_path / "truth.yaml"))
+    model = IdentificationModel(CAD, friction_smoothing=TRUTH.eps)
+    theta = model.parameters_of(truth)
+    floors, errors, unmatched = [], [], []
+    for cutoff in CUTOFFS:
+        val = process(Measurement(t, q, tau_m), period=ex.period, skip_periods=1, cutoff=cutoff,
+                      decimate=10)
+        exact = process(Measurement(t, q, tau), period=ex.period, skip_periods=1, cutoff=cutoff,
+                        decimate=10)
+        floor = noise_floor(val)
+        # the floor from the spread between periods is the noise that is there
+        actual = np.sqrt(np.mean((val.tau - exact.tau) ** 2, axis=0) / np.mean(val.tau ** 2, axis=0))
+        np.testing.assert_allclose(floor, actual, rtol=0.25)
+        floors.append(floor)
+        errors.append(relative_rms_error(val.tau, val.parallel(model.regressor(*val.states)) @ theta))
+        unmatched.append(relative_rms_error(val.tau, model.regressor(val.q, val.qd, val.qdd) @ theta))
+    floors, errors, unmatched = np.array(floors), np.array(errors), np.array(unmatched)
+    assert np.all(errors <= 1.5 * floors), (errors, floors)
+    # measured torque filtered, prediction not: the perfect model scored several floors off
+    assert np.all(unmatched[0] > 3 * floors[0]), (unmatched, floors)

@@ -46,7 +46,7 @@ from .excitation import FourierExcitation, condition_number, optimise_excitation
 from .inputs import load_inputs
 from .processing import Measurement, corrupt, process
 from .robotfile import load_robot, write_robot_file
-from .validation import relative_rms_error, residual_check
+from .validation import noise_floor, relative_rms_error, residual_check
 
 
 def _vec(value, n, default=None):
@@ -198,7 +198,7 @@ def run(config_path, out, *, echo=print) -> dict:
                       skip_periods=int(vc.get("skip_periods", 1)), **popts)
     predictions = {}
     if val is not None:
-        Yv = model.regressor(val.q, val.qd, val.qdd)
+        Yv = val.parallel(model.regressor(*val.states))     # filtered as the measured torque
         Ybv = basis.columns(Yv)
         predictions = {"CAD": Yv @ prior, "OLS": Ybv @ ols.beta, "WLS": Ybv @ wls.beta,
                        "consistent": Yv @ cons.theta}
@@ -206,6 +206,8 @@ def run(config_path, out, *, echo=print) -> dict:
             predictions["true"] = Yv @ model.parameters_of(true_robot)
         metrics["validation"] = {k: relative_rms_error(val.tau, v).tolist()
                                  for k, v in predictions.items()}
+        if val.tau_std is not None:
+            metrics["validation_noise_floor"] = noise_floor(val).tolist()
         rc = residual_check(val.tau - predictions["consistent"], val.q)
         metrics["validation_residual"] = {"rms": rc.rms.tolist(), "lag1": rc.lag1.tolist(),
                                           "position_r2": rc.position_r2.tolist(),

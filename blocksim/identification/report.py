@@ -124,8 +124,11 @@ def write(path: Path, *, cfg, config_path, model, basis, opt, limits, data, sour
                        _g(limits.qdd_max[j])]))
     L += ["", f"![excitation]({figures['excitation']})", "",
           "## Estimation", "",
-          f"{len(data.t)} samples after averaging {data.periods} periods, zero-phase Butterworth "
-          f"low-pass (filtfilt), central differences and decimation. cond(Y_base) on these data: "
+          f"{len(data.t)} samples after averaging {data.periods} periods; q through a zero-phase "
+          "Butterworth low-pass and central differences; the measured torque and the regressor "
+          "through the same zero-phase low-pass, then decimated (Gautier's parallel filtering). "
+          f"Friction sign width {model.friction_smoothing:g} rad/s, "
+          f"{metrics['friction_smoothing']['source']}. cond(Y_base) on these data: "
           f"{metrics['estimation']['cond_Y_base_data']:.4g}.", "",
           _row(["joint"] + [str(j + 1) for j in range(n)]), _row(["---"] * (n + 1)),
           _row(["noise std from WLS residuals (N m)"] + [_g(s, 3) for s in wls.sigma])]
@@ -145,10 +148,17 @@ def write(path: Path, *, cfg, config_path, model, basis, opt, limits, data, sour
           + f"; constrained estimate: **{chk_cons.ok}** ({cons.message})."]
     if "validation" in metrics:
         L += ["", "## Validation (a trajectory not used for identification)", "",
-              "Relative RMS torque error per joint, rms(measured - predicted) / rms(measured):", "",
+              "Relative RMS torque error per joint, rms(measured - predicted) / rms(measured), the "
+              "prediction built on the full-rate states and filtered and decimated as the measured "
+              "torque was (like with like). The noise floor is what the measurement noise alone "
+              "leaves after averaging and filtering (the spread between periods times the filter's "
+              "noise gain): a model near it is as good as these data can tell.", "",
               _row(["model"] + [f"joint {j + 1}" for j in range(n)]), _row(["---"] * (n + 1))]
         for key, vals in metrics["validation"].items():
             L.append(_row([key] + [f"{100 * v:.2f} %" for v in vals]))
+        if "validation_noise_floor" in metrics:
+            L.append(_row(["noise floor (a perfect model)"] +
+                          [f"{100 * v:.2f} %" for v in metrics["validation_noise_floor"]]))
         vr = metrics["validation_residual"]
         L += ["", f"![validation torques]({figures['validation']})", "",
               "Residual check (identified model on the validation data): rms, lag-1 autocorrelation, "
