@@ -231,8 +231,14 @@ def test_identified_robot_file_round_trips_and_loads_in_inverse_dynamics(tmp_pat
     np.testing.assert_allclose(r["ff.tau"][0], want, rtol=1e-12)
 
 
-def test_cli_identify_on_a_logged_record(tmp_path, two):
-    """The real-arm path: an NPZ log (t, q, tau), no simulation; report, robot file, metrics."""
+def test_cli_identify_on_a_logged_record(tmp_path, two, monkeypatch):
+    """The real-arm path: an NPZ log (t, q, tau), no simulation and no excitation optimised;
+    report, robot file, metrics."""
+    from blocksim.identification import pipeline
+
+    def no_optimisation(*args, **kwargs):
+        raise AssertionError("a logged run optimised an excitation")
+    monkeypatch.setattr(pipeline, "optimise_excitation", no_optimisation)
     model, _ = two
     lim = two_limits(model)
     rng = np.random.default_rng(0)
@@ -245,8 +251,6 @@ def test_cli_identify_on_a_logged_record(tmp_path, two):
     (tmp_path / "cfg.yaml").write_text(yaml.safe_dump({
         "identify": 1, "name": "logged two-link",
         "robot": {"cad": "two_link"},
-        "excitation": {"frequency": 0.5, "harmonics": 4, "q_min": [-1.5, -2], "q_max": [1.5, 2],
-                       "qd_max": 2.0, "qdd_max": 8.0, "max_iter": 5},
         "data": {"log": "train.npz", "period": 2.0, "skip_periods": 0},
         "processing": {"cutoff": 10.0, "decimate": 5},
         "validation": {"log": "check.npz", "period": 2.0}}))
@@ -255,7 +259,12 @@ def test_cli_identify_on_a_logged_record(tmp_path, two):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["base"]["rank"] == 12
     assert max(metrics["validation"]["consistent"]) < 0.05
-    assert (out / "report.md").read_text().count("Izz") > 0
+    report = (out / "report.md").read_text()
+    assert report.count("Izz") > 0
+    assert ("data: log train.npz (3000 samples at 500 Hz, 6 s, 2 joints; periodic, 3 periods of "
+            "2 s averaged after 0 skipped)") in report
+    assert "Data: log check.npz (3000 samples at 500 Hz" in report
+    assert metrics["excitation"] == {"source": "log"} and not (out / "excitation.yaml").exists()
     assert (out / "figures" / "validation_torques.png").stat().st_size > 1000
     RobotModel.from_yaml(out / "identified_robot.yaml")
     assert main(["identify", str(tmp_path / "cfg.yaml"), "--out", str(out)]) == 1   # not empty

@@ -166,3 +166,49 @@ def test_the_true_parameters_validate_at_the_noise_floor(tmp_path, validation_lo
     assert np.all(errors <= 1.5 * floors), (errors, floors)
     # measured torque filtered, prediction not: the perfect model scored several floors off
     assert np.all(unmatched[0] > 3 * floors[0]), (unmatched, floors)
+
+
+def test_cli_identify_on_the_independent_arms_logs(tmp_path, log, validation_log, monkeypatch):
+    """The whole workflow on the logs: no excitation section and no optimisation, the width of the
+    sign estimated and written to the identified robot file with where it came from, friction
+    within 5 %, the true parameters at the noise floor."""
+    import json
+
+    import yaml
+
+    from blocksim.cli import main
+    from blocksim.identification import pipeline
+
+    def no_optimisation(*args, **kwargs):
+        raise AssertionError("a logged run optimised an excitation")
+    monkeypatch.setattr(pipeline, "optimise_excitation", no_optimisation)
+    for name, (ex, (t, q, tau_m, _, _)) in (("train", log), ("check", validation_log)):
+        np.savez(tmp_path / f"{name}.npz", t=t, q=q, tau=tau_m)
+    truth_robot_file(tmp_path / "truth.yaml")
+    (tmp_path / "cfg.yaml").write_text(yaml.safe_dump({
+        "identify": 1, "name": "independent two-link",
+        "robot": {"cad": "two_link", "plant": "truth.yaml"},
+        "model": {"friction_smoothing": "estimate"},
+        "data": {"log": "train.npz", "period": log[0].period, "skip_periods": 1},
+        "processing": {"cutoff": 10.0, "decimate": 10},
+        "validation": {"log": "check.npz", "period": validation_log[0].period, "skip_periods": 1}}))
+    out = tmp_path / "out"
+    assert main(["identify", str(tmp_path / "cfg.yaml"), "--out", str(out)]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    width = metrics["friction_smoothing"]
+    assert width["value"] == pytest.approx(TRUTH.eps, rel=0.05)
+    assert width["source"] == "estimated from the data (model.friction_smoothing: estimate)"
+    text = (out / "identified_robot.yaml").read_text()
+    assert f"# friction_smoothing {width['value']:g} rad/s: estimated from the data" in text
+    ident = RobotModel.from_yaml(out / "identified_robot.yaml")
+    assert ident.friction_smoothing == width["value"]
+    np.testing.assert_allclose(ident.viscous, TRUTH.Fv, rtol=0.05)
+    np.testing.assert_allclose(ident.coulomb_pos, TRUTH.Fc, rtol=0.05)
+    np.testing.assert_allclose(-ident.coulomb_neg, TRUTH.Fc, rtol=0.05)
+    floor = np.array(metrics["validation_noise_floor"])
+    assert np.all(np.array(metrics["validation"]["true"]) <= 1.5 * floor), metrics["validation"]
+    assert np.all(np.array(metrics["validation"]["consistent"]) <= 1.5 * floor)
+    assert np.all(np.array(metrics["validation"]["CAD"]) > 0.1)
+    report = (out / "report.md").read_text()
+    assert "data: log train.npz (25001 samples at 1000 Hz, 25.001 s, 2 joints; periodic, 4 periods" in report
+    assert "no excitation was optimised" in report

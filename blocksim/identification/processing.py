@@ -135,7 +135,7 @@ model's validation error at a 5 Hz cutoff was 2.6, 1.1, 1.0 and 1.5 x the noise 
 high lets the encoder steps into qdd."""
 
 
-def _lowpass(x, dt, cutoff, order, periodic):
+def _lowpass(x, dt, cutoff, order, periodic, key="cutoff"):
     """Zero-phase Butterworth low-pass (filtfilt) along axis 0; a periodic signal is filtered as
     three copies back to back and the middle one kept, so the ends see no start-up transient."""
     if cutoff is None:
@@ -143,7 +143,7 @@ def _lowpass(x, dt, cutoff, order, periodic):
     wn = cutoff * 2 * dt
     if not 0 < wn < 1:
         raise ProcessingError(f"filter cutoff {cutoff} Hz must lie below the Nyquist frequency "
-                              f"{0.5 / dt:g} Hz of the log", key="cutoff")
+                              f"{0.5 / dt:g} Hz of the log", key=key)
     b, a = scipy.signal.butter(order, wn)
     pad = 3 * max(len(a), len(b))
     if x.shape[0] * (3 if periodic else 1) <= pad:
@@ -210,8 +210,8 @@ def process(m: Measurement, *, period: float | None = None, skip_periods: int = 
     periodic = period is not None
     if state_cutoff is None and cutoff is not None:
         state_cutoff = max(cutoff, min(STATE_CUTOFF * cutoff, 0.8 * 0.5 / dt))
-    qf = _lowpass(q, dt, state_cutoff, order, periodic)
     tf = _lowpass(tau, dt, cutoff, order, periodic)
+    qf = _lowpass(q, dt, state_cutoff, order, periodic, key="state_cutoff")
     qd = _central(qf, dt, periodic)
     qdd = _central(qd, dt, periodic) if periodic else np.gradient(qd, dt, axis=0)
     t = t0 + dt * np.arange(qf.shape[0])
