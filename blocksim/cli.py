@@ -116,9 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("identify", help="identify a robot's dynamic parameters; report, figures and "
                        "robot file in --out")
-    p.add_argument("config", help="identification config (YAML), e.g. examples/identify_two_link.yaml")
-    p.add_argument("--out", required=True, help="folder for the report (new or empty)")
+    p.add_argument("config", nargs="?",
+                   help="identification config (YAML), e.g. examples/identify_two_link.yaml")
+    p.add_argument("--out", help="folder for the report (new or empty); with --markdown: the file")
     p.add_argument("--force", action="store_true", help="allow a non-empty --out folder")
+    p.add_argument("--markdown", action="store_true",
+                   help="the config keys as Markdown (the text of docs/identify.md), no config run")
     p.set_defaults(func=cmd_identify)
 
     p = sub.add_parser("linearize", help="linearise a diagram at an operating point; model, "
@@ -453,7 +456,17 @@ def cmd_compare(args) -> int:
 
 
 def cmd_identify(args) -> int:
-    """Run the identification workflow of a config (blocksim.identification.pipeline)."""
+    """Run the identification workflow of a config (blocksim.identification.pipeline), or print
+    the config reference (--markdown)."""
+    from .errors import BlocksimError
+    if args.markdown:
+        if args.config:
+            raise BlocksimError("identify --markdown prints the config reference; it takes no CONFIG")
+        from .identification.config import reference_markdown
+        return _markdown_out(reference_markdown(), args.out)
+    if not args.config or not args.out:
+        raise BlocksimError("identify needs a CONFIG and --out DIR (or --markdown for the config "
+                            "reference)")
     from .identification.pipeline import run
     folder = prepare_out(args.out, args.force)
     try:

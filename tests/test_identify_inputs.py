@@ -27,6 +27,21 @@ name: logged two-link
 robot:
   cad: two_link
 model: {rotor_inertia: false, friction: coulomb_viscous}
+data:
+  log: train.npz
+  period: 2.0
+  skip_periods: 0
+processing: {cutoff: 10.0, decimate: 5}
+validation: {log: check.npz, period: 2.0}
+"""
+LOG_LINE = 7           # the line of `log: train.npz`
+EXCITED = """\
+identify: 1
+name: simulated two-link
+robot:
+  cad: two_link
+  plant: two_link
+model: {rotor_inertia: false, friction: coulomb_viscous}
 excitation:
   frequency: 0.5
   harmonics: 4
@@ -36,13 +51,12 @@ excitation:
   qdd_max: 8.0
   max_iter: 5
 data:
-  log: train.npz
-  period: 2.0
-  skip_periods: 0
+  diagram: run.yaml
 processing: {cutoff: 10.0, decimate: 5}
-validation: {log: check.npz, period: 2.0}
 """
-LOG_LINE = 15          # the line of `log: train.npz`
+"""A simulated run's config, for the excitation keys (checked before its diagram is read)."""
+EXCITATION = "excitation: {q_min: [-1.5, -2.0], q_max: [1.5, 2.0]}\n"
+"""The limits of a simulated run's excitation (the two_link preset has none)."""
 
 
 def log_arrays(N=1500, n=2, dt=2e-3):
@@ -107,35 +121,44 @@ def test_the_good_inputs_load_processed_in_well_under_a_second(folder):
 
 # ------------------------------------------------------------------- the config
 
-@pytest.mark.parametrize("old, new, line, message", [
-    ("  harmonics: 4\n", "  harmonics: 4\n  harmonics: 5\n", 9, "duplicate key 'harmonics' (first written at line 8)"),
-    ("  frequency: 0.5", "  frequency: fast", 7, "excitation.frequency must be a number, got the text 'fast'"),
-    ("  frequency: 0.5", "  frequency: -0.5", 7, "excitation.frequency must be > 0, got -0.5"),
-    ("  frequency: 0.5", "  frequency: .nan", 7, "excitation.frequency must be a finite number"),
-    ("  max_iter: 5", "  max_iter: 2.5", 13, "excitation.max_iter must be a whole number, got the number 2.5"),
-    ("  harmonics: 4", "  harmonics: [4]", 8, "excitation.harmonics must be a whole number, got a list of 1"),
-    ("  q_min: [-1.5, -2.0]", "  q_mn: [-1.5, -2.0]", 9, "unknown excitation key 'q_mn' (did you mean 'q_min'?)"),
-    ("  q_max: [1.5, 2.0]", "  q_max: [1.5, 2.0, 1.0]", 10, "excitation.q_max has 3 values; robot 'two_link' has 2 joints"),
-    ("  q_max: [1.5, 2.0]", "  q_max: [1.5, -2.5]", 9, "q_min must lie below q_max for every joint; joint 2: -2 >= -2.5"),
-    ("  qd_max: 2.0", "  qd_max: [2.0, x]", 11, "excitation.qd_max[1] must be a number, got the text 'x'"),
-    ("model: {rotor_inertia: false,", "model: {rotor_inertia: no,", 5, "model.rotor_inertia must be true or false, got the text 'no'"),
-    ("friction: coulomb_viscous}", "friction: coulomb}", 5, "did you mean 'coulomb_viscous'?"),
-    ("processing: {cutoff: 10.0", "procesing: {cutoff: 10.0", 18, "unknown identification config key 'procesing'"),
-    ("identify: 1", "identify: 2", 1, "identify: 2 is not a config format this version reads"),
-    ("  skip_periods: 0\n", "  skip_periods: 0\n  diagram: run.yaml\n", 18, "data.diagram does not go with data.log"),
-    ("  skip_periods: 0\n", "  skip_periods: 0\n  periods: 3\n", 18, "data.periods does not go with data.log"),
-    ("validation: {log: check.npz, period: 2.0}", "validation: {frequency: 0.3}", 19,
+@pytest.mark.parametrize("base, old, new, line, message", [
+    (EXCITED, "  harmonics: 4\n", "  harmonics: 4\n  harmonics: 5\n", 10, "duplicate key 'harmonics' (first written at line 9)"),
+    (EXCITED, "  frequency: 0.5", "  frequency: fast", 8, "excitation.frequency must be a number, got the text 'fast'"),
+    (EXCITED, "  frequency: 0.5", "  frequency: -0.5", 8, "excitation.frequency must be > 0, got -0.5"),
+    (EXCITED, "  frequency: 0.5", "  frequency: .nan", 8, "excitation.frequency must be a finite number"),
+    (EXCITED, "  max_iter: 5", "  max_iter: 2.5", 14, "excitation.max_iter must be a whole number, got the number 2.5"),
+    (EXCITED, "  harmonics: 4", "  harmonics: [4]", 9, "excitation.harmonics must be a whole number, got a list of 1"),
+    (EXCITED, "  q_min: [-1.5, -2.0]", "  q_mn: [-1.5, -2.0]", 10, "unknown excitation key 'q_mn' (did you mean 'q_min'?)"),
+    (EXCITED, "  q_max: [1.5, 2.0]", "  q_max: [1.5, 2.0, 1.0]", 11, "excitation.q_max has 3 values; robot 'two_link' has 2 joints"),
+    (EXCITED, "  q_max: [1.5, 2.0]", "  q_max: [1.5, -2.5]", 10, "q_min must lie below q_max for every joint; joint 2: -2 >= -2.5"),
+    (EXCITED, "  qd_max: 2.0", "  qd_max: [2.0, x]", 12, "excitation.qd_max[1] must be a number, got the text 'x'"),
+    (CONFIG, "model: {rotor_inertia: false,", "model: {rotor_inertia: no,", 5, "model.rotor_inertia must be true or false, got the text 'no'"),
+    (CONFIG, "friction: coulomb_viscous}", "friction: coulomb}", 5, "did you mean 'coulomb_viscous'?"),
+    (CONFIG, "friction: coulomb_viscous}", "friction: coulomb_viscous, friction_smoothing: wide}", 5,
+     "model.friction_smoothing must be a number >= 0 (rad/s) or 'estimate', got the text 'wide'"),
+    (CONFIG, "friction: coulomb_viscous}", "friction: coulomb_viscous, friction_smoothing: -0.1}", 5,
+     "model.friction_smoothing must be >= 0, got -0.1"),
+    (CONFIG, "processing: {cutoff: 10.0", "estimation: {friction_smoothing: 0.01}\nprocessing: {cutoff: 10.0", 10,
+     "estimation.friction_smoothing is now model.friction_smoothing"),
+    (CONFIG, "processing: {cutoff: 10.0", "procesing: {cutoff: 10.0", 10, "unknown identification config key 'procesing'"),
+    (CONFIG, "identify: 1", "identify: 2", 1, "identify: 2 is not a config format this version reads"),
+    (CONFIG, "  skip_periods: 0\n", "  skip_periods: 0\n  diagram: run.yaml\n", 10, "data.diagram does not go with data.log"),
+    (CONFIG, "  skip_periods: 0\n", "  skip_periods: 0\n  periods: 3\n", 10, "data.periods does not go with data.log"),
+    (CONFIG, "validation: {log: check.npz, period: 2.0}\n", "validation: {log: check.npz, period: 2.0}\n"
+     "excitation: {frequency: 0.5}\n", 12, "excitation does not go with data.log: the logged trajectory is the excitation"),
+    (CONFIG, "validation: {log: check.npz, period: 2.0}", "validation: {frequency: 0.3}", 11,
      "validation needs 'log' when the data come from a log"),
-    ("validation: {log: check.npz, period: 2.0}", "tracking: {diagram: t.yaml}", 19,
+    (CONFIG, "validation: {log: check.npz, period: 2.0}", "tracking: {diagram: t.yaml}", 11,
      "tracking needs robot.plant"),
-    ("  cad: two_link", "  cad: two_lnk", 4, "robot.cad: 'two_lnk' is neither a preset (did you mean 'two_link'?)"),
-    ("  cad: two_link", "  cad: [two_link]", 4, "robot.cad must be a text, got a list of 1"),
-    ("robot:\n  cad: two_link\n", "robot:\n  plant: two_link\n", 3, "robot needs 'cad'"),
-    ("  period: 2.0\n", "  period: 0\n", 16, "data.period must be > 0, got 0"),
+    (CONFIG, "  cad: two_link", "  cad: two_lnk", 4, "robot.cad: 'two_lnk' is neither a preset (did you mean 'two_link'?)"),
+    (CONFIG, "  cad: two_link", "  cad: [two_link]", 4, "robot.cad must be a text, got a list of 1"),
+    (CONFIG, "robot:\n  cad: two_link\n", "robot:\n  plant: two_link\n", 3, "robot needs 'cad'"),
+    (CONFIG, "  period: 2.0\n", "  period: 0\n", 8, "data.period must be > 0, got 0"),
 ])
-def test_a_bad_config_value_is_reported_at_its_line(folder, no_slow_steps, old, new, line, message):
+def test_a_bad_config_value_is_reported_at_its_line(folder, no_slow_steps, base, old, new, line,
+                                                    message):
     cfg = folder / "cfg.yaml"
-    err, seconds = fails(folder, IdentifyConfigError, edit(old, new))
+    err, seconds = fails(folder, IdentifyConfigError, edit(old, new, base))
     assert err.where.file == str(cfg) and err.where.line == line, str(err)
     assert message in str(err) and str(err).startswith(f"{cfg}:{line}: ")
     assert seconds < 0.5
@@ -146,7 +169,7 @@ def test_a_config_that_is_not_utf8_or_not_yaml(folder, no_slow_steps):
     cfg.write_bytes(CONFIG.replace("logged two-link", "Zwei-Gelenk-Arm, gepr\xfcft").encode("latin-1"))
     err, _ = fails(folder, IdentifyConfigError)
     assert str(err).startswith(f"{cfg}:2: not UTF-8 text")
-    err, _ = fails(folder, IdentifyConfigError, edit("  harmonics: 4", "  harmonics: [4"))
+    err, _ = fails(folder, IdentifyConfigError, edit("  period: 2.0", "  period: [2.0"))
     assert str(err).startswith(f"{cfg}:") and "malformed YAML" in str(err)
     err, _ = fails(folder, IdentifyConfigError, "- identify\n- robot\n")
     assert str(err) == f"{cfg}:1: an identification config is a mapping (identify: 1, robot: ...), got a list of 2"
@@ -166,13 +189,14 @@ def test_a_diagram_without_the_blocks_identify_sets_is_refused_before_the_slow_s
     (folder / "run.yaml").write_text("blocksim: 1\nblocks:\n  ref: {type: Constant, value: [0.0, 0.0]}\n"
                                      "connections: []\n")
     text = edit("  cad: two_link\n", "  cad: two_link\n  plant: two_link\n")
+    text = edit("coulomb_viscous}\n", "coulomb_viscous}\n" + EXCITATION, text)
     text = edit("  log: train.npz\n  period: 2.0\n  skip_periods: 0\n", "  diagram: run.yaml\n", text)
     text = edit("validation: {log: check.npz, period: 2.0}\n", "", text)
     err, _ = fails(folder, IdentifyConfigError, text)
-    assert str(err) == (f"{folder / 'cfg.yaml'}:16: data.diagram: the diagram has no block 'plant', "
+    assert str(err) == (f"{folder / 'cfg.yaml'}:9: data.diagram: the diagram has no block 'plant', "
                         "'u' (identify uses blocks ref, plant, u)")
     err, _ = fails(folder, DiagramFileError, edit("diagram: run.yaml", "diagram: gone.yaml", text))
-    assert str(err) == f"{folder / 'gone.yaml'}: cannot read the diagram file: no such file (data.diagram at {folder / 'cfg.yaml'}:16)"
+    assert str(err) == f"{folder / 'gone.yaml'}: cannot read the diagram file: no such file (data.diagram at {folder / 'cfg.yaml'}:9)"
 
 
 def simulated_config(folder):
@@ -181,6 +205,7 @@ def simulated_config(folder):
     for name in ("excitation_two_link.yaml", "two_link_cad.yaml", "two_link_true.yaml"):
         (folder / name).write_text((ROOT / "examples" / "identification" / name).read_text())
     text = edit("  cad: two_link\n", "  cad: two_link_cad.yaml\n  plant: two_link_true.yaml\n")
+    text = edit("coulomb_viscous}\n", "coulomb_viscous}\n" + EXCITATION, text)
     text = edit("  log: train.npz\n  period: 2.0\n  skip_periods: 0\n", "  diagram: excitation_two_link.yaml\n", text)
     return edit("validation: {log: check.npz, period: 2.0}\n", "", text)
 
@@ -192,11 +217,11 @@ def test_the_data_run_diagram_must_log_what_identify_reads_at_a_rate_above_the_c
     diagram = folder / "excitation_two_link.yaml"
     diagram.write_text(diagram.read_text().replace("signals: [ref.q, plant.q, u.out]", "signals: [ref.q, plant.q]"))
     err, _ = fails(folder, IdentifyConfigError)
-    assert str(err) == (f"{folder / 'cfg.yaml'}:16: data.diagram: the diagram does not log u.out "
+    assert str(err) == (f"{folder / 'cfg.yaml'}:9: data.diagram: the diagram does not log u.out "
                         "(identify reads plant.q, u.out)")
     diagram.write_text((ROOT / "examples" / "identification" / "excitation_two_link.yaml").read_text())
     err, _ = fails(folder, IdentifyConfigError, edit("{cutoff: 10.0, decimate: 5}", "{cutoff: 600, decimate: 5}", text))
-    assert str(err) == (f"{folder / 'cfg.yaml'}:17: processing.cutoff 600 Hz must lie below the Nyquist "
+    assert str(err) == (f"{folder / 'cfg.yaml'}:10: processing.cutoff 600 Hz must lie below the Nyquist "
                         "frequency 500 Hz of the data run's log (data.diagram)")
 
 
@@ -315,11 +340,13 @@ def test_a_good_csv_log_reads_as_the_npz(folder):
 
 
 @pytest.mark.parametrize("old, new, cls, line, message", [
-    ("  period: 2.0\n", "  period: 2.001\n", ProcessingError, 16, "data.period: the period 2.001 s is not a whole number of samples"),
-    ("  period: 2.0\n", "  period: 4.0\n", ProcessingError, 16, "data.period: the log holds 3 s, fewer than 0 + 1 periods of 4.0 s"),
-    ("  skip_periods: 0\n", "  skip_periods: 1\n", ProcessingError, 17, "data.skip_periods: the log holds 3 s, fewer than 1 + 1"),
-    ("{cutoff: 10.0, decimate: 5}", "{cutoff: 300.0, decimate: 5}", ProcessingError, 18,
+    ("  period: 2.0\n", "  period: 2.001\n", ProcessingError, 8, "data.period: the period 2.001 s is not a whole number of samples"),
+    ("  period: 2.0\n", "  period: 4.0\n", ProcessingError, 8, "data.period: the log holds 3 s, fewer than 0 + 1 periods of 4.0 s"),
+    ("  skip_periods: 0\n", "  skip_periods: 1\n", ProcessingError, 9, "data.skip_periods: the log holds 3 s, fewer than 1 + 1"),
+    ("{cutoff: 10.0, decimate: 5}", "{cutoff: 300.0, decimate: 5}", ProcessingError, 10,
      "processing.cutoff: filter cutoff 300.0 Hz must lie below the Nyquist frequency 250 Hz"),
+    ("{cutoff: 10.0, decimate: 5}", "{cutoff: 10.0, state_cutoff: 260, decimate: 5}", ProcessingError, 10,
+     "processing.state_cutoff: filter cutoff 260 Hz must lie below the Nyquist frequency 250 Hz"),
 ])
 def test_processing_options_that_do_not_fit_the_log_name_their_key(folder, no_slow_steps, old, new, cls,
                                                                     line, message):
@@ -341,7 +368,7 @@ def test_the_validation_log_is_checked_too(folder, no_slow_steps):
     np.savez(folder / "check.npz", t=T, q=Q_NAN, tau=TAU)
     err, _ = fails(folder, DataLogError)
     assert str(err).startswith(f"{folder / 'check.npz'}: key 'q', column 2: sample 101")
-    assert str(err).endswith(f"(validation.log at {folder / 'cfg.yaml'}:19)")
+    assert str(err).endswith(f"(validation.log at {folder / 'cfg.yaml'}:11)")
 
 
 # ------------------------------------------------------------------- the command line
@@ -357,13 +384,13 @@ def test_cli_identify_on_a_bad_log_prints_one_line_and_exits_1(folder, capsys):
 
 
 def test_cli_identify_with_a_bad_config_value_has_no_traceback(folder):
-    (folder / "cfg.yaml").write_text(edit("  frequency: 0.5", "  frequency: fast"))
+    (folder / "cfg.yaml").write_text(edit("  period: 2.0", "  period: fast"))
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, str(ROOT / "cli.py"), "identify", str(folder / "cfg.yaml"),
                            "--out", str(folder / "out")], capture_output=True, text=True, cwd=ROOT,
                           timeout=300)
     assert proc.returncode == 1
-    assert proc.stderr == (f"error: {folder / 'cfg.yaml'}:7: excitation.frequency must be a number, "
+    assert proc.stderr == (f"error: {folder / 'cfg.yaml'}:8: data.period must be a number, "
                            "got the text 'fast'\n")
     assert time.perf_counter() - start < 60
 
@@ -374,3 +401,29 @@ def test_the_shipped_identification_configs_pass_the_checks():
         inputs = load_inputs(path)
         assert inputs.plant is not None and inputs.data is None
         assert yaml.safe_load(path.read_text())["robot"]["cad"].endswith("_cad.yaml")
+
+
+# ------------------------------------------------------------------- the config reference
+
+def test_docs_identify_md_is_the_config_reference():
+    from blocksim.identification.config import reference_markdown
+    path = ROOT / "docs" / "identify.md"
+    assert path.read_text() == reference_markdown(), (
+        "docs/identify.md is out of date: run `python cli.py identify --markdown --out docs/identify.md`")
+
+
+def test_every_config_key_is_documented_with_unit_default_and_meaning(capsys):
+    from blocksim.identification.config import MEASUREMENT, SECTIONS, reference_markdown
+    text = reference_markdown()
+    keys = [(f"{section}.{key}", entry) for section, body in SECTIONS.items()
+            for key, entry in body.items()]
+    keys += [(f"data.measurement.{key}", entry) for key, entry in MEASUREMENT.items()]
+    assert len(keys) == 47
+    for name, entry in keys:
+        assert entry.unit and entry.default and len(entry.doc) > 15, name
+        assert f"| `{name}` | {entry.unit} | {entry.default} | {entry.doc} |" in text
+    assert "| `model.friction_smoothing` | rad/s | the CAD file's |" in text
+    assert main(["identify", "--markdown"]) == 0
+    assert capsys.readouterr().out == text
+    assert main(["identify"]) == 1
+    assert "identify needs a CONFIG and --out DIR" in capsys.readouterr().err

@@ -5,10 +5,12 @@ every section and key is checked for its name, kind and range, and for the keys 
 "cfg.yaml:14: data.period must be > 0, got -2". The per-joint values are checked against the
 robot's joint count by `check_joint_values` once the robot is loaded.
 
-The keys and their units are listed in the docstring of `blocksim.identification.pipeline`.
+Every key, its check, unit, default and meaning is in one table here (`SECTIONS`, `MEASUREMENT`),
+which `reference_markdown` turns into docs/identify.md.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -61,6 +63,16 @@ def _friction(v, where, what):
     return text(v, where, what, E, choices=FRICTION_KINDS)
 
 
+def _smoothing(v, where, what):
+    """A width >= 0 rad/s of the friction law's smooth sign, or the text 'estimate'."""
+    if v == "estimate":
+        return v
+    if isinstance(v, str):
+        raise E(f"{what} must be a number >= 0 (rad/s) or 'estimate', got the text {v!r}",
+                where=where)
+    return real(v, where, what, E, minimum=0.0)
+
+
 def _optional(check: Check) -> Check:
     """`check`, or None (null in the file: the quantity is switched off)."""
     def optional(v, where, what):
@@ -88,29 +100,136 @@ def _joint_values(*, positive=False, minimum=None, infinite=False) -> Check:
     return check
 
 
-MEASUREMENT = {"encoder_counts": _optional(_joint_values(positive=True)),
-               "kt": _joint_values(positive=True), "kt_error": _joint_values(minimum=-0.99),
-               "current_noise": _joint_values(minimum=0.0), "seed": _seed}
+@dataclass(frozen=True)
+class Key:
+    """One config key: its check, its unit, its default (as text) and what it is for. The table
+    of them below is the one place a key is defined: `load_config` checks with it and
+    `reference_markdown` (docs/identify.md) documents it."""
 
-SECTIONS: dict[str, dict[str, Check]] = {
-    "robot": {"cad": _text, "plant": _text},
-    "model": {"rotor_inertia": _flag, "friction": _friction,
-              "stribeck_speed": _joint_values(positive=True), "stribeck_exponent": _positive},
-    "base": {"samples": _count, "seed": _seed},
-    "excitation": {"frequency": _positive, "harmonics": _count, "q0": _joint_values(),
-                   "q_min": _joint_values(infinite=True), "q_max": _joint_values(infinite=True),
-                   "qd_max": _joint_values(positive=True), "qdd_max": _joint_values(positive=True),
-                   "margin": _non_negative, "seed": _seed, "max_iter": _count,
-                   "n_objective": _count, "n_check": _count},
-    "data": {"diagram": _text, "periods": _count, "skip_periods": _skip, "measurement": None,
-             "log": _text, "period": _optional(_positive)},
-    "processing": {"cutoff": _optional(_positive), "order": _count, "decimate": _count,
-                   "trim": _non_negative},
-    "estimation": {"prior_weight": _non_negative, "friction_smoothing": _non_negative},
-    "validation": {"frequency": _positive, "harmonics": _count, "seed": _seed, "periods": _count,
-                   "skip_periods": _skip, "measurement_seed": _seed, "log": _text,
-                   "period": _optional(_positive)},
-    "tracking": {"diagram": _text},
+    check: Check | None
+    unit: str
+    default: str
+    doc: str
+
+
+PER_JOINT = "one number, or a list with one per joint"
+
+MEASUREMENT = {
+    "encoder_counts": Key(_optional(_joint_values(positive=True)), "counts/rev", "null (exact)",
+                          "Encoder counts per joint revolution after gearing and quadrature; q is "
+                          f"rounded to whole counts ({PER_JOINT})."),
+    "kt": Key(_joint_values(positive=True), "N m/A", "1.0",
+              f"The true torque constant referred to the joint ({PER_JOINT})."),
+    "kt_error": Key(_joint_values(minimum=-0.99), "-", "0.0",
+                    "Relative error of the datasheet torque constant the drive converts the current "
+                    f"with: tau_meas = (tau + kt noise)(1 + kt_error) ({PER_JOINT})."),
+    "current_noise": Key(_joint_values(minimum=0.0), "A", "0.0",
+                         f"Standard deviation of white noise on the measured current ({PER_JOINT})."),
+    "seed": Key(_seed, "-", "0", "Seed of the noise generator."),
+}
+"""data.measurement: what the drive reports of a simulated run."""
+
+SECTIONS: dict[str, dict[str, Key]] = {
+    "robot": {
+        "cad": Key(_text, "-", "required", "The robot file (DH YAML) or preset to identify: its "
+                   "kinematics and motor data are kept, its masses, inertias and friction are the "
+                   "prior; the identified robot file is written on it."),
+        "plant": Key(_text, "-", "none", "The arm that produces simulated data (the 'true' arm); "
+                     "needed by data.diagram and tracking. With a log it is optional: its "
+                     "parameters are then scored as 'true' in the validation."),
+    },
+    "model": {
+        "rotor_inertia": Key(_flag, "-", "false", "Identify the reflected rotor inertia Ia = G^2 Jm "
+                             "per joint."),
+        "friction": Key(_friction, "-", "coulomb_viscous", "The friction columns: none; "
+                        "coulomb_viscous (viscous and a Coulomb level per direction); stribeck (and "
+                        "a fixed-shape Stribeck excess)."),
+        "stribeck_speed": Key(_joint_values(positive=True), "rad/s", "0.1",
+                              f"Stribeck speed vs of the fixed-shape column ({PER_JOINT})."),
+        "stribeck_exponent": Key(_positive, "-", "2.0", "Stribeck shape exponent delta."),
+        "friction_smoothing": Key(_smoothing, "rad/s", "the CAD file's", "Width eps of the "
+                                  "friction law's sign tanh(qd / eps) in the Coulomb columns (0: "
+                                  "exact sign), or 'estimate': fitted to the data. Written to the "
+                                  "identified robot file."),
+    },
+    "base": {
+        "samples": Key(_count, "-", "200", "Random states the base parameters are found on."),
+        "seed": Key(_seed, "-", "0", "Seed of the random states."),
+    },
+    "excitation": {
+        "frequency": Key(_positive, "Hz", "0.1", "Fundamental frequency (1 / period)."),
+        "harmonics": Key(_count, "-", "5", "Harmonics per joint (at least 3: rest to rest)."),
+        "q0": Key(_joint_values(), "rad", "mid range", f"Mean and rest position ({PER_JOINT})."),
+        "q_min": Key(_joint_values(infinite=True), "rad", "the robot file's limits",
+                     f"Lower position limit ({PER_JOINT})."),
+        "q_max": Key(_joint_values(infinite=True), "rad", "the robot file's limits",
+                     f"Upper position limit ({PER_JOINT})."),
+        "qd_max": Key(_joint_values(positive=True), "rad/s", "1.0", f"Speed limit ({PER_JOINT})."),
+        "qdd_max": Key(_joint_values(positive=True), "rad/s^2", "5.0",
+                       f"Acceleration limit ({PER_JOINT})."),
+        "margin": Key(_non_negative, "rad", "0.0", "Kept inside the robot file's position limits."),
+        "seed": Key(_seed, "-", "0", "Seed of the random start of the optimisation."),
+        "max_iter": Key(_count, "-", "100", "SLSQP iterations at most."),
+        "n_objective": Key(_count, "-", "60", "Samples per period of the cond(Y_base) objective."),
+        "n_check": Key(_count, "-", "150", "Samples per period the limits are imposed on."),
+    },
+    "data": {
+        "diagram": Key(_text, "-", "-", "A simulated run: the excitation diagram (blocks ref: "
+                       "FourierSeries, plant: Manipulator, u: the torque logged)."),
+        "periods": Key(_count, "-", "6", "Simulated run: periods averaged."),
+        "skip_periods": Key(_skip, "-", "1 (simulated), 0 (log)", "Periods dropped at the start "
+                            "(the tracking loop's transient)."),
+        "measurement": Key(None, "-", "exact", "Simulated run: what the drive reports (the "
+                           "data.measurement keys)."),
+        "log": Key(_text, "-", "-", "A real arm's record: NPZ with t (N,), q, tau (N, n), or CSV "
+                   "with columns t, q1..qn, tau1..taun. Needs no excitation section."),
+        "period": Key(_optional(_positive), "s", "null (not periodic)", "Log: the period of the "
+                      "excitation, a whole number of samples; periods are averaged."),
+    },
+    "processing": {
+        "cutoff": Key(_optional(_positive), "Hz", "10.0", "Cutoff of the zero-phase Butterworth "
+                      "low-pass the measured torque and the regressor go through before "
+                      "decimation (parallel filtering); null: none."),
+        "state_cutoff": Key(_optional(_positive), "Hz", "10 x cutoff, at most 0.8 x Nyquist",
+                            "Cutoff of q's low-pass before the central differences for qd, qdd."),
+        "order": Key(_count, "-", "4", "Order of both Butterworth filters."),
+        "decimate": Key(_count, "-", "10", "Every decimate-th filtered sample is kept."),
+        "trim": Key(_non_negative, "s", "0.0", "Log without a period: dropped at both ends."),
+    },
+    "estimation": {
+        "prior_weight": Key(_non_negative, "-", "1e-3", "Weight of the CAD prior in the "
+                            "physically consistent estimate, per unit of the weighted squared "
+                            "torque residual."),
+    },
+    "validation": {
+        "frequency": Key(_positive, "Hz", "1.25 x excitation.frequency", "Simulated: frequency "
+                         "of the random validation trajectory."),
+        "harmonics": Key(_count, "-", "4", "Simulated: its harmonics."),
+        "seed": Key(_seed, "-", "11", "Simulated: its random seed."),
+        "periods": Key(_count, "-", "3", "Simulated: periods averaged."),
+        "skip_periods": Key(_skip, "-", "1 (simulated), 0 (log)", "Periods dropped at the start."),
+        "measurement_seed": Key(_seed, "-", "data.measurement.seed + 1",
+                                "Simulated: noise seed of the validation run."),
+        "log": Key(_text, "-", "-", "A real arm's validation record (as data.log)."),
+        "period": Key(_optional(_positive), "s", "null (not periodic)", "Log: its period."),
+    },
+    "tracking": {
+        "diagram": Key(_text, "-", "-", "Tracking study (needs robot.plant): a diagram with blocks "
+                       "ref, ff (InverseDynamics) and plant, run with the CAD, identified and true "
+                       "robot as ff.robot."),
+    },
+}
+SECTION_DOCS = {
+    "robot": "The robots.", "model": "What is identified.",
+    "base": "The base parameters (identifiable combinations).",
+    "excitation": "The optimised Fourier excitation of a simulated run (not with data.log: the "
+                  "logged trajectory is the excitation).",
+    "data": "Where the identification data come from: data.diagram (simulated) or data.log.",
+    "processing": "Off-line processing of the data and validation records.",
+    "estimation": "Least squares and the physically consistent estimate.",
+    "validation": "A trajectory not used for identification: simulated (with data.diagram) or a "
+                  "log.",
+    "tracking": "Feedforward tracking study, CAD vs identified parameters.",
 }
 TOP_KEYS = {"identify", "name", *SECTIONS}
 LOG_KEYS = {"log", "period", "skip_periods"}
@@ -146,8 +265,17 @@ def load_config(path) -> YamlMap:
     return cfg
 
 
-def _check_section(cfg: YamlMap, section: str, keys: dict[str, Check]) -> None:
+MOVED = {"estimation.friction_smoothing": "model.friction_smoothing"}
+"""Keys of earlier versions and where they went."""
+
+
+def _check_section(cfg: YamlMap, section: str, keys: dict[str, Key]) -> None:
     body = mapping(cfg[section], cfg.loc(section), section, E)
+    for key in body:
+        if f"{section}.{key}" in MOVED:
+            raise E(f"{section}.{key} is now {MOVED[f'{section}.{key}']} (the width of the friction "
+                    "law's sign the model fits, written to the identified robot file)",
+                    where=loc_of(body, key, cfg.loc(section)))
     known_keys(body, keys, section, where_of(body, cfg.loc(section)), E)
     for key, value in body.items():
         at = loc_of(body, key, cfg.loc(section))
@@ -155,9 +283,9 @@ def _check_section(cfg: YamlMap, section: str, keys: dict[str, Check]) -> None:
             meas = mapping(value, at, "data.measurement", E)
             known_keys(meas, MEASUREMENT, "data.measurement", where_of(meas, at), E)
             for mkey, mvalue in meas.items():
-                MEASUREMENT[mkey](mvalue, loc_of(meas, mkey, at), f"data.measurement.{mkey}")
+                MEASUREMENT[mkey].check(mvalue, loc_of(meas, mkey, at), f"data.measurement.{mkey}")
         else:
-            keys[key](value, at, f"{section}.{key}")
+            keys[key].check(value, at, f"{section}.{key}")
 
 
 def _check_modes(cfg: YamlMap) -> None:
@@ -169,6 +297,9 @@ def _check_modes(cfg: YamlMap) -> None:
     has_plant = "plant" in cfg["robot"]
     if "log" in data:
         _only(data, LOG_KEYS, "data", "with data.log (a real arm's record)", data_at)
+        if "excitation" in cfg:
+            raise E("excitation does not go with data.log: the logged trajectory is the "
+                    "excitation, and no excitation is optimised for a log", where=cfg.loc("excitation"))
     else:
         if "diagram" not in data:
             raise E("data needs 'log' (a real arm's record: npz or csv) or 'diagram' (the "
@@ -211,8 +342,8 @@ def check_joint_values(cfg: YamlMap, n: int, robot_name: str) -> None:
     for section, keys in (*SECTIONS.items(), ("data.measurement", MEASUREMENT)):
         body = cfg.get("data", {}).get("measurement", {}) if section == "data.measurement" \
             else cfg.get(section, {})
-        for key, check in keys.items():
-            if not getattr(check, "per_joint", False) or not isinstance(body.get(key), list):
+        for key, entry in keys.items():
+            if not getattr(entry.check, "per_joint", False) or not isinstance(body.get(key), list):
                 continue
             if len(body[key]) not in (1, n):
                 raise E(f"{section}.{key} has {len(body[key])} values; robot '{robot_name}' has "
@@ -245,3 +376,35 @@ def config_file(cfg: YamlMap, base_dir: Path, dotted: str) -> Path:
     for part in dotted.split("."):
         node = node[part]
     return Path(base_dir) / node
+
+
+def reference_markdown() -> str:
+    """docs/identify.md: every config key, its unit, default and meaning, from the tables above
+    (`python cli.py identify --markdown`)."""
+    L = ["# Identification config reference", "",
+         "The keys of an identification config (`python cli.py identify CONFIG.yaml --out DIR`), "
+         "generated from the key table in `blocksim/identification/config.py` by `python cli.py "
+         "identify --markdown --out docs/identify.md`. Units SI, angles rad; paths relative to the "
+         "config file. A key not listed here is an error at its line; a per-joint value is "
+         f"{PER_JOINT}. The workflow and its references are in the README (Parameter "
+         "identification).", "",
+         "| key | unit | default | meaning |", "| --- | --- | --- | --- |",
+         f"| `identify` | - | required | The config format: {FORMAT}. |",
+         "| `name` | - | the file's name | The report's title. |", ""]
+
+    def table(prefix, keys):
+        out = ["| key | unit | default | meaning |", "| --- | --- | --- | --- |"]
+        for key, entry in keys.items():
+            out.append(f"| `{prefix}.{key}` | {entry.unit} | {entry.default} | {entry.doc} |")
+        return out + [""]
+
+    for section, keys in SECTIONS.items():
+        L += [f"## {section}", "", SECTION_DOCS[section], ""] + table(section, keys)
+        if section == "data":
+            L += ["### data.measurement", "", MEASUREMENT_DOC, ""] + table("data.measurement",
+                                                                             MEASUREMENT)
+    return "\n".join(L)
+
+
+MEASUREMENT_DOC = ("What the drive reports of a simulated run (applied to the logged exact "
+                   "signals with a seeded generator, so the plant run stays deterministic).")

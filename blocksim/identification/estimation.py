@@ -283,3 +283,41 @@ def physically_consistent(model: IdentificationModel, basis: BaseParameters, Yb,
                                        gtol=1e-10, max_nfev=max_nfev)
     theta = theta_of(sol.x)
     return ConsistentEstimate(theta, basis.K @ theta, float(sol.cost), str(sol.message), int(sol.nfev))
+
+
+# ----------------------------------------------------------------------------- friction sign width
+
+def fit_friction_smoothing(model: IdentificationModel, basis: BaseParameters, data, Y,
+                           bounds=(1e-4, 1.0)) -> tuple[float, np.ndarray]:
+    """The width eps (rad/s) of the friction law's smooth sign tanh(qd / eps) that the data fit
+    best, and the regressor Y (N, n, p) with its sign columns at that width.
+
+    A separable least squares: for each eps the base parameters enter linearly, so the WLS
+    residual (weights 1 / sigma_j of a first WLS fit on Y, kept fixed so residuals at different
+    widths compare) is minimised over log10 eps in `bounds` by a bounded scalar search, and the
+    exact sign (eps = 0) is taken when it fits better still. `data` is the ProcessedData Y was
+    built from (`data.parallel(model.regressor(*data.states))`): only the sign columns are
+    rebuilt, on its full-rate speeds, and filtered as the rest."""
+    cols = model.sign_columns()
+    if cols.size == 0:
+        return model.friction_smoothing, Y
+    qd = data.states[1]
+    weights = 1.0 / weighted_least_squares(basis.columns(Y), data.tau).sigma
+
+    def at(eps):
+        Yk = np.array(Y)
+        Yk[..., cols] = data.parallel(model.sign_regressor(qd, eps))
+        return Yk
+
+    def cost(eps):
+        Yb = basis.columns(at(eps))
+        beta, _ = _solve(Yb, data.tau, weights)
+        return float(np.sum(((data.tau - Yb @ beta) * weights) ** 2))
+
+    lo, hi = np.log10(bounds[0]), np.log10(bounds[1])
+    sol = scipy.optimize.minimize_scalar(lambda x: cost(10.0 ** x), bounds=(lo, hi),
+                                         method="bounded", options={"xatol": 0.01})
+    eps = float(10.0 ** sol.x)
+    if cost(0.0) < cost(eps):
+        eps = 0.0
+    return eps, at(eps)

@@ -30,8 +30,9 @@ DATA_SIGNALS = ("plant.q", "u.out")
 class Inputs:
     """The checked inputs of one identification: the config (located mapping) and its folder, the
     CAD robot (prior and kinematics) and its robot-file mapping, the plant (None for a logged
-    arm), the identification model, the excitation limits, the processing options, and the
-    processed data of `data.log` and `validation.log` (None when simulated)."""
+    arm), the identification model, the excitation limits (None for a log), the processing
+    options, and the processed data of `data.log` and `validation.log` (None when simulated)
+    with a line saying what each log is (file, samples, rate, periods), for the report."""
 
     cfg: YamlMap
     path: Path
@@ -40,10 +41,12 @@ class Inputs:
     template: dict
     plant: RobotModel | None
     model: IdentificationModel
-    limits: Limits
+    limits: Limits | None
     processing: dict
     data: ProcessedData | None
     validation: ProcessedData | None
+    data_source: str | None = None
+    validation_source: str | None = None
 
 
 def named_by(err: BlocksimError, cfg: YamlMap, key: str) -> BlocksimError:
@@ -70,13 +73,32 @@ def load_inputs(config_path: Path | str) -> Inputs:
         model = IdentificationModel(cad, rotor_inertia=mc.get("rotor_inertia", False),
                                     friction=mc.get("friction", "coulomb_viscous"),
                                     stribeck_speed=mc.get("stribeck_speed", 0.1),
-                                    stribeck_exponent=mc.get("stribeck_exponent", 2.0))
+                                    stribeck_exponent=mc.get("stribeck_exponent", 2.0),
+                                    friction_smoothing=_fixed_width(mc.get("friction_smoothing")))
     except ParameterError as err:
         raise err.located(where=config_loc(cfg, "model"))
     check_joint_values(cfg, model.n, cad.name)
     if plant is not None and plant.n != model.n:
         raise IdentifyConfigError(f"robot.plant '{plant.name}' has {plant.n} joints, robot.cad "
                                   f"'{cad.name}' {model.n}", where=config_loc(cfg, "robot.plant"))
+    limits = None if "log" in cfg.get("data", {}) else _limits(cfg, model)
+    pc = cfg.get("processing", {})
+
+    popts = {"cutoff": pc.get("cutoff", 10.0), "order": pc.get("order", 4),
+             "decimate": pc.get("decimate", 10), "trim": float(pc.get("trim", 0.0)),
+             "state_cutoff": pc.get("state_cutoff")}
+    for key, blocks in DIAGRAM_BLOCKS.items():
+        section, name = key.split(".")
+        if name in cfg.get(section, {}):
+            _check_diagram(cfg, base_dir, key, blocks, popts["cutoff"])
+    data, data_source = _processed_log(cfg, base_dir, "data", model, popts)
+    validation, validation_source = _processed_log(cfg, base_dir, "validation", model, popts)
+    return Inputs(cfg, path, base_dir, cad, template, plant, model, limits, popts, data, validation,
+                  data_source, validation_source)
+
+
+def _limits(cfg: YamlMap, model: IdentificationModel) -> Limits:
+    """The excitation's joint limits: the config's, within the robot file's and its margin."""
     ec = cfg.get("excitation", {})
     try:
         limits = limits_for(model, ec.get("q_min"), ec.get("q_max"), ec.get("qd_max", 1.0),
@@ -87,16 +109,13 @@ def load_inputs(config_path: Path | str) -> Inputs:
         raise IdentifyConfigError("excitation: the joint range is empty after the robot's limits "
                                   f"and margin: q_min {limits.q_min.tolist()}, q_max "
                                   f"{limits.q_max.tolist()} rad", where=config_loc(cfg, "excitation"))
-    pc = cfg.get("processing", {})
-    popts = {"cutoff": pc.get("cutoff", 10.0), "order": pc.get("order", 4),
-             "decimate": pc.get("decimate", 10), "trim": float(pc.get("trim", 0.0))}
-    for key, blocks in DIAGRAM_BLOCKS.items():
-        section, name = key.split(".")
-        if name in cfg.get(section, {}):
-            _check_diagram(cfg, base_dir, key, blocks, popts["cutoff"])
-    data = _processed_log(cfg, base_dir, "data", model, popts)
-    validation = _processed_log(cfg, base_dir, "validation", model, popts)
-    return Inputs(cfg, path, base_dir, cad, template, plant, model, limits, popts, data, validation)
+    return limits
+
+
+def _fixed_width(value):
+    """model.friction_smoothing as the model's width: a number as given; None (not given) and
+    'estimate' start from the CAD robot file's width."""
+    return None if value in (None, "estimate") else value
 
 
 def _template(cfg: YamlMap, base_dir: Path) -> dict:
@@ -141,12 +160,13 @@ def _check_diagram(cfg: YamlMap, base_dir: Path, key: str, blocks: tuple[str, ..
 
 
 def _processed_log(cfg: YamlMap, base_dir: Path, section: str, model: IdentificationModel,
-                   popts: dict) -> ProcessedData | None:
-    """The log of config section `section` (data or validation), checked and processed, or None
-    when the section simulates; enough samples for the `model.p` parameters."""
+                   popts: dict) -> tuple[ProcessedData | None, str | None]:
+    """The log of config section `section` (data or validation), checked and processed, and a
+    line saying what it is; (None, None) when the section simulates. Enough samples for the
+    `model.p` parameters."""
     sc = cfg.get(section, {})
     if "log" not in sc:
-        return None
+        return None, None
     key = f"{section}.log"
     path = config_file(cfg, base_dir, key)
     try:
@@ -166,4 +186,10 @@ def _processed_log(cfg: YamlMap, base_dir: Path, section: str, model: Identifica
                            f"equations, not more than the {model.p} parameters to identify: give a "
                            f"longer log or a smaller processing.decimate ({key} at "
                            f"{config_loc(cfg, key)})", where=SourceLoc(str(path)))
-    return data
+    skip = sc.get("skip_periods", 0)
+    shape = (f"periodic, {data.periods} period{'s' if data.periods != 1 else ''} of "
+             f"{sc['period']:g} s averaged after {skip} skipped" if sc.get("period") is not None
+             else "one record, not periodic")
+    source = (f"log {sc['log']} ({raw.t.shape[0]} samples at {1.0 / raw.dt:g} Hz, "
+              f"{raw.t[-1] - raw.t[0] + raw.dt:g} s, {model.n} joints; {shape})")
+    return data, source

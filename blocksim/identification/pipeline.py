@@ -3,25 +3,9 @@ config - base parameters, optimised excitation, data (a simulated run of the tru
 real one), processing, OLS/WLS and physically consistent estimation, validation on another
 trajectory, the identified robot file, and a feedforward tracking study CAD vs identified.
 
-Config keys (paths relative to the config file; units SI, angles rad):
-
-    identify: 1
-    name: text
-    robot:      {cad: FILE or preset (prior and kinematics), plant: FILE or preset, the arm that
-                 produces simulated data (the 'true' arm)}
-    model:      {rotor_inertia: bool, friction: none|coulomb_viscous|stribeck,
-                 stribeck_speed: rad/s, stribeck_exponent: -}
-    base:       {samples: random states (200), seed}
-    excitation: {frequency: Hz, harmonics: L, q0, q_min, q_max, qd_max, qdd_max (per joint),
-                 margin: rad, seed, max_iter, n_objective, n_check}
-    data:       {diagram: excitation diagram (simulated), periods, skip_periods,
-                 measurement: {encoder_counts, kt, kt_error, current_noise, seed}}
-                or {log: FILE.npz|.csv of a real arm, period: s (omit if not periodic), skip_periods}
-    processing: {cutoff: Hz, order, decimate, trim: s}
-    estimation: {prior_weight, friction_smoothing: rad/s of the identified robot file}
-    validation: {frequency, harmonics, seed, periods, skip_periods, measurement_seed} (simulated)
-                or {log: FILE, period}
-    tracking:   {diagram: tracking diagram with blocks ff (InverseDynamics) and plant}
+Config keys: docs/identify.md, generated from the key table of `config.py` (`python cli.py
+identify --markdown`). With data.log the logged trajectory is the excitation: no excitation
+section, no optimisation.
 
 Every input (the config, the robot files, the diagrams, the data logs) is read and checked by
 `inputs.load_inputs` before the first slow step, so a wrong one fails in milliseconds with its
@@ -39,13 +23,13 @@ import numpy as np
 import yaml
 
 from .base import base_parameters
-from .estimation import (complete_standard, consistency, ordinary_least_squares,
-                         physically_consistent, weighted_least_squares)
+from .estimation import (complete_standard, consistency, fit_friction_smoothing,
+                         ordinary_least_squares, physically_consistent, weighted_least_squares)
 from .excitation import FourierExcitation, condition_number, optimise_excitation, random_excitation
 from .inputs import load_inputs
 from .processing import Measurement, corrupt, process
 from .robotfile import load_robot, write_robot_file
-from .validation import relative_rms_error, residual_check
+from .validation import noise_floor, relative_rms_error, residual_check
 
 
 def _vec(value, n, default=None):
@@ -99,31 +83,34 @@ def run(config_path, out, *, echo=print) -> dict:
                        "unidentifiable": basis.unidentifiable()}
     echo(f"base parameters: {basis.rank} of {model.p} (rank gap {basis.gap:.3g})")
 
-    # ---------------------------------------------------------------- excitation
-    ec = cfg.get("excitation", {})
-    limits = inputs.limits
-    q0 = _vec(ec.get("q0"), n, 0.5 * (limits.q_min + limits.q_max))
-    opt = optimise_excitation(model, basis, frequency=float(ec.get("frequency", 0.1)),
-                              harmonics=int(ec.get("harmonics", 5)), q0=q0, limits=limits,
-                              seed=ec.get("seed", 0), n_objective=int(ec.get("n_objective", 60)),
-                              n_check=int(ec.get("n_check", 150)), max_iter=int(ec.get("max_iter", 100)))
-    excitation = opt.excitation
-    excitation.to_yaml(out / "excitation.yaml")
-    metrics["excitation"] = {"cond_start": opt.cond_start, "cond": opt.cond,
-                             "cond_dense_start": condition_number(model, basis, opt.start),
-                             "cond_dense": condition_number(model, basis, excitation),
-                             "limit_violation": opt.violation, "iterations": opt.iterations,
-                             "message": opt.message}
-    echo(f"excitation: cond(Y_base) {opt.cond_start:.4g} (random start) -> {opt.cond:.4g} "
-         f"(optimised, {opt.iterations} SLSQP iterations); largest limit excess {opt.violation:.3g}")
-
-    # ---------------------------------------------------------------- data
+    # ---------------------------------------------------------------- excitation and data
     dc = cfg.get("data", {})
     popts = inputs.processing
-    if inputs.data is not None:
+    ec = cfg.get("excitation", {})
+    limits = inputs.limits
+    opt = excitation = q0 = None
+    if inputs.data is not None:          # a log: its trajectory is the excitation
         data = inputs.data
-        source = f"log {dc['log']}"
+        source = inputs.data_source
+        metrics["excitation"] = {"source": "log"}
     else:
+        q0 = _vec(ec.get("q0"), n, 0.5 * (limits.q_min + limits.q_max))
+        opt = optimise_excitation(model, basis, frequency=float(ec.get("frequency", 0.1)),
+                                  harmonics=int(ec.get("harmonics", 5)), q0=q0, limits=limits,
+                                  seed=ec.get("seed", 0), n_objective=int(ec.get("n_objective", 60)),
+                                  n_check=int(ec.get("n_check", 150)),
+                                  max_iter=int(ec.get("max_iter", 100)))
+        excitation = opt.excitation
+        excitation.to_yaml(out / "excitation.yaml")
+        metrics["excitation"] = {"source": "optimised", "cond_start": opt.cond_start,
+                                 "cond": opt.cond,
+                                 "cond_dense_start": condition_number(model, basis, opt.start),
+                                 "cond_dense": condition_number(model, basis, excitation),
+                                 "limit_violation": opt.violation, "iterations": opt.iterations,
+                                 "message": opt.message}
+        echo(f"excitation: cond(Y_base) {opt.cond_start:.4g} (random start) -> {opt.cond:.4g} "
+             f"(optimised, {opt.iterations} SLSQP iterations); largest limit excess "
+             f"{opt.violation:.3g}")
         diagram = base_dir / dc["diagram"]
         periods = int(dc.get("periods", 6)) + int(dc.get("skip_periods", 1))
         exact, _ = simulate_run(diagram, excitation, periods)
@@ -133,12 +120,25 @@ def run(config_path, out, *, echo=print) -> dict:
         data = process(raw, period=excitation.period, skip_periods=int(dc.get("skip_periods", 1)),
                        **popts)
         source = f"simulated run of {rob['plant']} ({periods} periods of {excitation.period:g} s)"
+    metrics["data_source"] = source
     np.savez(out / "data" / "identification.npz", t=data.t, q=data.q, qd=data.qd, qdd=data.qdd,
              tau=data.tau)
     echo(f"data: {source}; {len(data.t)} samples after processing ({data.periods} periods averaged)")
 
     # ---------------------------------------------------------------- estimation
-    Yb = basis.columns(model.regressor(data.q, data.qd, data.qdd))
+    Y = data.parallel(model.regressor(*data.states))         # filtered as the measured torque
+    width = cfg.get("model", {}).get("friction_smoothing")
+    if width == "estimate":
+        eps, Y = fit_friction_smoothing(model, basis, data, Y)
+        model = model.with_friction_smoothing(eps)
+        width_source = "estimated from the data (model.friction_smoothing: estimate)"
+    elif width is not None:
+        width_source = "given by model.friction_smoothing"
+    else:
+        width_source = f"kept from the CAD file {rob['cad']} (model.friction_smoothing not set)"
+    metrics["friction_smoothing"] = {"value": model.friction_smoothing, "source": width_source}
+    echo(f"friction sign width: {model.friction_smoothing:g} rad/s, {width_source}")
+    Yb = basis.columns(Y)
     ols = ordinary_least_squares(Yb, data.tau)
     wls = weighted_least_squares(Yb, data.tau)
     prior = model.parameters_of(cad_robot)
@@ -162,10 +162,11 @@ def run(config_path, out, *, echo=print) -> dict:
         out / "identified_robot.yaml", model, cons.theta, inputs.template,
         name=f"{cad_robot.name}_identified",
         description=f"identified by blocksim from {source}",
-        friction_smoothing=float(sc.get("friction_smoothing", cad_robot.friction_smoothing or 1e-3)),
+        friction_smoothing=model.friction_smoothing,
         header=f"Identified robot file written by `blocksim identify {config_path.name}`: the\n"
                "physically consistent estimate (log-Cholesky, Wensing et al. 2017); kinematics from "
-               f"{rob['cad']}.")
+               f"{rob['cad']}.\nfriction_smoothing {model.friction_smoothing:g} rad/s: "
+               f"{width_source}.")
     load_robot(str(ident_path.resolve()))   # the written robot file must load as a RobotModel
 
     # ---------------------------------------------------------------- validation
@@ -173,6 +174,7 @@ def run(config_path, out, *, echo=print) -> dict:
     val = None
     if inputs.validation is not None:
         val = inputs.validation
+        metrics["validation_source"] = inputs.validation_source
     elif true_robot is not None and "diagram" in dc:
         vex = random_excitation(model, float(vc.get("frequency", 1.25 * excitation.frequency)),
                                 int(vc.get("harmonics", 4)), q0, limits, seed=vc.get("seed", 11),
@@ -185,7 +187,7 @@ def run(config_path, out, *, echo=print) -> dict:
                       skip_periods=int(vc.get("skip_periods", 1)), **popts)
     predictions = {}
     if val is not None:
-        Yv = model.regressor(val.q, val.qd, val.qdd)
+        Yv = val.parallel(model.regressor(*val.states))     # filtered as the measured torque
         Ybv = basis.columns(Yv)
         predictions = {"CAD": Yv @ prior, "OLS": Ybv @ ols.beta, "WLS": Ybv @ wls.beta,
                        "consistent": Yv @ cons.theta}
@@ -193,6 +195,8 @@ def run(config_path, out, *, echo=print) -> dict:
             predictions["true"] = Yv @ model.parameters_of(true_robot)
         metrics["validation"] = {k: relative_rms_error(val.tau, v).tolist()
                                  for k, v in predictions.items()}
+        if val.tau_std is not None:
+            metrics["validation_noise_floor"] = noise_floor(val).tolist()
         rc = residual_check(val.tau - predictions["consistent"], val.q)
         metrics["validation_residual"] = {"rms": rc.rms.tolist(), "lag1": rc.lag1.tolist(),
                                           "position_r2": rc.position_r2.tolist(),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ParameterError
+from ..models.friction import coulomb
 from ..models.robot import RobotModel
 
 FRICTION_KINDS = ("none", "coulomb_viscous", "stribeck")
@@ -27,19 +28,26 @@ class IdentificationModel:
       model stays linear in theta; `estimation.refine_stribeck_speed` adjusts vs afterwards as a
       separable nonlinear refinement.
 
-    Friction uses the exact sign of qd (no smoothing): a plant that smooths sign(qd) with
-    tanh(qd / eps) differs only while |qd| is of the order of eps.
+    The Coulomb and Stribeck columns take the sign of qd as the robot file's friction law does
+    (`models.friction.coulomb`): exact for `friction_smoothing` 0, tanh(qd / friction_smoothing)
+    for a width > 0 rad/s; None takes the robot file's `friction_smoothing`. A plant whose sign
+    is smooth fitted with an exact one (or the reverse) biases the Coulomb and viscous estimates
+    wherever |qd| is of the order of the width.
     """
 
     def __init__(self, robot: RobotModel, *, rotor_inertia: bool = False,
                  friction: str = "coulomb_viscous", stribeck_speed=0.1,
-                 stribeck_exponent: float = 2.0):
+                 stribeck_exponent: float = 2.0, friction_smoothing: float | None = None):
         if friction not in FRICTION_KINDS:
             raise ParameterError(f"friction must be one of {', '.join(FRICTION_KINDS)}, got {friction!r}")
         self.robot = robot.with_options(rotor_inertia=bool(rotor_inertia))
         self.n = robot.n
         self.rotor_inertia = bool(rotor_inertia)
         self.friction = friction
+        self.friction_smoothing = float(robot.friction_smoothing if friction_smoothing is None
+                                        else friction_smoothing)
+        if not self.friction_smoothing >= 0:
+            raise ParameterError(f"friction_smoothing must be >= 0 (rad/s), got {self.friction_smoothing}")
         self.stribeck_speed = np.broadcast_to(np.asarray(stribeck_speed, dtype=float),
                                               (self.n,)).copy()
         self.stribeck_exponent = float(stribeck_exponent)
@@ -81,12 +89,46 @@ class IdentificationModel:
         q = np.atleast_2d(np.asarray(q, dtype=float))
         qd = np.atleast_2d(np.asarray(qd, dtype=float))
         qdd = np.atleast_2d(np.asarray(qdd, dtype=float))
-        Y = self.robot.regressor(q, qd, qdd, friction=self.friction != "none")
+        Y = self.robot.regressor(q, qd, qdd, friction=self.friction != "none",
+                                 smoothing=self.friction_smoothing)
         if self.friction == "stribeck":
-            shape = np.sign(qd) * np.exp(-np.abs(qd / self.stribeck_speed) ** self.stribeck_exponent)
-            S = shape[:, :, None] * np.eye(self.n)
-            Y = np.concatenate([Y, S], axis=2)
+            Y = np.concatenate([Y, self._stribeck_columns(qd, self.friction_smoothing)], axis=2)
         return Y
+
+    def _stribeck_columns(self, qd, smoothing):
+        shape = coulomb(qd, 1.0, smoothing) * \
+            np.exp(-np.abs(qd / self.stribeck_speed) ** self.stribeck_exponent)
+        return shape[:, :, None] * np.eye(self.n)
+
+    def sign_columns(self) -> np.ndarray:
+        """Indices into theta of the entries whose columns hold the sign of qd (fcp, fcn and, with
+        Stribeck, fs): the only columns that depend on `friction_smoothing`."""
+        fr = self.friction_slice()
+        cols = [k for k in range(fr.start, fr.stop) if (k - fr.start) % 3 != 0]
+        return np.array(cols + list(range(self.stribeck_slice().start, self.stribeck_slice().stop)),
+                        dtype=int)
+
+    def sign_regressor(self, qd, smoothing: float) -> np.ndarray:
+        """The columns `sign_columns` of the regressor (N, n, k) at joint speeds qd (N, n) rad/s
+        with the sign smoothed over `smoothing` rad/s (0: exact), as `regressor` builds them."""
+        qd = np.atleast_2d(np.asarray(qd, dtype=float))
+        sign = coulomb(qd, 1.0, smoothing)
+        eye = np.eye(self.n)
+        parts = []
+        if self.friction != "none":
+            F = np.stack([np.maximum(sign, 0.0)[:, :, None] * eye,
+                          np.maximum(-sign, 0.0)[:, :, None] * eye], axis=3)     # (N, n, n, 2)
+            parts.append(F.reshape(qd.shape[0], self.n, 2 * self.n))
+        if self.friction == "stribeck":
+            parts.append(self._stribeck_columns(qd, smoothing))
+        return np.concatenate(parts, axis=2) if parts else np.zeros((qd.shape[0], self.n, 0))
+
+    def with_friction_smoothing(self, smoothing: float) -> "IdentificationModel":
+        """The same model with the sign of its friction columns smoothed over `smoothing` rad/s."""
+        return IdentificationModel(self.robot, rotor_inertia=self.rotor_inertia,
+                                   friction=self.friction, stribeck_speed=self.stribeck_speed,
+                                   stribeck_exponent=self.stribeck_exponent,
+                                   friction_smoothing=smoothing)
 
     def stacked(self, q, qd, qdd) -> np.ndarray:
         """The regressor stacked sample by sample: (N n, p), row k n + j is joint j of sample k."""
@@ -115,4 +157,5 @@ class IdentificationModel:
         entries, which RobotModel has no field for, are dropped)."""
         theta = np.asarray(theta, dtype=float)
         model = self.robot.with_standard_parameters(theta[:self.friction_slice().stop])
+        model = model.with_options(friction_smoothing=self.friction_smoothing)
         return model.with_options(name=name) if name else model

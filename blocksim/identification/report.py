@@ -14,19 +14,26 @@ def figures(folder: Path, model, excitation, opt, data, val, predictions, wls, t
     import matplotlib.pyplot as plt
     n = model.n
     out = {}
-    t = np.linspace(0, excitation.period, 500)
     fig, axes = plt.subplots(3, 1, figsize=(8, 7), sharex=True)
-    for ex, style, label in ((opt.start, ":", "random start"), (excitation, "-", "optimised")):
-        for k, sig in enumerate(ex.evaluate(t)):
+    if opt is None:                  # a log: its processed trajectory
+        for k, sig in enumerate((data.q, data.qd, data.qdd)):
             for j in range(n):
-                axes[k].plot(t, sig[:, j], style, color=f"C{j}",
-                             label=f"{label} q{j + 1}" if k == 0 else None)
+                axes[k].plot(data.t, sig[:, j], color=f"C{j}", label=f"q{j + 1}" if k == 0 else None)
+        axes[-1].set_xlabel("t (s)" + (", one period (averaged)" if data.periods else ""))
+        axes[0].set_title("Excitation: the logged trajectory (processed states)")
+    else:
+        t = np.linspace(0, excitation.period, 500)
+        for ex, style, label in ((opt.start, ":", "random start"), (excitation, "-", "optimised")):
+            for k, sig in enumerate(ex.evaluate(t)):
+                for j in range(n):
+                    axes[k].plot(t, sig[:, j], style, color=f"C{j}",
+                                 label=f"{label} q{j + 1}" if k == 0 else None)
+        axes[-1].set_xlabel("t (s), one period")
+        axes[0].set_title(f"Excitation: cond(Y_base) {opt.cond_start:.3g} -> {opt.cond:.3g}")
     for ax, lab in zip(axes, ("q (rad)", "qd (rad/s)", "qdd (rad/s^2)")):
         ax.set_ylabel(lab)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7, ncol=2)
-    axes[-1].set_xlabel("t (s), one period")
-    axes[0].set_title(f"Excitation: cond(Y_base) {opt.cond_start:.3g} -> {opt.cond:.3g}")
     fig.tight_layout()
     fig.savefig(folder / "excitation.png", dpi=110)
     plt.close(fig)
@@ -83,6 +90,25 @@ def _g(x, digits=4):
     return f"{x:.{digits}g}"
 
 
+def _excitation_section(opt, ex, limits, n, figures) -> list:
+    """The report lines on an optimised excitation: its conditioning and the limits it met."""
+    L = ["", "## Excitation", "",
+          f"Fourier series, {opt.excitation.harmonics} harmonics of {opt.excitation.frequency:g} Hz "
+          f"(period {opt.excitation.period:g} s), at rest at t = 0 and at each period's end, "
+          f"optimised by SLSQP ({ex['iterations']} iterations: {ex['message']}).", "",
+          _row(["", "random start", "optimised"]), _row(["---"] * 3),
+          _row(["cond(Y_base), objective grid", _g(ex["cond_start"]), _g(ex["cond"])]),
+          _row(["cond(Y_base), 200 samples", _g(ex["cond_dense_start"]), _g(ex["cond_dense"])]), "",
+          f"Largest limit excess on a fine grid (200 samples per period of the highest harmonic): {ex['limit_violation']:.3g} "
+          "(<= 0: every limit met). Limits per joint:", "",
+          _row(["joint", "q_min (rad)", "q_max (rad)", "qd_max (rad/s)", "qdd_max (rad/s^2)"]),
+          _row(["---"] * 5)]
+    for j in range(n):
+        L.append(_row([j + 1, _g(limits.q_min[j]), _g(limits.q_max[j]), _g(limits.qd_max[j]),
+                       _g(limits.qdd_max[j])]))
+    return L + ["", f"![excitation]({figures['excitation']})"]
+
+
 def write(path: Path, *, cfg, config_path, model, basis, opt, limits, data, source, ols, wls, cons,
           prior, true_theta, chk_ols, chk_cons, metrics, fit_check, figures, ident_path) -> None:
     """report.md: setup, base parameters with their combinations, excitation, estimates with relative
@@ -108,24 +134,17 @@ def write(path: Path, *, cfg, config_path, model, basis, opt, limits, data, sour
              "`" + expr.split(" = ", 1)[1] + "`"]
         L.append(_row(cells))
     ex = metrics["excitation"]
-    L += ["", "## Excitation", "",
-          f"Fourier series, {opt.excitation.harmonics} harmonics of {opt.excitation.frequency:g} Hz "
-          f"(period {opt.excitation.period:g} s), at rest at t = 0 and at each period's end, "
-          f"optimised by SLSQP ({ex['iterations']} iterations: {ex['message']}).", "",
-          _row(["", "random start", "optimised"]), _row(["---"] * 3),
-          _row(["cond(Y_base), objective grid", _g(ex["cond_start"]), _g(ex["cond"])]),
-          _row(["cond(Y_base), 200 samples", _g(ex["cond_dense_start"]), _g(ex["cond_dense"])]), "",
-          f"Largest limit excess on a fine grid (200 samples per period of the highest harmonic): {ex['limit_violation']:.3g} "
-          "(<= 0: every limit met). Limits per joint:", "",
-          _row(["joint", "q_min (rad)", "q_max (rad)", "qd_max (rad/s)", "qdd_max (rad/s^2)"]),
-          _row(["---"] * 5)]
-    for j in range(n):
-        L.append(_row([j + 1, _g(limits.q_min[j]), _g(limits.q_max[j]), _g(limits.qd_max[j]),
-                       _g(limits.qdd_max[j])]))
-    L += ["", f"![excitation]({figures['excitation']})", "",
-          "## Estimation", "",
-          f"{len(data.t)} samples after averaging {data.periods} periods, zero-phase Butterworth "
-          f"low-pass (filtfilt), central differences and decimation. cond(Y_base) on these data: "
+    if opt is None:
+        L += ["", "## Excitation", "", f"The logged trajectory ({source}); no excitation was "
+              "optimised.", "", f"![excitation]({figures['excitation']})"]
+    else:
+        L += _excitation_section(opt, ex, limits, n, figures)
+    L += ["", "## Estimation", "",
+          f"{len(data.t)} samples after averaging {data.periods} periods; q through a zero-phase "
+          "Butterworth low-pass and central differences; the measured torque and the regressor "
+          "through the same zero-phase low-pass, then decimated (Gautier's parallel filtering). "
+          f"Friction sign width {model.friction_smoothing:g} rad/s, "
+          f"{metrics['friction_smoothing']['source']}. cond(Y_base) on these data: "
           f"{metrics['estimation']['cond_Y_base_data']:.4g}.", "",
           _row(["joint"] + [str(j + 1) for j in range(n)]), _row(["---"] * (n + 1)),
           _row(["noise std from WLS residuals (N m)"] + [_g(s, 3) for s in wls.sigma])]
@@ -144,11 +163,21 @@ def write(path: Path, *, cfg, config_path, model, basis, opt, limits, data, sour
           + (f" (sign violations: {', '.join(chk_ols.sign_violations)})" if chk_ols.sign_violations else "")
           + f"; constrained estimate: **{chk_cons.ok}** ({cons.message})."]
     if "validation" in metrics:
-        L += ["", "## Validation (a trajectory not used for identification)", "",
-              "Relative RMS torque error per joint, rms(measured - predicted) / rms(measured):", "",
+        L += ["", "## Validation (a trajectory not used for identification)", ""]
+        if "validation_source" in metrics:
+            L += [f"Data: {metrics['validation_source']}.", ""]
+        L += [
+              "Relative RMS torque error per joint, rms(measured - predicted) / rms(measured), the "
+              "prediction built on the full-rate states and filtered and decimated as the measured "
+              "torque was (like with like). The noise floor is what the measurement noise alone "
+              "leaves after averaging and filtering (the spread between periods times the filter's "
+              "noise gain): a model near it is as good as these data can tell.", "",
               _row(["model"] + [f"joint {j + 1}" for j in range(n)]), _row(["---"] * (n + 1))]
         for key, vals in metrics["validation"].items():
             L.append(_row([key] + [f"{100 * v:.2f} %" for v in vals]))
+        if "validation_noise_floor" in metrics:
+            L.append(_row(["noise floor (a perfect model)"] +
+                          [f"{100 * v:.2f} %" for v in metrics["validation_noise_floor"]]))
         vr = metrics["validation_residual"]
         L += ["", f"![validation torques]({figures['validation']})", "",
               "Residual check (identified model on the validation data): rms, lag-1 autocorrelation, "
@@ -173,7 +202,8 @@ def write(path: Path, *, cfg, config_path, model, basis, opt, limits, data, sour
     L += ["", "## Files", "",
           f"- `{ident_path.name}`: the identified robot (load it with `RobotModel.from_yaml` or as "
           "`robot:` of an InverseDynamics block with `include_friction: true`)",
-          "- `excitation.yaml`: the FourierSeries block parameters of the optimised excitation",
+          "- `excitation.yaml`: the FourierSeries block parameters of the optimised excitation "
+          "(simulated data only)",
           "- `excitation_run.yaml`: the data-run diagram with them (simulated data only)",
           "- `metrics.json`, `data/*.npz` (processed identification and validation data)", ""]
     Path(path).write_text("\n".join(L))

@@ -1,5 +1,7 @@
 """Validation of an identified model on data it was not fitted to: relative RMS torque error per
-joint and a residual check (whiteness, and structure that follows the joint positions)."""
+joint (measured and predicted torque through the same parallel filter, `ProcessedData.parallel`),
+the noise floor it is to be read against, and a residual check (whiteness, and structure that
+follows the joint positions)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -13,6 +15,15 @@ def relative_rms_error(tau_measured, tau_predicted) -> np.ndarray:
     e = np.asarray(tau_measured) - np.asarray(tau_predicted)
     return np.sqrt(np.mean(e ** 2, axis=0)) / np.maximum(np.sqrt(np.mean(np.asarray(tau_measured) ** 2,
                                                                            axis=0)), 1e-300)
+
+
+def noise_floor(data) -> np.ndarray:
+    """Per joint: the relative RMS torque error a perfect model would score on processed data
+    `data` (ProcessedData with periods averaged), the measurement noise left after averaging and
+    the parallel filter: tau_std x the filter's noise gain / rms(tau) (dimensionless). A model
+    scoring near it is as good as the data can tell."""
+    return data.tau_std * data.noise_gain() / np.maximum(np.sqrt(np.mean(data.tau ** 2, axis=0)),
+                                                         1e-300)
 
 
 @dataclass(frozen=True)

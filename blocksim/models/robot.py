@@ -51,6 +51,7 @@ from . import singularities
 from .frames import (JointSpec, homogeneous, inertial_from_params, pack_pose, params_from_inertial,
                      params_transform_matrix, rotx, rotz, transform_params)
 from .input_values import text
+from .friction import coulomb
 from ..reading.located_yaml import loc_of
 from .planar2r import Distributed2R, ik_2r
 from .robot_file import (CONVENTIONS, RobotFileError, inertia_tensor, link_values, model_values,
@@ -689,9 +690,11 @@ class RobotModel:
             parts.append(np.stack([self.viscous, self.coulomb_pos, self.coulomb_neg], 1).reshape(-1))
         return np.concatenate(parts)
 
-    def regressor(self, q, qd, qdd, friction=False):
-        """Y(q, qd, qdd) with rnea(q, qd, qdd) = Y @ standard_parameters() (plus friction_torque(qd)
-        when friction=True, non-smoothed): shape (n, p) or (B, n, p), p = len(parameter_names())."""
+    def regressor(self, q, qd, qdd, friction=False, smoothing=0.0):
+        """Y(q, qd, qdd) with rnea(q, qd, qdd) = Y @ standard_parameters() (plus
+        friction_torque(qd, smoothing) when friction=True: the Coulomb columns are the law's sign,
+        exact for smoothing 0, tanh(qd / smoothing) for smoothing > 0 rad/s, split into its positive
+        and negative parts): shape (n, p) or (B, n, p), p = len(parameter_names())."""
         q, single = self._batch(q, "q")
         qd, _ = self._batch(qd, "qd")
         qdd, _ = self._batch(qdd, "qdd")
@@ -707,8 +710,9 @@ class RobotModel:
         if friction:
             F = np.zeros((B, self.n, self.n, 3))
             F[..., 0] = qd[:, :, None] * eye
-            F[..., 1] = (qd > 0)[:, :, None] * eye
-            F[..., 2] = (qd < 0)[:, :, None] * eye
+            sign = coulomb(qd, 1.0, smoothing)
+            F[..., 1] = np.maximum(sign, 0.0)[:, :, None] * eye
+            F[..., 2] = np.maximum(-sign, 0.0)[:, :, None] * eye
             Y.append(F.reshape(B, self.n, 3 * self.n))
         Y = np.concatenate(Y, axis=2)
         return Y[0] if single else Y
