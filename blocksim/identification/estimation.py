@@ -278,9 +278,12 @@ def physically_consistent(model: IdentificationModel, basis: BaseParameters, Yb,
     span = np.maximum(np.abs(lin0), 1e-3)
     lin0 = np.clip(lin0, lin_lo + 1e-3 * span, lin_hi - 1e-3 * span)
     x0 = np.concatenate([x_prior if start is None else x_start, lin0])
-    sol = scipy.optimize.least_squares(residual, x0, jac=jacobian, bounds=(lo, hi), method="trf",
-                                       x_scale="jac", tr_solver="lsmr", xtol=1e-10, ftol=1e-10,
-                                       gtol=1e-10, max_nfev=max_nfev)
+    # a trial step far outside (the log-Cholesky exponentials) overflows in the cost, is rejected
+    # by the trust region and changes nothing: not a warning for the user
+    with np.errstate(over="ignore", invalid="ignore"):
+        sol = scipy.optimize.least_squares(residual, x0, jac=jacobian, bounds=(lo, hi),
+                                           method="trf", x_scale="jac", tr_solver="lsmr",
+                                           xtol=1e-10, ftol=1e-10, gtol=1e-10, max_nfev=max_nfev)
     theta = theta_of(sol.x)
     return ConsistentEstimate(theta, basis.K @ theta, float(sol.cost), str(sol.message), int(sol.nfev))
 
