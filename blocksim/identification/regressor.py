@@ -24,9 +24,9 @@ class IdentificationModel:
     - with friction `coulomb_viscous` or `stribeck`: fv_i (N m s/rad), fcp_i (N m, the Coulomb
       level while qd_i > 0), fcn_i (N m, signed level while qd_i < 0, usually negative);
     - with `stribeck`: fs_i (N m), the static excess Fs - Fc of a fixed-shape Stribeck column
-      sign(qd_i) exp(-|qd_i / vs_i|^delta). The shape (vs_i in rad/s, delta) is fixed here, so the
-      model stays linear in theta; `estimation.refine_stribeck_speed` adjusts vs afterwards as a
-      separable nonlinear refinement.
+      sign(qd_i) exp(-|qd_i / vs_i|^delta). The shape (vs_i in rad/s, delta: the config's
+      `model.stribeck_speed` and `model.stribeck_exponent`) is fixed, so the model stays linear
+      in theta.
 
     The Coulomb and Stribeck columns take the sign of qd as the robot file's friction law does
     (`models.friction.coulomb`): exact for `friction_smoothing` 0, tanh(qd / friction_smoothing)
