@@ -5,7 +5,9 @@ compiled mode (B = 1, and B = 1000 per member), next to the hand-written loops o
 benchmarks/references.py (pure Python and numba), alternating the runs, and prints medians and
 ratios blocksim / hand-written numba, three ways: a new Diagram each time (`simulate(load(...))`:
 parsing aside, the diagram is compiled every call), simulate() again on one Diagram (fast restart)
-and Simulator.run(). A compiled fixed-step batch is timed on one thread and on all cores. Also: the
+and Simulator.run(). A compiled fixed-step batch is timed on one thread and on all cores, and W1
+dopri5 with per-member steps (simulation.step_control: per_member) as a compiled B = 1000 batch on
+all cores. Also: the
 wall time of a warm `python cli.py simulate` of W1, the import time of blocksim, and the first-run
 compile time of W1 (a fresh cache folder).
 Peers (bdsim, PathSim, pydrake) are run on W1 when installed, skipped otherwise.
@@ -133,6 +135,11 @@ def main() -> None:
                                                      "simulation.rtol": 1e-6,
                                                      "simulation.atol": 1e-8}),
                  ("W2", W2, None, {}), ("W3", W3, None, {})]
+    if not args.quick:        # each member its own steps (simulation.step_control: per_member)
+        workloads.append(("W1 pid_ff dopri5 per member", W1, "pid_ff",
+                          {"simulation.solver": "dopri5", "simulation.rtol": 1e-6,
+                           "simulation.atol": 1e-8, "simulation.step_control": "per_member"}))
+    hand["W1 pid_ff dopri5 per member"] = hand["W1 pid_ff dopri5"]
     rows = []
     for label, path, variant, sets in workloads:
         if not path.exists():
@@ -141,8 +148,9 @@ def main() -> None:
         numba_fn, python_fn = hand.get(label, (None, None))
         numba_t = statistics.median(timed(numba_fn, n)) if numba_fn else None
         python_t = statistics.median(timed(python_fn, max(1, n // 2))) if python_fn else None
-        for mode in ("interpreted", "compiled"):
-            batches = (1,) if args.quick else (1, 1000)
+        per_member = "per member" in label
+        for mode in ("compiled",) if per_member else ("interpreted", "compiled"):
+            batches = (1000,) if per_member else (1,) if args.quick else (1, 1000)
             for batch in batches:
                 # a compiled fixed-step batch splits across the cores (simulation.threads:
                 # auto); its single-thread time is measured too
@@ -155,7 +163,8 @@ def main() -> None:
                         call()    # warm (the first is new each call anyway)
                     count = n if batch == 1 else max(1, n // 2)
                     times = [statistics.median(timed(call, count)) / batch for call in calls]
-                    rows.append((label, mode, batch, len(prepared.parts), times, numba_t,
+                    threads_used = prepared._threads if prepared.per_member else len(prepared.parts)
+                    rows.append((label, mode, batch, threads_used, times, numba_t,
                                  python_t))
     print("\n| workload | mode | B | threads | simulate(load()) / simulate() again / "
           "Simulator.run(), per member | hand numba | ratios | hand Python |")
