@@ -284,13 +284,15 @@ def _motion(joint: _Joint, q, places):
 
 def _ancestors(link, joints, parent_of, places):
     """The joints from the root down to `link` (a list, root first); a loop is an error."""
-    out, seen = [], {link}
+    out, seen = [], [link]
     while link in parent_of:
         j = joints[parent_of[link]]
         if j.parent in seen:
-            raise URDFError(f"joint '{j.name}' closes a kinematic loop through link '{j.parent}': "
-                            "closed loops are not supported", where=places.at(j.elem))
-        seen.add(j.parent)
+            loop = seen[seen.index(j.parent):] + [j.parent]
+            raise URDFError(f"joints {', '.join(out[seen.index(j.parent):] + [j.name])} form a closed "
+                            f"kinematic loop (links {' <- '.join(loop)}), which is not supported",
+                            where=places.at(joints[out[0]].elem if out else j.elem))
+        seen.append(j.parent)
         out.append(j.name)
         link = j.parent
     return out[::-1]
