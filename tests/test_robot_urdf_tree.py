@@ -12,7 +12,7 @@ from blocksim.models.urdf import URDFError
 
 DATA = Path(__file__).resolve().parent / "data" / "urdf"
 GRIPPER_ARM = DATA / "arm6_mimic_gripper.urdf"
-DUAL_ARM = DATA / "dual_arm.urdf"
+DUAL_ARM = Path(__file__).resolve().parents[1] / "examples" / "robots" / "dual_arm.urdf"
 CASES = {"arm6_mimic_gripper": (GRIPPER_ARM, "base_link", "tcp"),
          "dual_arm_left": (DUAL_ARM, "world", "left_tool0"),
          "dual_arm_right": (DUAL_ARM, "torso", "right_tool0")}
@@ -175,3 +175,10 @@ def test_mimic_off_the_chain_is_held_at_its_offset():
     np.testing.assert_allclose(theta[10:14], [3.0, 0.4, 0.0, 0.0], atol=1e-14)
     assert model.notes == ("the moving joints off the chain below link 'b' are held at rest and "
                            "their links lumped into link 'b': f (q = 0), g (q = 0.2)",)
+
+
+def test_example_robot_file_is_the_left_arm():
+    model = RobotModel.from_yaml(DUAL_ARM.parent / "dual_arm_left.yaml")
+    assert model.name == "dual_arm_left" and model.n == 7
+    assert model.joint_names[:2] == ("torso_yaw", "left_joint_1")
+    assert model.armature[0] == pytest.approx(160 ** 2 * 4e-4, rel=1e-15)

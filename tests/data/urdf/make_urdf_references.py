@@ -3,7 +3,8 @@ repository root to rewrite the .npz files beside this script:
 
     python tests/data/urdf/make_urdf_references.py
 
-Each case is one chain (base_link -> tip_link) of a URDF in this folder. Pinocchio builds the whole
+Each case is one chain (base_link -> tip_link) of a URDF in this folder or of
+examples/robots/dual_arm.urdf. Pinocchio builds the whole
 tree (a mimic joint as an independent joint); every joint off the chain is then locked
 (`buildReducedModel`) at its rest position -- 0, a mimic joint at multiplier * 0 + offset -- so
 the bodies it carries become fixed bodies of the link they hang from, and the chain's joints
@@ -20,11 +21,12 @@ import numpy as np
 import pinocchio as pin
 
 HERE = Path(__file__).resolve().parent
+EXAMPLES = HERE.parents[2] / "examples" / "robots"
 GRAVITY = np.array([0.3, -0.4, -9.81])          # in the world frame; tilted to reach every axis
 CASES = {
-    "arm6_mimic_gripper": ("arm6_mimic_gripper.urdf", "base_link", "tcp"),
-    "dual_arm_left": ("dual_arm.urdf", "world", "left_tool0"),
-    "dual_arm_right": ("dual_arm.urdf", "torso", "right_tool0"),
+    "arm6_mimic_gripper": (HERE / "arm6_mimic_gripper.urdf", "base_link", "tcp"),
+    "dual_arm_left": (EXAMPLES / "dual_arm.urdf", "world", "left_tool0"),
+    "dual_arm_right": (EXAMPLES / "dual_arm.urdf", "torso", "right_tool0"),
 }
 
 
@@ -61,7 +63,7 @@ def reflected_inertia(root, names):
 
 
 def case(file, base, tip, count=6, seed=0):
-    path = HERE / file
+    path = file
     root = ET.parse(path).getroot()
     full = pin.buildModelFromUrdf(str(path))
     chain = [j for j in chain_joints(root, base, tip) if full.existJointName(j)]
