@@ -298,29 +298,34 @@ def _ancestors(link, joints, parent_of, places):
     return out[::-1]
 
 
-def _subtree(link, joints, children):
-    """Every joint below `link` (depth first, without recursion)."""
-    out, stack = [], list(reversed(children[link]))
-    while stack:
-        j = stack.pop()
-        out.append(j)
-        stack.extend(reversed(children[joints[j].child]))
-    return out
+def _moving_below(joints, parent_of):
+    """The links with a moving joint somewhere below them (one pass up from each moving joint)."""
+    marked = set()
+    for j in joints.values():
+        if not j.moves:
+            continue
+        link = j.parent
+        while link not in marked:
+            marked.add(link)
+            if link not in parent_of:
+                break
+            link = joints[parent_of[link]].parent
+    return marked
 
 
-def _default_tip(base, joints, children, places, links):
+def _default_tip(base, joints, children, parent_of, places, links):
     """The chain's end when no tip_link is given: down from `base` through the one branch with
     moving joints, to the last moving link and on through single fixed children (e.g. tool0)."""
+    moving_below = _moving_below(joints, parent_of)
     link = base
     while True:
-        movable_below = [j for j in children[link]
-                         if joints[j].moves or any(joints[k].moves for k in _subtree(joints[j].child, joints, children))]
-        if len(movable_below) > 1:
+        branches = [j for j in children[link] if joints[j].moves or joints[j].child in moving_below]
+        if len(branches) > 1:
             raise URDFError(f"link '{link}' starts more than one movable branch "
-                            f"({', '.join(movable_below)}): name the chain's end with tip_link",
+                            f"({', '.join(branches)}): name the chain's end with tip_link",
                             where=places.at(links[link]))
-        if movable_below:
-            link = joints[movable_below[0]].child
+        if branches:
+            link = joints[branches[0]].child
         elif len(children[link]) == 1:
             link = joints[children[link][0]].child
         else:
@@ -367,6 +372,8 @@ def _transmissions(root, joints, chain, places):
         at = places.at(tr)
         names = [j.get("name") for j in tr.findall("joint")]
         for jn, j_el in zip(names, tr.findall("joint")):
+            if jn is None:
+                raise URDFError(f"transmission '{name}': a <joint> has no name", where=places.at(j_el))
             if jn not in joints:
                 raise URDFError(f"transmission '{name}' names joint '{jn}', which is not in the file"
                                 f"{did_you_mean(str(jn), joints)}", where=places.at(j_el))
@@ -461,7 +468,7 @@ def parse_urdf(source, base_link=None, tip_link=None, names_at=None) -> URDFDesc
         base_link = _chosen_link(base_link, "base_link", links, file, names_at.get("base_link", where))
     _ancestors(base_link, joints, parent_of, places)          # a loop above the base is an error
     if tip_link is None:
-        tip_link = _default_tip(base_link, joints, children, places, links)
+        tip_link = _default_tip(base_link, joints, children, parent_of, places, links)
     else:
         tip_link = _chosen_link(tip_link, "tip_link", links, file, names_at.get("tip_link", where))
     above_tip = _ancestors(tip_link, joints, parent_of, places)
