@@ -182,3 +182,13 @@ def test_example_robot_file_is_the_left_arm():
     assert model.name == "dual_arm_left" and model.n == 7
     assert model.joint_names[:2] == ("torso_yaw", "left_joint_1")
     assert model.armature[0] == pytest.approx(160 ** 2 * 4e-4, rel=1e-15)
+
+
+def test_check_prints_what_the_urdf_left_out(capsys):
+    from blocksim.cli import main
+    diagram = DUAL_ARM.parents[1] / "commissioning" / "dual_arm_left_move.yaml"
+    assert main(["check", str(diagram)]) == 0
+    out = capsys.readouterr().out
+    assert ("robot 'dual_arm_left' (blocks ct, arm, fk): the moving joints not below the chain's "
+            "first moving joint are dropped (they do not load the chain): head_pan\n") in out
+    assert out.count("robot 'dual_arm_left' (blocks ct, arm, fk): ") == 2
