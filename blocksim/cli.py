@@ -328,7 +328,19 @@ def cmd_check(args) -> int:
     print(f"\nstates: {cd.n_xc} continuous, {cd.n_xd} discrete, {cd.n_zc} zero-crossing functions")
     rates = sorted({str(st) for st in cd.sample_times.values()})
     print(f"rates: {', '.join(rates)}")
+    _print_robot_notes(cd)
     return 0
+
+
+def _print_robot_notes(cd) -> None:
+    """What the robots' files left out or lumped (a URDF's branches off the chain), once per
+    robot, naming the blocks that use it."""
+    from .blocks.robot import robot_notes
+    users = robot_notes(cd.blocks)
+    if users:
+        print()
+    for (robot, note), names in users.items():
+        print(f"robot '{robot}' (block{'s' if len(names) > 1 else ''} {', '.join(names)}): {note}")
 
 
 def _markdown_out(text: str, out: str | None) -> int:

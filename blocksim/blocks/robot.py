@@ -136,6 +136,17 @@ def load_robot(robot: str, diagram_dir: str | None) -> RobotModel:
     return _load_robot(str(path.resolve()), path.stat().st_mtime_ns)
 
 
+def robot_notes(blocks) -> dict:
+    """{(robot name, note): [block names]}: what the robot files of the robot blocks among
+    `blocks` ({name: block}, set up) left out or lumped, e.g. a URDF's branches off the chain."""
+    users = {}
+    for name, blk in blocks.items():
+        if isinstance(blk, RobotBlock):
+            for note in blk.model.notes:
+                users.setdefault((blk.model.name, note), []).append(name)
+    return users
+
+
 @functools.lru_cache(maxsize=16)
 def _preset(name: str) -> RobotModel:
     return RobotModel.preset(name)

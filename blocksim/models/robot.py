@@ -137,7 +137,7 @@ class RobotModel:
     """
 
     def __init__(self, joints, *, tool=None, gravity=_DEFAULT_GRAVITY, name="robot",
-                 rotor_inertia=False, friction_smoothing=0.0, planar_lengths=None):
+                 rotor_inertia=False, friction_smoothing=0.0, planar_lengths=None, notes=()):
         if len(joints) == 0:
             raise ParameterError("a robot needs at least one movable joint")
         self._joints = tuple(joints)
@@ -146,6 +146,7 @@ class RobotModel:
         self.rotor_inertia = bool(rotor_inertia)
         self.friction_smoothing = float(friction_smoothing)
         self._planar_lengths = planar_lengths
+        self.notes = tuple(notes)
         g = np.asarray(gravity, dtype=float).reshape(3)
         self.gravity = _frozen(g)
         self.tool = _frozen(np.asarray(tool if tool is not None else np.eye(4), dtype=float))
@@ -222,23 +223,27 @@ class RobotModel:
 
     @classmethod
     def from_urdf(cls, path, *, base_link=None, tip_link=None, gravity=_DEFAULT_GRAVITY,
-                  rotor_inertia=False, friction_smoothing=0.0):
+                  rotor_inertia=False, friction_smoothing=0.0, names_at=None):
         """A model from a URDF file (or an XML string starting with '<'); see `blocksim.models.urdf`.
 
         The chain runs from `base_link` (default: the root link) to `tip_link` (default: the last
-        movable link, followed through single fixed children, e.g. `tool0`); the tool frame is
-        the tip link's frame. A file that cannot be read, malformed XML and wrong values raise
-        `URDFError` (a RobotFileError) at the element's line.
+        movable link of the one moving branch, followed through single fixed children, e.g.
+        `tool0`); the tool frame is the tip link's frame. What off the chain was lumped or dropped
+        is in `model.notes`. A file that cannot be read, malformed XML and wrong values raise
+        `URDFError` (a RobotFileError) at the element's line (a wrong base or tip name at
+        `names_at[key]`, when given).
         """
-        desc = parse_urdf(path, base_link=base_link, tip_link=tip_link)
+        desc = parse_urdf(path, base_link=base_link, tip_link=tip_link, names_at=names_at)
         return cls(desc.joints, tool=desc.tool, gravity=gravity, name=desc.name,
-                   rotor_inertia=rotor_inertia, friction_smoothing=friction_smoothing)
+                   rotor_inertia=rotor_inertia, friction_smoothing=friction_smoothing,
+                   notes=desc.notes)
 
     @classmethod
     def from_yaml(cls, path):
         """A model from a YAML robot file: the keys of `from_dh` (name, convention, gravity, tool,
         base, rotor_inertia, friction_smoothing) and `links` (the DH table), or `source: arm.urdf`
-        (a URDF path relative to the YAML file) with name, gravity and the two flags.
+        (a URDF path relative to the YAML file) with name, gravity, the two flags and the chain's
+        `base_link` and `tip_link` (link names of the URDF).
 
         The file is read as diagrams are (UTF-8, YAML 1.2 scalars, no duplicate keys) and every
         value is checked before the model is built: a file that cannot be read or holds a wrong
@@ -256,7 +261,10 @@ class RobotModel:
             try:
                 model = cls.from_urdf(source_path(where, values["source"]), gravity=gravity,
                                       rotor_inertia=values["rotor_inertia"],
-                                      friction_smoothing=values["friction_smoothing"])
+                                      friction_smoothing=values["friction_smoothing"],
+                                      base_link=values["base_link"], tip_link=values["tip_link"],
+                                      names_at={k: loc_of(data, k, loc)
+                                                for k in ("base_link", "tip_link")})
             except RobotFileError as err:
                 if err.where is not None and err.where.line is None:      # the file itself
                     err.message += f" (the 'source' of {loc_of(data, 'source', loc)})"
@@ -292,7 +300,7 @@ class RobotModel:
     def _rebuild(self, joints=None, **kw):
         args = dict(tool=self.tool.copy(), gravity=self.gravity.copy(), name=self.name,
                     rotor_inertia=self.rotor_inertia, friction_smoothing=self.friction_smoothing,
-                    planar_lengths=self._planar_lengths)
+                    planar_lengths=self._planar_lengths, notes=self.notes)
         args.update(kw)
         return RobotModel(self._joints if joints is None else joints, **args)
 

@@ -20,7 +20,7 @@ from ..reading.located_yaml import YamlMap, loc_of, read_yaml, where_of
 LINK_KEYS = {"name", "type", "a", "alpha", "d", "theta", "mass", "com", "inertia", "Jm", "G",
              "gear", "viscous", "coulomb", "B", "Tc", "qlim"}
 MODEL_KEYS = {"name", "description", "convention", "gravity", "rotor_inertia", "friction_smoothing",
-              "tool", "base", "links", "source"}
+              "tool", "base", "links", "source", "base_link", "tip_link"}
 CONVENTIONS = ("standard", "modified")
 JOINT_TYPES = ("revolute", "prismatic")
 
@@ -43,8 +43,9 @@ def read_robot_yaml(path, display: str | None = None) -> YamlMap:
 def model_values(data: dict, file: str) -> dict:
     """The checked top-level values of a robot mapping: name and description (text or None),
     convention, gravity (3,) m/s^2 or None, rotor_inertia, friction_smoothing (rad/s, >= 0),
-    tool and base (4x4 or None), source (a URDF path, or None) and links (the list itself, each
-    link checked by `link_values`). Exactly one of `links` and `source` must be given."""
+    tool and base (4x4 or None), source (a URDF path, or None), base_link and tip_link (link names
+    of the URDF that bound the chain, or None) and links (the list itself, each link checked by
+    `link_values`). Exactly one of `links` and `source` must be given."""
     err = RobotFileError
     loc = where_of(data, SourceLoc(file))
     known_keys(data, MODEL_KEYS, "robot", loc, err)
@@ -54,8 +55,8 @@ def model_values(data: dict, file: str) -> dict:
 
     out = {"name": None, "description": None, "convention": "standard", "gravity": None,
            "rotor_inertia": False, "friction_smoothing": 0.0, "tool": None, "base": None,
-           "source": None, "links": None}
-    for key in ("name", "description", "source"):
+           "source": None, "links": None, "base_link": None, "tip_link": None}
+    for key in ("name", "description", "source", "base_link", "tip_link"):
         if key in data:
             out[key] = text(data[key], at(key), key, err)
     if "convention" in data:
@@ -76,6 +77,10 @@ def model_values(data: dict, file: str) -> dict:
     if "source" not in data:
         if "links" not in data:
             raise err("a robot file needs 'links' (a DH table) or 'source' (a URDF file)", where=loc)
+        for key in ("base_link", "tip_link"):
+            if key in data:
+                raise err(f"'{key}' names a link of a URDF 'source'; a DH table runs from its first "
+                          "row to its last", where=at(key))
         links = data["links"]
         if not isinstance(links, list) or not links:
             raise err(f"links must be a list of at least one joint, got {describe(links)}", where=at("links"))
