@@ -1,0 +1,149 @@
+"""The analytic derivatives of the RNEA (models/dynamics_derivatives.py), of the friction law
+and the joint law, and the plant's exact rate Jacobian (models/plant.rates_jacobian): against
+central differences of the kernels the runs call, and against the planar 2R's closed form."""
+import math
+
+import numpy as np
+import pytest
+
+from blocksim.models import dynamics_derivatives as dd
+from blocksim.models import model_data as md
+from blocksim.models import rigid_body_kernels as rbk
+from blocksim.models.friction import stribeck_slope, stribeck_torque
+from blocksim.models.joint_law import (DAMPING, EPS, FCN, FCP, FSN, FSP, FV, Q_MAX, STIFFNESS,
+                                       TAU_MAX, VS, effective_torque_slopes, neutral_law)
+from blocksim.models.plant import accelerations_general, rates_jacobian
+from blocksim.models.robot import RobotModel
+from blocksim.twins import python_twin
+
+
+def _arrays(name):
+    r = RobotModel.preset(name)
+    jt, xt, inert, arm, _ = r.arrays
+    return r, (jt, xt, inert, arm), np.asarray(r.gravity, float)
+
+
+def _rnea(robot, q, qd, qdd):
+    jt, xt, inert, arm, tool = robot.arrays
+    out = np.zeros((1, len(q)))
+    rbk.rnea_into(jt, xt, inert, arm, tool, q[None], qd[None], qdd[None],
+                  np.asarray(robot.gravity, float), rbk.NO_FEXT, out, rbk.workspace(len(q)))
+    return out[0]
+
+
+def _central(f, x, h=1e-6):
+    """Columns d f / d x_j by central differences of step h."""
+    return np.array([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(len(x))]).T
+
+
+@pytest.mark.parametrize("name", ["puma560", "kr6_like", "two_link"])
+def test_rnea_derivatives_match_central_differences_of_the_rnea(name):
+    robot, arrays, g = _arrays(name)
+    n = len(arrays[0])
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        q, qd, qdd = rng.uniform(-2, 2, size=(3, n))
+        tau, d_q, d_qd = dd.rnea_derivatives(*arrays, q, qd, qdd, g)
+        assert tau == pytest.approx(_rnea(robot, q, qd, qdd), rel=1e-13, abs=1e-12)
+        num_q = _central(lambda x: _rnea(robot, x, qd, qdd), q)
+        num_qd = _central(lambda x: _rnea(robot, q, x, qdd), qd)
+        assert np.abs(d_q - num_q).max() <= 1e-7 * np.abs(num_q).max()
+        assert np.abs(d_qd - num_qd).max() <= 1e-7 * np.abs(num_qd).max()
+
+
+def test_rnea_derivatives_equal_the_planar_2r_closed_form():
+    """tau1 = M11 a1 + M12 a2 - b (2 w1 w2 + w2^2) + G1, tau2 = M12 a1 + M22 a2 + b w1^2 + G2,
+    b = k sin q2, k = m2 l1 c2 (planar2r.Distributed2R), differentiated by hand."""
+    robot, arrays, g = _arrays("two_link")
+    cf = robot.closed_form
+    k, grav = cf.m2 * cf.l1 * cf.c2, cf.g
+    q1, q2, w1, w2, a1, a2 = 0.3, -1.1, 0.7, -1.9, 2.5, -0.4
+    s2, c2, s12 = math.sin(q2), math.cos(q2), math.sin(q1 + q2)
+    b = k * s2
+    h1 = (cf.m1 * cf.c1 + cf.m2 * cf.l1) * grav * math.sin(q1)
+    h2 = cf.m2 * cf.c2 * grav * s12
+    expect_q = [[-h1 - h2, -2 * k * s2 * a1 - k * s2 * a2 - k * c2 * (2 * w1 * w2 + w2 ** 2) - h2],
+                [-h2, -k * s2 * a1 + k * c2 * w1 ** 2 - h2]]
+    expect_qd = [[-2 * b * w2, -2 * b * (w1 + w2)], [2 * b * w1, 0.0]]
+    q, qd, qdd = np.array([q1, q2]), np.array([w1, w2]), np.array([a1, a2])
+    tau, d_q, d_qd = dd.rnea_derivatives(*arrays, q, qd, qdd, g)
+    assert tau == pytest.approx(cf.inverse_dynamics(q, qd, qdd), rel=1e-12)
+    assert d_q == pytest.approx(np.array(expect_q), rel=1e-12, abs=1e-12)
+    assert d_qd == pytest.approx(np.array(expect_qd), rel=1e-12, abs=1e-12)
+    M = dd.mass_matrix(*arrays, q)
+    assert M == pytest.approx(cf.mass_matrix(q), rel=1e-12)
+    # forward dynamics: d qdd / d q = -M^-1 d ID / d q at qdd = FD(q, qd, tau)
+    tau_in = np.array([3.0, -1.0])
+    acc = cf.forward_dynamics(q, qd, tau_in)
+    f_q, f_qd, f_tau = dd.forward_dynamics_derivatives(*arrays, q, qd, acc, g)
+    assert f_tau == pytest.approx(np.linalg.inv(cf.mass_matrix(q)), rel=1e-12)
+    num_q = _central(lambda x: cf.forward_dynamics(x, qd, tau_in), q)
+    assert np.abs(f_q - num_q).max() <= 1e-8 * np.abs(num_q).max()
+    assert f_qd == pytest.approx(_central(lambda x: cf.forward_dynamics(q, x, tau_in), qd), rel=1e-7)
+
+
+@pytest.mark.parametrize("v", [0.3, -0.02, 0.0, 1e-4])
+def test_the_smooth_friction_slope_is_the_derivative_of_the_law(v):
+    law = dict(Fc=2.0, Fs=3.0, vs=0.1, delta=2.0, Fv=0.5, smoothing=1e-3)
+    h = 1e-8
+    num = (stribeck_torque(v + h, *law.values()) - stribeck_torque(v - h, *law.values())) / (2 * h)
+    assert stribeck_slope(v, *law.values()) == pytest.approx(num, rel=1e-6)
+    if v == 0.0:
+        assert stribeck_slope(v, *law.values()) == pytest.approx(3.0 / 1e-3 + 0.5, rel=1e-15)
+
+
+def test_an_exact_sign_has_a_slope_only_when_held():
+    # held sign +1 at 0.3 rad/s: g' + Fv, g' = -(Fs - Fc) exp(-(v/vs)^2) 2 v / vs^2
+    expect = -(3.0 - 2.0) * math.exp(-9.0) * 2 * 0.3 / 0.01 + 0.5
+    assert stribeck_slope(0.3, 2.0, 3.0, 0.1, 2.0, 0.5, 0.0, 1.0) == pytest.approx(expect, rel=1e-14)
+    with pytest.raises(ValueError, match="exact friction sign has no derivative"):
+        stribeck_slope(0.0, 2.0, 3.0, 0.1, 2.0, 0.5, 0.0)
+
+
+def _law(n, **cols):
+    law = neutral_law(1, n)
+    for col, value in cols.items():
+        law[0, :, globals()[col]] = value
+    return law
+
+
+def test_joint_law_slopes_and_where_it_has_none():
+    law = _law(1, FV=0.5, FCP=2.0, FCN=2.0, FSP=2.0, FSN=2.0, EPS=1e-2, DAMPING=0.1, STIFFNESS=4.0,
+               TAU_MAX=10.0)
+    d_q, d_w, d_t = effective_torque_slopes(law, 0, 0, 0.2, 0.0, 3.0, 0.0)
+    assert (d_q, d_t) == (-4.0, 1.0) and d_w == pytest.approx(-(0.1 + 0.5 + 2.0 / 1e-2), rel=1e-15)
+    assert effective_torque_slopes(law, 0, 0, 0.2, 0.0, 12.0, 0.0)[2] == 0.0     # saturated
+    assert effective_torque_slopes(law, 0, 0, 0.2, 0.0, 10.0, 0.0) is None       # at the limit
+    law[0, 0, EPS] = 0.0
+    assert effective_torque_slopes(law, 0, 0, 0.2, 0.0, 3.0, 0.0) is None        # stuck
+    assert effective_torque_slopes(law, 0, 0, 0.2, 0.0, 3.0, -1.0)[1] == pytest.approx(-0.6)
+
+
+def test_the_plant_rates_jacobian_matches_central_differences_of_its_accelerations():
+    """The puma's rates under smooth Stribeck friction, damping, a spring and a torque limit."""
+    robot = RobotModel.preset("puma560")
+    n = 6
+    model = md.stack_model([robot], False)
+    data = md.make_data(n, 1)
+    law = _law(n, FV=0.3, FCP=1.0, FCN=1.0, FSP=1.5, FSN=1.5, VS=0.2, EPS=0.05, DAMPING=0.2,
+               STIFFNESS=3.0, TAU_MAX=50.0)
+    acc = python_twin(accelerations_general)
+    rng = np.random.default_rng(3)
+    x0 = rng.uniform(-1, 1, 2 * n)
+    tau0 = rng.uniform(-5, 5, n)
+    tau0[2] = 80.0                                              # joint 3 saturated
+
+    def rates(x, tau):
+        out = np.zeros((1, n))
+        acc(0, x[None], np.zeros((1, 0)), tau[None], np.zeros((1, 6)), model, law, data, False,
+            False, True, False, False, out)
+        return np.concatenate([x[n:], out[0]])
+
+    A, B = rates_jacobian(model, law, 0, x0, np.zeros(0), tau0)
+    num_x = _central(lambda x: rates(x, tau0), x0)
+    num_t = _central(lambda t: rates(x0, t), tau0)
+    assert np.abs(A - num_x).max() <= 1e-7 * np.abs(num_x).max()
+    assert np.abs(B - num_t).max() <= 1e-7 * np.abs(num_t).max()
+    assert np.all(B[:, 2] == 0.0)
+    law[0, 1, Q_MAX] = x0[1]                                    # joint 2 at its stop
+    assert rates_jacobian(model, law, 0, x0, np.zeros(0), tau0) is None
