@@ -141,15 +141,27 @@ ARM_LOOP = """
     """
 
 
-def test_the_manipulator_rows_are_exact_and_chained_with_the_differenced_rest(monkeypatch):
-    """A smooth Stribeck friction and a feedback gain: the exact rows (the RNEA's derivatives,
-    the friction's slope, d qdd / d tau times the gain's differences) agree with the central
-    differences of the whole diagram to their error."""
-    exact = linear_model(text(ARM_LOOP))
+WRENCH = """
+      fx: {type: Constant, value: [3.0, -2.0, 0.0, 0.0, 0.0, 0.5]}
+    connections: [plant.q -> k, k -> plant.tau, fx -> plant.f_ext]
+    analysis: {inputs: [k.out, fx], outputs: [plant.q]}
+    """
+
+
+@pytest.mark.parametrize("wrench", [False, True])
+def test_the_manipulator_rows_are_exact_and_chained_with_the_differenced_rest(monkeypatch, wrench):
+    """A smooth Stribeck friction and a feedback gain (and a tool wrench): the exact rows (the
+    RNEA's derivatives, the friction's slope, d qdd / d tau times the gain's differences, d qdd
+    / d f_ext) agree with the central differences of the whole diagram to their error."""
+    body = text(ARM_LOOP)
+    if wrench:
+        body = body[:body.index("connections:")] + text(WRENCH).replace("fx:", "  fx:", 1)
+    exact = linear_model(body)
     assert exact.exact == ("plant (Manipulator)",)
     from blocksim.blocks.robot import Manipulator
     monkeypatch.setattr(Manipulator, "state_jacobian", lambda self, xc, xd, u: None)
-    differenced = linear_model(text(ARM_LOOP))
+    differenced = linear_model(body)
+    assert exact.B.shape == (4, 8 if wrench else 2)
     assert differenced.exact == ()
     assert np.abs(exact.A - differenced.A).max() <= 1e-8 * np.abs(exact.A).max()
     assert exact.B == pytest.approx(differenced.B, rel=1e-8, abs=1e-12)

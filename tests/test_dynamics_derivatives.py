@@ -23,11 +23,12 @@ def _arrays(name):
     return r, (jt, xt, inert, arm), np.asarray(r.gravity, float)
 
 
-def _rnea(robot, q, qd, qdd):
+def _rnea(robot, q, qd, qdd, fext=None):
     jt, xt, inert, arm, tool = robot.arrays
     out = np.zeros((1, len(q)))
     rbk.rnea_into(jt, xt, inert, arm, tool, q[None], qd[None], qdd[None],
-                  np.asarray(robot.gravity, float), rbk.NO_FEXT, out, rbk.workspace(len(q)))
+                  np.asarray(robot.gravity, float), rbk.NO_FEXT if fext is None else fext[None],
+                  out, rbk.workspace(len(q)))
     return out[0]
 
 
@@ -43,12 +44,30 @@ def test_rnea_derivatives_match_central_differences_of_the_rnea(name):
     rng = np.random.default_rng(7)
     for _ in range(3):
         q, qd, qdd = rng.uniform(-2, 2, size=(3, n))
-        tau, d_q, d_qd = dd.rnea_derivatives(*arrays, q, qd, qdd, g)
+        tau, d_q, d_qd, _ = dd.rnea_derivatives(*arrays, q, qd, qdd, g)
         assert tau == pytest.approx(_rnea(robot, q, qd, qdd), rel=1e-13, abs=1e-12)
         num_q = _central(lambda x: _rnea(robot, x, qd, qdd), q)
         num_qd = _central(lambda x: _rnea(robot, q, x, qdd), qd)
         assert np.abs(d_q - num_q).max() <= 1e-7 * np.abs(num_q).max()
         assert np.abs(d_qd - num_qd).max() <= 1e-7 * np.abs(num_qd).max()
+
+
+@pytest.mark.parametrize("name", ["puma560", "kr6_like"])
+def test_the_tool_wrench_derivatives_match_central_differences(name):
+    """tau = ... - J^T fext: d tau / d q with the wrench's, and d tau / d fext = -J^T."""
+    robot, arrays, g = _arrays(name)
+    tool = robot.arrays[4]
+    n = len(arrays[0])
+    rng = np.random.default_rng(11)
+    q, qd, qdd = rng.uniform(-2, 2, size=(3, n))
+    fext = rng.uniform(-20, 20, 6)
+    tau, d_q, d_qd, d_f = dd.rnea_derivatives(*arrays, q, qd, qdd, g, tool, fext)
+    assert tau == pytest.approx(_rnea(robot, q, qd, qdd, fext), rel=1e-13, abs=1e-12)
+    for got, num in ((d_q, _central(lambda x: _rnea(robot, x, qd, qdd, fext), q)),
+                     (d_qd, _central(lambda x: _rnea(robot, q, x, qdd, fext), qd)),
+                     (d_f, _central(lambda x: _rnea(robot, q, qd, qdd, x), fext))):
+        assert np.abs(got - num).max() <= 1e-7 * np.abs(num).max()
+    assert d_f == pytest.approx(-robot.jacobian(q).T, rel=1e-12, abs=1e-12)
 
 
 def test_rnea_derivatives_equal_the_planar_2r_closed_form():
@@ -66,7 +85,7 @@ def test_rnea_derivatives_equal_the_planar_2r_closed_form():
                 [-h2, -k * s2 * a1 + k * c2 * w1 ** 2 - h2]]
     expect_qd = [[-2 * b * w2, -2 * b * (w1 + w2)], [2 * b * w1, 0.0]]
     q, qd, qdd = np.array([q1, q2]), np.array([w1, w2]), np.array([a1, a2])
-    tau, d_q, d_qd = dd.rnea_derivatives(*arrays, q, qd, qdd, g)
+    tau, d_q, d_qd, _ = dd.rnea_derivatives(*arrays, q, qd, qdd, g)
     assert tau == pytest.approx(cf.inverse_dynamics(q, qd, qdd), rel=1e-12)
     assert d_q == pytest.approx(np.array(expect_q), rel=1e-12, abs=1e-12)
     assert d_qd == pytest.approx(np.array(expect_qd), rel=1e-12, abs=1e-12)
@@ -75,7 +94,7 @@ def test_rnea_derivatives_equal_the_planar_2r_closed_form():
     # forward dynamics: d qdd / d q = -M^-1 d ID / d q at qdd = FD(q, qd, tau)
     tau_in = np.array([3.0, -1.0])
     acc = cf.forward_dynamics(q, qd, tau_in)
-    f_q, f_qd, f_tau = dd.forward_dynamics_derivatives(*arrays, q, qd, acc, g)
+    f_q, f_qd, f_tau, _ = dd.forward_dynamics_derivatives(*arrays, q, qd, acc, g)
     assert f_tau == pytest.approx(np.linalg.inv(cf.mass_matrix(q)), rel=1e-12)
     num_q = _central(lambda x: cf.forward_dynamics(x, qd, tau_in), q)
     assert np.abs(f_q - num_q).max() <= 1e-8 * np.abs(num_q).max()
@@ -119,8 +138,10 @@ def test_joint_law_slopes_and_where_it_has_none():
     assert effective_torque_slopes(law, 0, 0, 0.2, 0.0, 3.0, -1.0)[1] == pytest.approx(-0.6)
 
 
-def test_the_plant_rates_jacobian_matches_central_differences_of_its_accelerations():
-    """The puma's rates under smooth Stribeck friction, damping, a spring and a torque limit."""
+@pytest.mark.parametrize("wrench", [False, True])
+def test_the_plant_rates_jacobian_matches_central_differences_of_its_accelerations(wrench):
+    """The puma's rates under smooth Stribeck friction, damping, a spring and a torque limit,
+    with a tool wrench or without."""
     robot = RobotModel.preset("puma560")
     n = 6
     model = md.stack_model([robot], False)
@@ -133,17 +154,24 @@ def test_the_plant_rates_jacobian_matches_central_differences_of_its_acceleratio
     tau0 = rng.uniform(-5, 5, n)
     tau0[2] = 80.0                                              # joint 3 saturated
 
-    def rates(x, tau):
+    f0 = rng.uniform(-30, 30, 6) if wrench else np.zeros(6)
+
+    def rates(x, tau, f=f0):
         out = np.zeros((1, n))
-        acc(0, x[None], np.zeros((1, 0)), tau[None], np.zeros((1, 6)), model, law, data, False,
-            False, True, False, False, out)
+        acc(0, x[None], np.zeros((1, 0)), tau[None], f[None], model, law, data, False,
+            wrench, True, False, False, out)
         return np.concatenate([x[n:], out[0]])
 
-    A, B = rates_jacobian(model, law, 0, x0, np.zeros(0), tau0)
+    A, B, F = rates_jacobian(model, law, 0, x0, np.zeros(0), tau0, f0 if wrench else None)
     num_x = _central(lambda x: rates(x, tau0), x0)
     num_t = _central(lambda t: rates(x0, t), tau0)
     assert np.abs(A - num_x).max() <= 1e-7 * np.abs(num_x).max()
     assert np.abs(B - num_t).max() <= 1e-7 * np.abs(num_t).max()
     assert np.all(B[:, 2] == 0.0)
+    if wrench:
+        num_f = _central(lambda f: rates(x0, tau0, f), f0)
+        assert np.abs(F - num_f).max() <= 1e-7 * np.abs(num_f).max()
+    else:
+        assert F is None
     law[0, 1, Q_MAX] = x0[1]                                    # joint 2 at its stop
     assert rates_jacobian(model, law, 0, x0, np.zeros(0), tau0) is None

@@ -531,14 +531,16 @@ class Manipulator(RobotBlock):
         return out
 
     def state_jacobian(self, xc, xd, u):
-        """The rates' exact Jacobian from the RNEA's analytic derivatives and the joint law's
-        (models.plant.rates_jacobian): none with a wrench input, LuGre or Karnopp friction, a
-        stuck joint, a torque at its limit or a joint at a stop."""
-        if self._has_fext or self._lugre or self._karnopp:
+        """The rates' exact Jacobian by tau (and f_ext when wired) from the RNEA's analytic
+        derivatives and the joint law's (models.plant.rates_jacobian): none with LuGre or
+        Karnopp friction, a stuck joint, a torque at its limit or a joint at a stop."""
+        if self._lugre or self._karnopp:
             return None
         p = self.own_record()
-        found = rates_jacobian(p.model, p.law, 0, xc, xd, u[0])
-        return None if found is None else (found[0], {"tau": found[1]})
+        found = rates_jacobian(p.model, p.law, 0, xc, xd, u[0], u[1] if self._has_fext else None)
+        if found is None:
+            return None
+        return found[0], {"tau": found[1], **({"f_ext": found[2]} if self._has_fext else {})}
 
     def structure(self, v):
         """Closed form, stops, exact-sign crossings (and friction modes), and the

@@ -1,6 +1,7 @@
 """Analytic partial derivatives of rigid-body dynamics for serial chains: of inverse dynamics
-tau = ID(q, qd, qdd) = M(q) qdd + c(q, qd) + G(q) by q and qd (d tau / d qdd is M), and from them
-of forward dynamics qdd = M^-1 (tau - c - G).
+tau = ID(q, qd, qdd, fext) = M(q) qdd + c(q, qd) + G(q) - J(q)^T fext by q, qd and the tool
+wrench fext (d tau / d qdd is M), and from them of forward dynamics qdd = M^-1 (tau - c - G
++ J^T fext).
 
 The derivatives are those of the recursive Newton-Euler algorithm (`rigid_body_kernels.rnea_into`)
 carried through its own recursion in forward mode: each body's velocity, acceleration and force
@@ -65,17 +66,23 @@ def _inertia(I):
     return np.block([[J, h], [-h, I[0] * np.eye(3)]])
 
 
-def rnea_derivatives(jtype, xtree, inertia, armature, q, qd, qdd, gravity):
-    """(tau, d tau / d q, d tau / d qd) of tau = M(q) qdd + c(q, qd) + G(q) at one state (q, qd,
-    qdd of shape (n,)): (n,), (n, n), (n, n), row i the torque of joint i. No external wrench."""
+def rnea_derivatives(jtype, xtree, inertia, armature, q, qd, qdd, gravity, tool=None, fext=None):
+    """(tau, d tau / d q, d tau / d qd, d tau / d fext) of tau = M(q) qdd + c(q, qd) + G(q)
+    - J(q)^T fext at one state (q, qd, qdd of shape (n,)): (n,), (n, n), (n, n), (n, 6) (None
+    without a wrench), row i the torque of joint i. fext (6,): the wrench on the tool (frame
+    `tool` in the last body) as `rnea_into` takes it, [force (N); moment (N m)] in base
+    coordinates, moment about the tool origin; None for none."""
     n = len(q)
+    m = 2 * n + (0 if fext is None else 6)
     S = [np.eye(6)[2 if jtype[i] == 0 else 5] for i in range(n)]
     X, I, v, a, f = [], [], [], [], []
-    dv, da, df = [], [], []                      # (6, 2 n): by q_j (columns j), by qd_j (n + j)
+    dv, da, df = [], [], []        # (6, m): by q_j (column j), qd_j (n + j), fext_k (2 n + k)
     v_p, a_p = np.zeros(6), np.concatenate([np.zeros(3), -np.asarray(gravity, float)])
-    dv_p, da_p = np.zeros((6, 2 * n)), np.zeros((6, 2 * n))
+    dv_p, da_p = np.zeros((6, m)), np.zeros((6, m))
+    E = np.eye(3)                                # base -> body rotation (R^T of the body's pose)
     for i in range(n):
         Xi = _transform(jtype[i], xtree[i], q[i])
+        E = Xi[:3, :3] @ E
         Ii = _inertia(inertia[i])
         Xv, Xa = Xi @ v_p, Xi @ a_p
         vi = Xv + S[i] * qd[i]
@@ -93,8 +100,11 @@ def rnea_derivatives(jtype, xtree, inertia, armature, q, qd, qdd, gravity):
         X.append(Xi), I.append(Ii), v.append(vi), a.append(ai), f.append(fi)
         dv.append(dvi), da.append(dai), df.append(dfi)
         v_p, a_p, dv_p, da_p = vi, ai, dvi, dai
+    if fext is not None:
+        _tool_wrench(E.T, np.asarray(tool, float)[9:12], np.asarray(fext, float), dv[n - 1], f[n - 1],
+                     df[n - 1])
     tau = np.zeros(n)
-    dtau = np.zeros((n, 2 * n))
+    dtau = np.zeros((n, m))
     for i in range(n - 1, -1, -1):
         tau[i] = S[i] @ f[i] + armature[i] * qdd[i]
         dtau[i] = S[i] @ df[i]
@@ -102,7 +112,30 @@ def rnea_derivatives(jtype, xtree, inertia, armature, q, qd, qdd, gravity):
             f[i - 1] = f[i - 1] + X[i].T @ f[i]
             df[i - 1] = df[i - 1] + X[i].T @ df[i]
             df[i - 1][:, i] += X[i].T @ _force_cross(S[i]) @ f[i]   # d(X^T)/dq_i f = X^T crf(S) f
-    return tau, dtau[:, :n], dtau[:, n:]
+    return tau, dtau[:, :n], dtau[:, n:2 * n], (None if fext is None else dtau[:, 2 * n:])
+
+
+def _tool_wrench(R, p_tool, fext, dv_last, f_last, df_last):
+    """f_last -= the tool wrench in the last body's coordinates, fb = [R^T (m + o x f); R^T f]
+    (o = R p_tool: the tool origin from the body's, base coordinates; R the body's rotation in
+    the base), and df_last -= its derivatives: by q_j, -crf(S_j) fb + [R^T (dp_j x f); 0] (S_j =
+    joint j's axis in the body, d v_last / d qd_j; dp_j the tool origin's velocity per unit qd_j,
+    in the base), and by fext itself, fb of each unit wrench."""
+    n = (dv_last.shape[1] - 6) // 2
+
+    def body_wrench(w):
+        o = R @ p_tool
+        return np.concatenate([R.T @ (w[3:] + np.cross(o, w[:3])), R.T @ w[:3]])
+
+    fb = body_wrench(fext)
+    f_last -= fb
+    for j in range(n):
+        Sj = dv_last[:, n + j]
+        dp = R @ (Sj[3:] + np.cross(Sj[:3], p_tool))
+        df_last[:, j] -= -_force_cross(Sj) @ fb + np.concatenate([R.T @ np.cross(dp, fext[:3]),
+                                                                   np.zeros(3)])
+    for k in range(6):
+        df_last[:, 2 * n + k] -= body_wrench(np.eye(6)[k])
 
 
 def _cross_star_of_motion(h):
@@ -123,10 +156,13 @@ def mass_matrix(jtype, xtree, inertia, armature, q):
     return out[0]
 
 
-def forward_dynamics_derivatives(jtype, xtree, inertia, armature, q, qd, qdd, gravity):
-    """(d qdd / d q, d qdd / d qd, d qdd / d tau) of qdd = FD(q, qd, tau) at the state (q, qd)
-    whose acceleration under tau is qdd (the forward dynamics' own result): -M^-1 d ID / d q,
-    -M^-1 d ID / d qd and M^-1, each (n, n)."""
-    _, dq, dqd = rnea_derivatives(jtype, xtree, inertia, armature, q, qd, qdd, gravity)
+def forward_dynamics_derivatives(jtype, xtree, inertia, armature, q, qd, qdd, gravity,
+                                 tool=None, fext=None):
+    """(d qdd / d q, d qdd / d qd, d qdd / d tau, d qdd / d fext) of qdd = FD(q, qd, tau, fext)
+    at the state (q, qd) whose acceleration under tau (and fext) is qdd (the forward dynamics'
+    own result): -M^-1 d ID / d q, -M^-1 d ID / d qd, M^-1 (each (n, n)) and -M^-1 d ID / d fext
+    = M^-1 J^T ((n, 6); None without a wrench)."""
+    _, dq, dqd, dfx = rnea_derivatives(jtype, xtree, inertia, armature, q, qd, qdd, gravity, tool,
+                                       fext)
     Minv = np.linalg.inv(mass_matrix(jtype, xtree, inertia, armature, q))
-    return -Minv @ dq, -Minv @ dqd, Minv
+    return -Minv @ dq, -Minv @ dqd, Minv, (None if dfx is None else -Minv @ dfx)

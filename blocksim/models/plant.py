@@ -192,14 +192,15 @@ def accelerations_closed_form(b, xc, modes, tau, model, law, has_friction, has_l
     return True
 
 
-def rates_jacobian(model, law, b, xc, modes, tau):
+def rates_jacobian(model, law, b, xc, modes, tau, fext=None):
     """The exact Jacobian of the plant's rates [qd; qdd] of member b at the state xc = [q | qd]
-    (b's row) under the held friction modes (b's row; empty without modes) and the input torque
-    tau (b's row): (d rates / d [q, qd] (2 n, 2 n), d rates / d tau (2 n, n)), from the analytic
-    derivatives of the RNEA (`dynamics_derivatives`) and of the joint law
-    (`joint_law.effective_torque_slopes`). None where these do not cover the state: a joint law
-    without a derivative there (a stuck joint, the torque at its limit, LuGre, Karnopp), or a
-    joint at a stop. No external wrench. Plain Python: for linearisation."""
+    (b's row) under the held friction modes (b's row; empty without modes), the input torque
+    tau and the tool wrench fext (b's rows; None: no wrench): (d rates / d [q, qd] (2 n, 2 n),
+    d rates / d tau (2 n, n), d rates / d fext (2 n, 6) or None), from the analytic derivatives
+    of the RNEA (`dynamics_derivatives`) and of the joint law (`joint_law.effective_torque_slopes`).
+    None where these do not cover the state: a joint law without a derivative there (a stuck
+    joint, the torque at its limit, LuGre, Karnopp), or a joint at a stop. Plain Python: for
+    linearisation."""
     n = model[0].shape[0]
     k = python_twin(md.member)(model, b)
     arrays = (model[0],) + tuple(python_twin(f)(model, k) for f in (md.xtree, md.inertia,
@@ -216,14 +217,18 @@ def rates_jacobian(model, law, b, xc, modes, tau):
     d_q, d_w, d_t = (np.diag(c) for c in zip(*slopes))
     te = np.array([python_twin(effective_torque)(law, b, i, q[i], qd[i], 0.0, tau[i], True,
                                             modes[i] if len(modes) else 0.0)[0] for i in range(n)])
-    g = python_twin(md.gravity)(model, k)
-    bias = dd.rnea_derivatives(*arrays, q, qd, np.zeros(n), g)[0]
+    g, tool = python_twin(md.gravity)(model, k), python_twin(md.tool)(model, k)
+    bias = dd.rnea_derivatives(*arrays, q, qd, np.zeros(n), g, tool, fext)[0]
     qdd = np.linalg.solve(dd.mass_matrix(*arrays, q), te - bias)
-    a_q, a_w, a_t = dd.forward_dynamics_derivatives(*arrays, q, qd, qdd, g)
+    a_q, a_w, a_t, a_f = dd.forward_dynamics_derivatives(*arrays, q, qd, qdd, g, tool, fext)
     A = np.zeros((2 * n, 2 * n))
     A[:n, n:] = np.eye(n)
     A[n:, :n] = a_q + a_t @ d_q
     A[n:, n:] = a_w + a_t @ d_w
     B = np.zeros((2 * n, n))
     B[n:] = a_t @ d_t
-    return A, B
+    if a_f is None:
+        return A, B, None
+    F = np.zeros((2 * n, 6))
+    F[n:] = a_f
+    return A, B, F
