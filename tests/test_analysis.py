@@ -167,13 +167,20 @@ def test_the_manipulator_rows_are_exact_and_chained_with_the_differenced_rest(mo
     assert exact.B == pytest.approx(differenced.B, rel=1e-8, abs=1e-12)
 
 
-def test_a_stuck_joint_is_differenced_in_its_mode():
-    """An exact-sign Coulomb friction at rest sticks: the law has no derivative there, so the
-    plant's rows are the differences of its mode (not listed as exact)."""
+def test_a_stuck_joint_is_held_locked_in_its_mode():
+    """An exact-sign friction at rest sticks the shoulder (static level 50 N m); the elbow, without
+    Coulomb friction, swings on it locked: qdd1 = 0 and qdd2 = (tau2 - G2) / M22 with
+    G2 = m2 g l2 cos(q1 + q2), M22 = m2 l2^2 = 1 kg m^2, tau = -3 q (a sign has no derivative at
+    qd = 0, so the differences of a stuck joint give slopes of Fc / h)."""
     body = text(ARM_LOOP).replace("qd0: [0.3, -0.2]", "qd0: [0.0, 0.0]").replace(
-        "friction_smoothing: 0.05", "friction_smoothing: 0.0, Fs: 50.0").replace("Fs: 0.8, ", "")
+        "Fc: 0.5, Fs: 0.8, Fv: 0.1, friction_smoothing: 0.05",
+        "Fc: [0.5, 0.0], Fs: [50.0, 0.0], Fv: 0.1, friction_smoothing: 0.0")
     m = linear_model(body)
-    assert m.exact == () and m.nonsmooth == ("plant (Manipulator)",)
+    assert m.exact == ("plant (Manipulator)",) and m.nonsmooth == ("plant (Manipulator)",)
+    s12 = G * math.sin(-1.2 + 0.4)
+    assert m.A[2] == pytest.approx([0, 0, 0, 0], abs=1e-15)
+    assert m.A[3] == pytest.approx([s12, -3.0 + s12, 0.0, -0.1], rel=1e-12, abs=1e-12)
+    assert m.B[2:] == pytest.approx(np.array([[0.0, 0.0], [0.0, 1.0]]), abs=1e-10)   # tau: differenced
 
 
 # ---- the analysis: section and its errors -------------------------------------------------------

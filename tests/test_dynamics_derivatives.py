@@ -175,3 +175,34 @@ def test_the_plant_rates_jacobian_matches_central_differences_of_its_acceleratio
         assert F is None
     law[0, 1, Q_MAX] = x0[1]                                    # joint 2 at its stop
     assert rates_jacobian(model, law, 0, x0, np.zeros(0), tau0) is None
+
+
+def test_a_stuck_joint_is_locked_and_at_breakaway_has_no_jacobian():
+    """The puma at rest with joint 2 under exact-sign friction of static level Fs: stuck, so
+    its acceleration rows are zero and the others are solved with it locked (the run's
+    accelerations, differenced in q, where the joint stays stuck); Fs below the holding torque:
+    breakaway, no derivative."""
+    robot = RobotModel.preset("puma560")
+    n = 6
+    model = md.stack_model([robot], False)
+    data = md.make_data(n, 1)
+    law = _law(n)
+    law[0, 1, [FCP, FCN, FSP, FSN]] = [1.0, 1.0, 500.0, 500.0]
+    acc = python_twin(accelerations_general)
+    x0 = np.concatenate([np.linspace(-0.8, 0.9, n), np.zeros(n)])
+    tau0 = np.linspace(-3.0, 4.0, n)
+    modes = np.zeros(n)
+
+    def qdd(q):
+        out = np.zeros((1, n))
+        acc(0, np.concatenate([q, x0[n:]])[None], modes[None], tau0[None], np.zeros((1, 6)),
+            model, law, data, False, False, True, False, False, out)
+        return out[0]
+
+    A, B, _ = rates_jacobian(model, law, 0, x0, modes, tau0)
+    assert qdd(x0[:n])[1] == 0.0
+    assert np.all(A[n + 1] == 0.0) and np.all(B[n + 1] == 0.0) and np.all(B[:, 1] == 0.0)
+    num = _central(qdd, x0[:n])
+    assert np.abs(A[n:, :n] - num).max() <= 1e-7 * np.abs(num).max()
+    law[0, 1, [FSP, FSN]] = 1e-3                                # cannot hold it: breakaway
+    assert rates_jacobian(model, law, 0, x0, modes, tau0) is None

@@ -157,12 +157,16 @@ def mass_matrix(jtype, xtree, inertia, armature, q):
 
 
 def forward_dynamics_derivatives(jtype, xtree, inertia, armature, q, qd, qdd, gravity,
-                                 tool=None, fext=None):
+                                 tool=None, fext=None, free=None):
     """(d qdd / d q, d qdd / d qd, d qdd / d tau, d qdd / d fext) of qdd = FD(q, qd, tau, fext)
     at the state (q, qd) whose acceleration under tau (and fext) is qdd (the forward dynamics'
     own result): -M^-1 d ID / d q, -M^-1 d ID / d qd, M^-1 (each (n, n)) and -M^-1 d ID / d fext
-    = M^-1 J^T ((n, 6); None without a wrench)."""
+    = M^-1 J^T ((n, 6); None without a wrench). free (n,) bool: the joints solved, the others
+    locked (acceleration 0, rows zero; M^-1 is then the inverse of M's free block); None: all."""
     _, dq, dqd, dfx = rnea_derivatives(jtype, xtree, inertia, armature, q, qd, qdd, gravity, tool,
                                        fext)
-    Minv = np.linalg.inv(mass_matrix(jtype, xtree, inertia, armature, q))
+    M = mass_matrix(jtype, xtree, inertia, armature, q)
+    free = np.ones(len(q), bool) if free is None else np.asarray(free, bool)
+    Minv = np.zeros_like(M)
+    Minv[np.ix_(free, free)] = np.linalg.inv(M[np.ix_(free, free)])
     return -Minv @ dq, -Minv @ dqd, Minv, (None if dfx is None else -Minv @ dfx)
