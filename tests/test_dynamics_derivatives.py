@@ -15,10 +15,15 @@ from blocksim.models.joint_law import (DAMPING, EPS, FCN, FCP, FSN, FSP, FV, Q_M
 from blocksim.models.plant import accelerations_general, rates_jacobian
 from blocksim.models.robot import RobotModel
 from blocksim.twins import python_twin
+from test_robot_dynamics import mixed_modified, mixed_robot
+
+
+ARMS = {"mixed": mixed_robot, "rrp": mixed_modified}
+"""Arms with a prismatic joint, rotor inertia, a tool frame and a tilted gravity."""
 
 
 def _arrays(name):
-    r = RobotModel.preset(name)
+    r = ARMS[name]() if name in ARMS else RobotModel.preset(name)
     jt, xt, inert, arm, _ = r.arrays
     return r, (jt, xt, inert, arm), np.asarray(r.gravity, float)
 
@@ -37,7 +42,7 @@ def _central(f, x, h=1e-6):
     return np.array([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(len(x))]).T
 
 
-@pytest.mark.parametrize("name", ["puma560", "kr6_like", "two_link"])
+@pytest.mark.parametrize("name", ["puma560", "kr6_like", "two_link", "mixed", "rrp"])
 def test_rnea_derivatives_match_central_differences_of_the_rnea(name):
     robot, arrays, g = _arrays(name)
     n = len(arrays[0])
@@ -52,7 +57,7 @@ def test_rnea_derivatives_match_central_differences_of_the_rnea(name):
         assert np.abs(d_qd - num_qd).max() <= 1e-7 * np.abs(num_qd).max()
 
 
-@pytest.mark.parametrize("name", ["puma560", "kr6_like"])
+@pytest.mark.parametrize("name", ["puma560", "kr6_like", "mixed", "rrp"])
 def test_the_tool_wrench_derivatives_match_central_differences(name):
     """tau = ... - J^T fext: d tau / d q with the wrench's, and d tau / d fext = -J^T."""
     robot, arrays, g = _arrays(name)
