@@ -507,6 +507,8 @@ def cmd_linearize(args) -> int:
     print(f"{d.name}: {len(model.states)} states, {len(model.inputs)} inputs, "
           f"{len(model.outputs)} outputs; {kind}; at t = {model.time:.6g} s"
           + (" (trimmed: an equilibrium)" if model.trimmed is not None else ""))
+    if model.exact:
+        print("linearised exactly from their own dynamics: " + ", ".join(model.exact))
     if model.nonsmooth:
         print("linearised in the mode they hold there: " + ", ".join(model.nonsmooth))
     for text in model.steep:

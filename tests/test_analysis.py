@@ -21,20 +21,26 @@ def text(body: str) -> str:
 
 def test_double_pendulum_at_the_hanging_pose_has_the_textbook_eigenfrequencies():
     """Point masses of 1 kg on links of 1 m (Goldstein, Classical Mechanics, small oscillations
-    of the double pendulum): omega^2 = g / l (2 -/+ sqrt 2)."""
+    of the double pendulum): omega^2 = g / l (2 -/+ sqrt 2). The plant's rows are exact (the
+    RNEA's analytic derivatives), so the frequencies hold to rounding."""
     d = blocksim.load("examples/double_pendulum.yaml", set={"plant.q0": [-math.pi / 2, 0.0]})
     m = linear_model(d, inputs=["tau"], outputs=["plant.q"])
+    assert m.exact == ("plant (Manipulator)",)
     omega = np.sort(np.abs(np.linalg.eigvals(m.A).imag))
     slow, fast = math.sqrt(G * (2 - math.sqrt(2))), math.sqrt(G * (2 + math.sqrt(2)))
-    assert omega == pytest.approx([slow, slow, fast, fast], abs=1e-6)
+    assert omega == pytest.approx([slow, slow, fast, fast], rel=1e-12)
     assert (round(slow, 6), round(fast, 6)) == (2.397199, 5.787351)
-    assert np.abs(np.linalg.eigvals(m.A).real).max() < 1e-6      # undamped: on the axis
+    assert np.abs(np.linalg.eigvals(m.A).real).max() < 1e-12     # undamped: on the axis
+    # the gravity stiffness M^-1 K, K = g [[3, 1], [1, 1]] N m/rad, to rounding
+    M = np.array([[5.0, 2.0], [2.0, 1.0]])
+    assert m.A[2:, :2] == pytest.approx(-np.linalg.solve(M, G * np.array([[3.0, 1.0], [1.0, 1.0]])),
+                                        abs=1e-13)
     assert m.states == ("plant.q[shoulder]", "plant.q[elbow]", "plant.qd[shoulder]",
                         "plant.qd[elbow]")
     assert m.inputs == ("tau[0]", "tau[1]") and m.outputs == ("plant.q[0]", "plant.q[1]")
     # B is the inverse mass matrix at the pose (hanging straight, cos q2 = 1): M11 =
     # (m1 + m2) l1^2 + m2 l2^2 + 2 m2 l1 l2 = 5, M12 = m2 l2^2 + m2 l1 l2 = 2, M22 = 1 kg m^2
-    assert m.B[2:] == pytest.approx(np.linalg.inv([[5.0, 2.0], [2.0, 1.0]]), abs=1e-8)
+    assert m.B[2:] == pytest.approx(np.linalg.inv(M), abs=1e-13)
     assert m.C == pytest.approx(np.hstack([np.eye(2), np.zeros((2, 2))]))
     assert m.dt == 0.0 and m.time == 0.0
     assert m.x0 == pytest.approx([-math.pi / 2, 0, 0, 0])
@@ -122,6 +128,59 @@ def test_a_saturation_is_linearised_in_its_region_and_listed():
     assert linear_model(body).C == pytest.approx(np.array([[0.0]]))           # above: flat
     inside = linear_model(body, at={"states": {"x": [0.2]}})
     assert inside.C == pytest.approx(np.array([[1.0]])) and inside.nonsmooth == ("sat (Saturation)",)
+
+
+ARM_LOOP = """
+    blocksim: 1
+    blocks:
+      plant: {type: Manipulator, robot: two_link_point_mass, q0: [-1.2, 0.4], qd0: [0.3, -0.2],
+              friction: stribeck, Fc: 0.5, Fs: 0.8, Fv: 0.1, friction_smoothing: 0.05}
+      k: {type: Gain, gain: -3.0}
+    connections: [plant.q -> k, k -> plant.tau]
+    analysis: {inputs: [k.out], outputs: [plant.q]}
+    """
+
+
+WRENCH = """
+      fx: {type: Constant, value: [3.0, -2.0, 0.0, 0.0, 0.0, 0.5]}
+    connections: [plant.q -> k, k -> plant.tau, fx -> plant.f_ext]
+    analysis: {inputs: [k.out, fx], outputs: [plant.q]}
+    """
+
+
+@pytest.mark.parametrize("wrench", [False, True])
+def test_the_manipulator_rows_are_exact_and_chained_with_the_differenced_rest(monkeypatch, wrench):
+    """A smooth Stribeck friction and a feedback gain (and a tool wrench): the exact rows (the
+    RNEA's derivatives, the friction's slope, d qdd / d tau times the gain's differences, d qdd
+    / d f_ext) agree with the central differences of the whole diagram to their error."""
+    body = text(ARM_LOOP)
+    if wrench:
+        body = body[:body.index("connections:")] + text(WRENCH).replace("fx:", "  fx:", 1)
+    exact = linear_model(body)
+    assert exact.exact == ("plant (Manipulator)",)
+    from blocksim.blocks.robot import Manipulator
+    monkeypatch.setattr(Manipulator, "state_jacobian", lambda self, xc, xd, u: None)
+    differenced = linear_model(body)
+    assert exact.B.shape == (4, 8 if wrench else 2)
+    assert differenced.exact == ()
+    assert np.abs(exact.A - differenced.A).max() <= 1e-8 * np.abs(exact.A).max()
+    assert exact.B == pytest.approx(differenced.B, rel=1e-8, abs=1e-12)
+
+
+def test_a_stuck_joint_is_held_locked_in_its_mode():
+    """An exact-sign friction at rest sticks the shoulder (static level 50 N m); the elbow, without
+    Coulomb friction, swings on it locked: qdd1 = 0 and qdd2 = (tau2 - G2) / M22 with
+    G2 = m2 g l2 cos(q1 + q2), M22 = m2 l2^2 = 1 kg m^2, tau = -3 q (a sign has no derivative at
+    qd = 0, so the differences of a stuck joint give slopes of Fc / h)."""
+    body = text(ARM_LOOP).replace("qd0: [0.3, -0.2]", "qd0: [0.0, 0.0]").replace(
+        "Fc: 0.5, Fs: 0.8, Fv: 0.1, friction_smoothing: 0.05",
+        "Fc: [0.5, 0.0], Fs: [50.0, 0.0], Fv: 0.1, friction_smoothing: 0.0")
+    m = linear_model(body)
+    assert m.exact == ("plant (Manipulator)",) and m.nonsmooth == ("plant (Manipulator)",)
+    s12 = G * math.sin(-1.2 + 0.4)
+    assert m.A[2] == pytest.approx([0, 0, 0, 0], abs=1e-15)
+    assert m.A[3] == pytest.approx([s12, -3.0 + s12, 0.0, -0.1], rel=1e-12, abs=1e-12)
+    assert m.B[2:] == pytest.approx(np.array([[0.0, 0.0], [0.0, 1.0]]), abs=1e-10)   # tau: differenced
 
 
 # ---- the analysis: section and its errors -------------------------------------------------------

@@ -61,11 +61,13 @@ def test_the_double_pendulum_example_prints_and_writes_its_modes(tmp_path, capsy
     assert main(["linearize", "examples/analysis/double_pendulum.yaml", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "4 states, 2 inputs, 2 outputs; continuous; at t = 0 s\n" \
+           "linearised exactly from their own dynamics: plant (Manipulator)\n" \
            "modes (natural frequency, damping ratio): 0.381526 Hz (0), 0.921086 Hz (0)\n" in printed
+    assert json.loads((out / "model.json").read_text())["exact"] == ["plant (Manipulator)"]
     modes = json.loads((out / "model.json").read_text())["modes"]
     omega = [2 * math.pi * m["frequency"] for m in modes]
     assert omega == pytest.approx([math.sqrt(9.81 * (2 - math.sqrt(2))),
-                                   math.sqrt(9.81 * (2 + math.sqrt(2)))], abs=1e-6)
+                                   math.sqrt(9.81 * (2 + math.sqrt(2)))], rel=1e-9)
     assert [m["damping"] for m in modes] == [0.0, 0.0]
     assert sorted(p.name for p in out.iterdir()) == ["bode.png", "bode.svg", "model.json",
                                                      "model.npz"]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..blocks.base import Block
 from ..diagram.compiler import compile_diagram
 from ..diagram.diagram import Diagram
 from ..engine.scheduler import Simulation, run_settings
@@ -92,6 +93,15 @@ class Evaluation:
         """The columns of the openings' values that are not inputs: held, never varied."""
         self.n = k
         self.v0 = self.vector()
+        self.exact_inputs = {name: tuple(plan.inputs_of[name]) for name, (a, b) in
+                             plan.xc_slices.items()
+                             if b > a and type(cd.blocks[name]).state_jacobian
+                             is not Block.state_jacobian}
+        """The input slots of each block with an exact derivative Jacobian (its own
+        `state_jacobian`), by block: measured with the flow, for the chain rule."""
+        self.exact: tuple[str, ...] = ()
+        """The blocks whose rows of the flow's Jacobian the last flow_jacobian took from their
+        own exact Jacobian."""
 
     # ---- the vector ----------------------------------------------------------------------------
     def vector(self) -> np.ndarray:
@@ -132,10 +142,48 @@ class Evaluation:
     # ---- the two functions ---------------------------------------------------------------------
     def flow(self, v: np.ndarray, t: float) -> np.ndarray:
         """[dxc/dt of every continuous state; the measured outputs] at v between major steps."""
+        return self._flow(v, t)[:self.n_xc + self.n_out]
+
+    def _flow(self, v: np.ndarray, t: float) -> np.ndarray:
+        """flow, then the inputs of the blocks with an exact Jacobian (exact_inputs)."""
         self.set_vector(v)
         self.backend.outputs_major(t, self.no_hits, modes=False)
         dx = self.backend.rhs(t, self.sim.context.xc.copy())[0]
-        return np.concatenate([dx, self.measured()])
+        signals = self.sim.context.signals
+        return np.concatenate([dx, self.measured()] + [signals[s][0] for slots in
+                                                        self.exact_inputs.values() for s in slots])
+
+    def flow_jacobian(self, t: float, columns) -> np.ndarray:
+        """d flow / dv over the given columns: central differences (jacobian), except the rows of
+        each block with an exact Jacobian at the operating point (Block.state_jacobian), which
+        are its own, chained with the differences of its inputs: d dxc / d xc of its states plus
+        d dxc / d u times du / dv. Sets `exact` to those blocks."""
+        J = self.jacobian(lambda v: self._flow(v, t), columns)
+        rows = self.n_xc + self.n_out
+        self._flow(self.v0, t)                           # the operating point's inputs
+        ctx, blocks, plan = self.sim.context, self.cd.blocks, self.sim.plan
+        k, exact = rows, []
+        for name, slots in self.exact_inputs.items():
+            a, b = plan.xc_slices[name]
+            xc, xd, u = ctx.views[name][:3]
+            found = blocks[name].state_jacobian(xc[0].copy(), xd[0].copy(),
+                                                tuple(x[0].copy() for x in u))
+            widths = [plan.slots[s].width for s in slots]
+            if found is not None:
+                d_x, d_u = found
+                block_rows = np.zeros((b - a, self.n))
+                block_rows[:, a:b] = d_x
+                at = k
+                for port, w in zip(blocks[name].input_names(), widths):
+                    if port in d_u:
+                        block_rows += d_u[port] @ J[at:at + w]
+                    at += w
+                J[a:b] = block_rows
+                exact.append(f"{name} ({blocks[name].type_name})")
+            k += sum(widths)
+        self.exact = tuple(exact)
+        self.set_vector(self.v0)
+        return J[:rows]
 
     def jump(self, v: np.ndarray, t: float, hits: np.ndarray) -> np.ndarray:
         """[the measured outputs; v after the major step at t with these hits]."""

@@ -59,6 +59,9 @@ class LinearModel:
     steep: tuple[str, ...] = ()
     """The smooth terms steep at the operating point, "name (Type): what, its slope" (a
     smoothed friction sign at rest): linearised by a tangent that holds only near it."""
+    exact: tuple[str, ...] = ()
+    """The blocks whose rows of A and B are their own exact Jacobian ("name (Type)": the
+    Manipulator's, from the RNEA's analytic derivatives), the rest being differences."""
     openings: tuple[str, ...] = field(default=())
     loop: str = ""
     name: str = ""
@@ -120,7 +123,7 @@ def linear_model(diagram, inputs=None, outputs=None, openings=None, at=None, per
         outputs=_element_names(cd0, points.outputs, points.names),
         states=tuple(names[i] for i in states), time=t0, x0=ev.v0[states],
         u0=ev.v0[ev.u_columns],
-        y0=y0, nonsmooth=_nonsmooth(cd0), steep=_steep(cd0, snap),
+        y0=y0, nonsmooth=_nonsmooth(cd0), steep=_steep(cd0, snap), exact=ev.exact,
         openings=tuple(points.names[s] for s in points.openings),
         loop=points.names[points.inputs[0]] if len(points.inputs) == 1
         and points.inputs == points.outputs and points.inputs[0] in points.openings else "",
@@ -143,7 +146,7 @@ def _trimmed(d: Diagram, cd0, points):
 
 def _continuous(ev: Evaluation, t: float):
     """A, B, C, D of dx/dt and y at the operating point: the flow's Jacobian."""
-    J = ev.jacobian(lambda v: ev.flow(v, t), ev.state_columns + ev.u_columns)
+    J = ev.flow_jacobian(t, ev.state_columns + ev.u_columns)
     xs, us = ev.state_columns, ev.u_columns
     rows_x = J[xs]
     rows_y = J[ev.n_xc:]
@@ -169,7 +172,7 @@ def _discrete(ev: Evaluation, cd, t0: Fraction, points):
     ticks = sorted({0} | {n for r in tb.rates for n in range(r.offset, n_frame, r.period)})
     fixed = set(ev.fixed_columns)
     columns = [c for c in range(ev.n) if c not in fixed]
-    flow = ev.jacobian(lambda v: ev.flow(v, float(t0)), columns)[ev.state_columns]
+    flow = ev.flow_jacobian(float(t0), columns)[ev.state_columns]
     M = np.zeros((ev.n, ev.n))
     M[ev.state_columns] = flow
     n_out = ev.n_out

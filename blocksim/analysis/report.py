@@ -65,7 +65,8 @@ def write_model(model: LinearModel, folder: Path) -> list[Path]:
            "A": model.A.tolist(), "B": model.B.tolist(), "C": model.C.tolist(),
            "D": model.D.tolist(), "x0": model.x0.tolist(), "u0": model.u0.tolist(),
            "y0": model.y0.tolist(), "openings": list(model.openings), "loop": model.loop,
-           "nonsmooth": list(model.nonsmooth), "steep": list(model.steep),
+           "exact": list(model.exact), "nonsmooth": list(model.nonsmooth),
+           "steep": list(model.steep),
            "trimmed": model.trimmed,
            "modes": [{"frequency": f, "damping": z} for f, z in modes(model)],
            "units": "SI, the diagram's signals' own; time in s; dt 0: continuous; modes: "

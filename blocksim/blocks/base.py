@@ -413,6 +413,14 @@ class Block:
         around it, so it lists each with its slope (analysis/linearize.py). Default: none."""
         return []
 
+    def state_jacobian(self, xc: np.ndarray, xd: np.ndarray, u: tuple) -> tuple | None:
+        """The exact Jacobian of the block's continuous derivative at one member's states xc,
+        xd and inputs u (a tuple in port order, each of width the port's), from its own model:
+        (d dxc / d xc, {input port: d dxc / d that input}), an input left out having none; or
+        None (the default) where the block has no exact one there. A linearisation uses it for
+        the block's rows of A and B (analysis/evaluation.py), and differences otherwise."""
+        return None
+
     def structure(self, v: Params) -> Any:
         """What of the values decides the block's structure (whether limits, and so crossings,
         exist; whether an output reads its input directly): a hashable, () by default. New values

@@ -44,6 +44,7 @@ import numpy as np
 
 from ..errors import BlocksimError, ParameterError, WidthError
 from ..models import model_data as md
+from ..models.plant import rates_jacobian
 from ..models.joint_law import (DAMPING, DELTA, DV, EPS, FCN, FCP, FKIND, FSN, FSP, FV, GAIN_D,
                                 GAIN_P, KIND_KARNOPP, KIND_LUGRE, Q_MAX, Q_MIN, Q_REST, SIGMA0,
                                 SIGMA1, SIGMA2, STIFFNESS, TAU_MAX, VS, neutral_law)
@@ -539,6 +540,18 @@ class Manipulator(RobotBlock):
                 out.append(f"friction of joint {name} smoothed over {eps:g} rad/s: slope "
                            f"{slope:.4g} N m s/rad at qd = {qd[j]:.3g} rad/s")
         return out
+
+    def state_jacobian(self, xc, xd, u):
+        """The rates' exact Jacobian by tau (and f_ext when wired) from the RNEA's analytic
+        derivatives and the joint law's (models.plant.rates_jacobian): none with LuGre or
+        Karnopp friction, a stuck joint, a torque at its limit or a joint at a stop."""
+        if self._lugre or self._karnopp:
+            return None
+        p = self.own_record()
+        found = rates_jacobian(p.model, p.law, 0, xc, xd, u[0], u[1] if self._has_fext else None)
+        if found is None:
+            return None
+        return found[0], {"tau": found[1], **({"f_ext": found[2]} if self._has_fext else {})}
 
     def structure(self, v):
         """Closed form, stops, exact-sign crossings (and friction modes), and the

@@ -31,7 +31,7 @@ __all__ = [
     "StribeckFriction", "KarnoppFriction", "LuGreFriction",
     "viscous", "coulomb", "stribeck", "karnopp", "lugre_state_derivative", "lugre_torque",
     "lugre_steady_state_bristle", "dissipated_power", "lugre_dissipated_power",
-    "sign_or_tanh", "stribeck_level", "stribeck_torque", "stribeck_signed", "karnopp_region", "karnopp_torque_in",
+    "sign_or_tanh", "stribeck_level", "stribeck_torque", "stribeck_signed", "stribeck_slope", "karnopp_region", "karnopp_torque_in",
     "karnopp_torque", "karnopp_switching",
     "karnopp_switching_in",
     "lugre_bristle_rate", "lugre_friction", "lugre_steady_bristle",
@@ -80,6 +80,30 @@ def stribeck_signed(v, sign, Fc, Fs, vs, delta, Fv):
     """g(v) sign + Fv v, N m: stribeck_torque with the sign given (a mode held through a solver's
     stages: +1, -1 or 0), v in rad/s."""
     return stribeck_level(v, Fc, Fs, vs, delta) * sign + Fv * v
+
+
+def stribeck_slope(v, Fc, Fs, vs, delta, Fv, smoothing, sign=0.0):
+    """d tau_f / d v (N m s/rad) of the static map at speed v (rad/s): of stribeck_torque with a
+    smoothed sign (smoothing > 0: g' tanh + g sech^2 / smoothing + Fv), or of stribeck_signed with
+    the sign held (smoothing == 0, sign +1 or -1: g' sign + Fv). An exact sign has no derivative at
+    v = 0 unless it is held (the friction is a mode there, or sticks), and a Stribeck shape with
+    delta <= 1 has none at v = 0 under a held sign: both raise ValueError. Plain Python: for
+    linearisation, never called in a run."""
+    if smoothing > 0.0:
+        s = math.tanh(v / smoothing)
+        ds = (1.0 - s * s) / smoothing
+    elif sign != 0.0:
+        s, ds = sign, 0.0
+    else:
+        raise ValueError("an exact friction sign has no derivative unless its sign is held")
+    g = stribeck_level(v, Fc, Fs, vs, delta)
+    dg = 0.0
+    if Fs != Fc and v != 0.0:
+        r = abs(v / vs)
+        dg = -(Fs - Fc) * math.exp(-r ** delta) * delta * r ** (delta - 1.0) * math.copysign(1.0, v) / vs
+    elif Fs != Fc and delta <= 1.0 and s != 0.0:
+        raise ValueError("the Stribeck level with delta <= 1 has no derivative at v = 0")
+    return dg * s + g * ds + Fv
 
 
 @njit(cache=True, inline="always")

@@ -36,7 +36,7 @@ import numpy as np
 from numba import njit
 
 from .friction import (karnopp_region, karnopp_switching_in, lugre_friction, sign_or_tanh,
-                       stribeck_signed, stribeck_torque)
+                       stribeck_signed, stribeck_slope, stribeck_torque)
 
 TAU_MAX, FV, FCP, FCN, FSP, FSN, VS, DELTA, EPS, DAMPING, STIFFNESS, Q_REST, Q_MIN, Q_MAX, \
     GAIN_P, GAIN_D, SIGMA0, SIGMA1, SIGMA2, DV, FKIND = range(21)
@@ -153,6 +153,40 @@ def effective_torque(law, b, i, q, w, z, t, has_friction, mode):
             if w == 0.0 and law[b, i, EPS] == 0.0 and (law[b, i, FSP] > 0.0 or law[b, i, FSN] > 0.0):
                 stuck = True
     return less_passive(law, b, i, q, w, t), stuck
+
+
+def effective_torque_slopes(law, b, i, q, w, t, mode):
+    """(d/dq, d/dw, d/dt) of effective_torque's torque for joint i of member b at position q,
+    speed w and input torque t under the held friction mode (N m/rad, N m s/rad, 1), or None where
+    it has no derivative or this does not cover it: the input exactly at its limit +-tau_max, a
+    joint stuck (exact-sign static friction at rest), LuGre (the bristle state is a state of its
+    own) and Karnopp. Plain Python (models.friction.stribeck_slope): for linearisation."""
+    lim = law[b, i, TAU_MAX]
+    if abs(t) == lim:
+        return None
+    d_t = 1.0 if abs(t) < lim else 0.0
+    d_w = -law[b, i, DAMPING]
+    kind = law[b, i, FKIND]
+    if kind != KIND_STATIC:
+        return None
+    forward = (mode > 0.0) if mode != 0.0 else (w > 0.0)
+    eps = law[b, i, EPS]
+    levels = (law[b, i, FCP], law[b, i, FSP]) if forward else (law[b, i, FCN], law[b, i, FSN])
+    if eps == 0.0 and mode == 0.0:
+        if w == 0.0 and (law[b, i, FSP] > 0.0 or law[b, i, FSN] > 0.0):
+            return None                   # stuck: the holding torque is solved, not a law
+        mode = math.copysign(1.0, w) if w != 0.0 else 0.0
+    if eps > 0.0 and w == 0.0 and (law[b, i, FCP], law[b, i, FSP]) != (law[b, i, FCN], law[b, i, FSN]):
+        return None                       # asymmetric levels: one-sided slopes at rest
+    if eps > 0.0 or mode != 0.0:
+        try:
+            d_w -= stribeck_slope(w, levels[0], levels[1], law[b, i, VS], law[b, i, DELTA],
+                                  law[b, i, FV], eps, mode)
+        except ValueError:
+            return None
+    else:
+        d_w -= law[b, i, FV]              # no Coulomb or static level: viscous only
+    return -law[b, i, STIFFNESS], d_w, d_t
 
 
 @njit(cache=True, error_model="numpy", inline="always")

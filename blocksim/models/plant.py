@@ -27,10 +27,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 from numba import njit
 
+from ..twins import python_twin
+from . import dynamics_derivatives as dd
 from . import planar2r as p2r
-from .joint_law import effective_torque, pushed_into_stop, static_level
+from .joint_law import (Q_MAX, Q_MIN, effective_torque, effective_torque_slopes, pushed_into_stop,
+                        static_level)
 from . import model_data as md
 from .model_data import BIAS, FREE, OUT1, Q1, QD1, RHS, SOL, STUCK, TE, ZERO1, joint_row, joint_vector
 
@@ -186,3 +190,55 @@ def accelerations_closed_form(b, xc, modes, tau, model, law, has_friction, has_l
     qdd[b, 0] = a1
     qdd[b, 1] = a2
     return True
+
+
+def rates_jacobian(model, law, b, xc, modes, tau, fext=None):
+    """The exact Jacobian of the plant's rates [qd; qdd] of member b at the state xc = [q | qd]
+    (b's row) under the held friction modes (b's row; empty without modes), the input torque
+    tau and the tool wrench fext (b's rows; None: no wrench): (d rates / d [q, qd] (2 n, 2 n),
+    d rates / d tau (2 n, n), d rates / d fext (2 n, 6) or None), from the analytic derivatives
+    of the RNEA (`dynamics_derivatives`) and of the joint law (`joint_law.effective_torque_slopes`).
+    A joint stuck by static friction (at rest, within its static level) is held in that mode:
+    locked, its acceleration 0 whatever the perturbation (its rows zero), the other joints solved
+    with it locked. None where these do not cover the state: a joint law without a derivative
+    there (the torque at its limit, LuGre, Karnopp, a stuck joint at its breakaway level), or a
+    joint at a stop. Plain Python: for linearisation."""
+    n = model[0].shape[0]
+    k = python_twin(md.member)(model, b)
+    arrays = (model[0],) + tuple(python_twin(f)(model, k) for f in (md.xtree, md.inertia,
+                                                                     md.armature))
+    q, qd = np.asarray(xc[:n], float), np.asarray(xc[n:2 * n], float)
+    held = [modes[i] if len(modes) else 0.0 for i in range(n)]
+    te, stuck = zip(*(python_twin(effective_torque)(law, b, i, q[i], qd[i], 0.0, tau[i], True,
+                                                    held[i]) for i in range(n)))
+    te, free = np.array(te), ~np.array(stuck)
+    slopes = []
+    for i in range(n):
+        if q[i] >= law[b, i, Q_MAX] or q[i] <= law[b, i, Q_MIN]:
+            return None
+        s = effective_torque_slopes(law, b, i, q[i], qd[i], tau[i], held[i]) if free[i] else (0, 0, 0)
+        if s is None:
+            return None
+        slopes.append(s)
+    d_q, d_w, d_t = (np.diag(c) for c in zip(*slopes))
+    g, tool = python_twin(md.gravity)(model, k), python_twin(md.tool)(model, k)
+    M = dd.mass_matrix(*arrays, q)
+    rhs = te - dd.rnea_derivatives(*arrays, q, qd, np.zeros(n), g, tool, fext)[0]
+    qdd = np.zeros(n)
+    qdd[free] = np.linalg.solve(M[np.ix_(free, free)], rhs[free])
+    hold = M @ qdd - rhs
+    for i in np.flatnonzero(~free):
+        if abs(hold[i]) >= static_level.py_func(law, b, i, hold[i]):
+            return None                   # at breakaway: no derivative
+    a_q, a_w, a_t, a_f = dd.forward_dynamics_derivatives(*arrays, q, qd, qdd, g, tool, fext, free)
+    A = np.zeros((2 * n, 2 * n))
+    A[:n, n:] = np.eye(n)
+    A[n:, :n] = a_q + a_t @ d_q
+    A[n:, n:] = a_w + a_t @ d_w
+    B = np.zeros((2 * n, n))
+    B[n:] = a_t @ d_t
+    if a_f is None:
+        return A, B, None
+    F = np.zeros((2 * n, 6))
+    F[n:] = a_f
+    return A, B, F
