@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from blocksim.models.robot import IKError, RobotModel, _rotation_vector
+from blocksim.models.kinematics import rotation_vector
+from blocksim.models.robot import IKError, RobotModel
 
 PUMA = RobotModel.preset("puma560")
 KR6 = RobotModel.preset("kr6_like")
@@ -93,7 +94,7 @@ def test_jacobian_matches_finite_differences(name):
         e[i] = h
         Tp, Tm = model.fk(q + e), model.fk(q - e)
         v = (Tp[:3, 3] - Tm[:3, 3]) / (2 * h)
-        w = _rotation_vector(Tp[:3, :3] @ Tm[:3, :3].T) / (2 * h)
+        w = rotation_vector(Tp[:3, :3] @ Tm[:3, :3].T) / (2 * h)
         np.testing.assert_allclose(J[:3, i], v, atol=1e-8)
         np.testing.assert_allclose(J[3:, i], w, atol=1e-8)
 

@@ -38,21 +38,6 @@ class PathError(ParameterError):
     """A tool move that cannot be followed on its branch (singularity, branch change, limits)."""
 
 
-def _rotation_vector(R):
-    """k theta of a rotation matrix (theta in [0, pi])."""
-    c = max(-1.0, min(1.0, (np.trace(R) - 1.0) / 2.0))
-    theta = math.acos(c)
-    w = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
-    if theta < 1e-12:
-        return 0.5 * w
-    if math.pi - theta < 1e-6:
-        B = 0.5 * (R + np.eye(3))
-        i = int(np.argmax(np.diag(B)))
-        k = B[:, i] / math.sqrt(B[i, i])
-        return k * theta
-    return w * (theta / (2.0 * math.sin(theta)))
-
-
 @dataclass(frozen=True, eq=False)
 class ToolPath:
     """A tool move from the pose T0 (4x4): kind 'line' (to `end`, m) or 'circle' (about `centre`
@@ -71,7 +56,7 @@ class ToolPath:
         """The orientation's rotation vector over the whole move, base frame (rad)."""
         R0 = self.T0[:3, :3]
         R1 = R0 if self.R1 is None else self.R1
-        return R0 @ _rotation_vector(R0.T @ R1)
+        return R0 @ kin.rotation_vector(R0.T @ R1)
 
     def length(self):
         """The tool origin's path length (m)."""

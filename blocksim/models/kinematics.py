@@ -257,3 +257,23 @@ def energy(model, data, k, q, qd, b):
             mc = I[0] * P[9 + r] + P[3 * r] * I[1] + P[3 * r + 1] * I[2] + P[3 * r + 2] * I[3]
             V -= grav[r] * mc
     return T, V
+
+
+def rotation_vector(R):
+    """The rotation vector k theta (rad; k the unit axis, theta in [0, pi]) of a 3x3 rotation
+    matrix, robust near 0 and pi: the orientation error of the inverse kinematics and the
+    interpolation of a tool path (slerp) both use it."""
+    cos_a = max(-1.0, min(1.0, (np.trace(R) - 1.0) / 2.0))
+    angle = math.acos(cos_a)
+    w = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
+    if angle < 1e-6:
+        return 0.5 * w
+    if math.pi - angle < 1e-4:
+        # axis from the symmetric part: R + I = 2 a a^T near pi
+        B = 0.5 * (R + np.eye(3))
+        i = int(np.argmax(np.diag(B)))
+        axis = B[:, i] / math.sqrt(max(B[i, i], 1e-300))
+        if np.dot(axis, w) < 0:
+            axis = -axis
+        return axis * angle
+    return w * (angle / (2.0 * math.sin(angle)))

@@ -82,24 +82,6 @@ def _trans_h(x=0.0, y=0.0, z=0.0):
     return homogeneous(p=(x, y, z))
 
 
-def _rotation_vector(R):
-    """Axis-angle vector (rad) of a rotation matrix, robust near 0 and pi."""
-    cos_a = max(-1.0, min(1.0, (np.trace(R) - 1.0) / 2.0))
-    angle = math.acos(cos_a)
-    w = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
-    if angle < 1e-6:
-        return 0.5 * w
-    if math.pi - angle < 1e-4:
-        # axis from the symmetric part: R + I = 2 a a^T near pi
-        B = 0.5 * (R + np.eye(3))
-        i = int(np.argmax(np.diag(B)))
-        axis = B[:, i] / math.sqrt(max(B[i, i], 1e-300))
-        if np.dot(axis, w) < 0:
-            axis = -axis
-        return axis * angle
-    return w * (angle / (2.0 * math.sin(angle)))
-
-
 # ----------------------------------------------------------------------------- joint description
 
 def _dh_joint(row, convention):
@@ -554,7 +536,7 @@ class RobotModel:
             T = self.fk(qv)
             e = np.empty(6)
             e[:3] = pose[:3, 3] - T[:3, 3]
-            e[3:] = _rotation_vector(pose[:3, :3] @ T[:3, :3].T)
+            e[3:] = kin.rotation_vector(pose[:3, :3] @ T[:3, :3].T)
             return e[rows]
 
         e = error(q)
@@ -662,7 +644,7 @@ class RobotModel:
             T = self.fk(qs)
             err = np.empty(6)
             err[:3] = pose[:3, 3] - T[:3, 3]
-            err[3:] = _rotation_vector(pose[:3, :3] @ T[:3, :3].T)
+            err[3:] = kin.rotation_vector(pose[:3, :3] @ T[:3, :3].T)
             if position_only:
                 err = err[:3]
             # a full pose fixes q1 + q2, so the branch with the smaller error wins; a position
