@@ -16,6 +16,7 @@ import yaml
 
 from blocksim.identification import IdentificationModel, Measurement, base_parameters, process
 from blocksim.identification import weighted_least_squares
+from blocksim.identification.processing import encoder_resolution
 from blocksim.identification.validation import measurement_floor, relative_rms_error
 from blocksim.models.robot import RobotModel
 
@@ -131,3 +132,14 @@ def test_the_encoder_is_most_of_the_floor_at_20_hz():
     assert error[0] > 3 * floor["torque"][0], (error, floor)
     assert floor["encoder"][0] > 3 * floor["torque"][0], floor
     assert np.all(error <= 1.5 * floor["total"]), (error, floor)
+
+
+def test_the_encoder_step_is_read_from_the_logged_positions():
+    q = logs()["train"]["q"]
+    np.testing.assert_allclose(encoder_resolution(q), 2 * np.pi / 2 ** 18, rtol=1e-9)
+    still = q.copy()
+    still[:, 2] = 0.4
+    assert encoder_resolution(still)[2] == 0.0
+    exact = q + 1e-7 * np.sin(np.arange(len(q)))[:, None]       # off the grid: no encoder found
+    assert encoder_resolution(exact) is None
+    assert encoder_resolution(2 * q)[0] == pytest.approx(4 * np.pi / 2 ** 18, rel=1e-9)

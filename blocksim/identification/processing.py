@@ -175,13 +175,15 @@ def _central(x, dt, periodic):
 def encoder_resolution(q) -> np.ndarray | None:
     """Per joint, the encoder step (rad) of a logged q (N, n): the smallest non-zero change between
     samples, when every change is a whole number of it (a quantised encoder); None when some
-    joint's q is on no such grid (exact or already filtered positions). A joint that never moves
-    by a single count reads as its smallest move (an upper bound of the step)."""
+    joint's q is on no such grid (exact, already filtered, or printed with too few digits). A
+    joint that never moves by a single count reads as its smallest move (an upper bound of the
+    step); one that stays still reads 0 (its quantisation puts no error into qd, qdd)."""
     steps = []
     for d in np.abs(np.diff(np.asarray(q, float), axis=0)).T:
         d = d[d > 0]
-        if d.size < 2:
-            return None
+        if d.size == 0:
+            steps.append(0.0)
+            continue
         r = d.min()
         if np.max(np.abs(d / r - np.round(d / r))) > 1e-3:
             return None
