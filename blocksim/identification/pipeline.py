@@ -29,7 +29,7 @@ from .excitation import FourierExcitation, condition_number, optimise_excitation
 from .inputs import load_inputs
 from .processing import Measurement, corrupt, process
 from .robotfile import load_robot, write_robot_file
-from .validation import noise_floor, relative_rms_error, residual_check
+from .validation import measurement_floor, relative_rms_error, residual_check
 
 
 def _vec(value, n, default=None):
@@ -196,7 +196,11 @@ def run(config_path, out, *, echo=print) -> dict:
         metrics["validation"] = {k: relative_rms_error(val.tau, v).tolist()
                                  for k, v in predictions.items()}
         if val.tau_std is not None:
-            metrics["validation_noise_floor"] = noise_floor(val).tolist()
+            floor = measurement_floor(val, lambda *states: model.regressor(*states) @ cons.theta)
+            metrics["validation_noise_floor"] = floor["total"].tolist()
+            metrics["validation_noise_floor_parts"] = {
+                "torque": floor["torque"].tolist(), "encoder": floor["encoder"].tolist(),
+                "encoder_resolution": None if val.q_resolution is None else val.q_resolution.tolist()}
         rc = residual_check(val.tau - predictions["consistent"], val.q)
         metrics["validation_residual"] = {"rms": rc.rms.tolist(), "lag1": rc.lag1.tolist(),
                                           "position_r2": rc.position_r2.tolist(),

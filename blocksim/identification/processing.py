@@ -79,7 +79,9 @@ class ProcessedData:
     """A processed log, ready for the regressor (Gautier's parallel filtering).
 
     At the kept (decimated) samples: t (N,) s; q, qd, qdd (N, n) rad, rad/s, rad/s^2, the
-    states; tau (N, n) N m, the measured torque through the parallel filter. tau_std (n,) N m is
+    states; tau (N, n) N m, the measured torque through the parallel filter. q_resolution (n,) rad is
+    the encoder's step found in the raw q (`encoder_resolution`; None when q is on no grid).
+    tau_std (n,) N m is
     the standard deviation of one averaged, unfiltered torque sample from the spread between
     periods (None without period averaging); periods the number averaged.
 
@@ -102,6 +104,13 @@ class ProcessedData:
     cutoff: float | None = None
     order: int = 4
     periodic: bool = False
+    state_cutoff: float | None = None
+    q_resolution: np.ndarray | None = None
+
+    def states_of(self, dq) -> tuple:
+        """The states (q, qd, qdd) a position error dq (N_full, n) rad on the averaged record adds
+        to `states`: through the same low-pass and differences (all linear)."""
+        return _states(np.asarray(dq, float), self.dt, self.state_cutoff, self.order, self.periodic)
 
     def parallel(self, x) -> np.ndarray:
         """x (N_full, ...) sample by sample on `states`, low-pass filtered as the measured torque
@@ -163,6 +172,33 @@ def _central(x, dt, periodic):
     return np.gradient(x, dt, axis=0)
 
 
+def encoder_resolution(q) -> np.ndarray | None:
+    """Per joint, the encoder step (rad) of a logged q (N, n): the smallest non-zero change between
+    samples, when every change is a whole number of it (a quantised encoder); None when some
+    joint's q is on no such grid (exact, already filtered, or printed with too few digits). A
+    joint that never moves by a single count reads as its smallest move (an upper bound of the
+    step); one that stays still reads 0 (its quantisation puts no error into qd, qdd)."""
+    steps = []
+    for d in np.abs(np.diff(np.asarray(q, float), axis=0)).T:
+        d = d[d > 0]
+        if d.size == 0:
+            steps.append(0.0)
+            continue
+        r = d.min()
+        if np.max(np.abs(d / r - np.round(d / r))) > 1e-3:
+            return None
+        steps.append(r)
+    return np.array(steps)
+
+
+def _states(q, dt, state_cutoff, order, periodic):
+    """q through the state low-pass, its central differences qd and qdd: (q, qd, qdd) full rate."""
+    qf = _lowpass(q, dt, state_cutoff, order, periodic, key="state_cutoff")
+    qd = _central(qf, dt, periodic)
+    qdd = _central(qd, dt, periodic) if periodic else np.gradient(qd, dt, axis=0)
+    return qf, qd, qdd
+
+
 def process(m: Measurement, *, period: float | None = None, skip_periods: int = 1,
             cutoff: float | None = 10.0, order: int = 4, decimate: int = 1,
             trim: float = 0.0, state_cutoff: float | None = None) -> ProcessedData:
@@ -211,9 +247,7 @@ def process(m: Measurement, *, period: float | None = None, skip_periods: int = 
     if state_cutoff is None and cutoff is not None:
         state_cutoff = max(cutoff, min(STATE_CUTOFF * cutoff, 0.8 * 0.5 / dt))
     tf = _lowpass(tau, dt, cutoff, order, periodic)
-    qf = _lowpass(q, dt, state_cutoff, order, periodic, key="state_cutoff")
-    qd = _central(qf, dt, periodic)
-    qdd = _central(qd, dt, periodic) if periodic else np.gradient(qd, dt, axis=0)
+    qf, qd, qdd = _states(q, dt, state_cutoff, order, periodic)
     t = t0 + dt * np.arange(qf.shape[0])
     keep = np.ones(qf.shape[0], dtype=bool)
     if not periodic and trim > 0:
@@ -226,4 +260,5 @@ def process(m: Measurement, *, period: float | None = None, skip_periods: int = 
     idx = np.nonzero(keep)[0][::max(1, int(decimate))]
     return ProcessedData(t[idx], qf[idx], qd[idx], qdd[idx], tf[idx], tau_std, periods,
                          states=(qf, qd, qdd), keep=idx, dt=dt, cutoff=cutoff, order=order,
-                         periodic=periodic)
+                         periodic=periodic, state_cutoff=state_cutoff,
+                         q_resolution=encoder_resolution(m.q))

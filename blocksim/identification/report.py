@@ -170,14 +170,20 @@ def write(path: Path, *, cfg, config_path, model, basis, opt, limits, data, sour
               "Relative RMS torque error per joint, rms(measured - predicted) / rms(measured), the "
               "prediction built on the full-rate states and filtered and decimated as the measured "
               "torque was (like with like). The noise floor is what the measurement noise alone "
-              "leaves after averaging and filtering (the spread between periods times the filter's "
-              "noise gain): a model near it is as good as these data can tell.", "",
+              "leaves after averaging and filtering: the torque noise (the spread between periods "
+              "times the filter's noise gain) and the encoder's quantisation of q carried through "
+              "the differences and the identified model (the same in every period of a repeated "
+              "motion, so not in the spread), summed in quadrature; a model near it is as good as "
+              "these data can tell.", "",
               _row(["model"] + [f"joint {j + 1}" for j in range(n)]), _row(["---"] * (n + 1))]
         for key, vals in metrics["validation"].items():
             L.append(_row([key] + [f"{100 * v:.2f} %" for v in vals]))
         if "validation_noise_floor" in metrics:
             L.append(_row(["noise floor (a perfect model)"] +
                           [f"{100 * v:.2f} %" for v in metrics["validation_noise_floor"]]))
+            for part, label in (("torque", "of which torque noise"), ("encoder", "of which encoder")):
+                L.append(_row([label] + [f"{100 * v:.2f} %" for v in
+                                         metrics["validation_noise_floor_parts"][part]]))
         vr = metrics["validation_residual"]
         L += ["", f"![validation torques]({figures['validation']})", "",
               "Residual check (identified model on the validation data): rms, lag-1 autocorrelation, "
