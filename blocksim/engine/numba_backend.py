@@ -422,15 +422,13 @@ class NumbaBackend:
         own (writing the module's source and typing the loops' arguments cost milliseconds)."""
         self.plan = plan
         self.context = context
+        gen = Generator(plan, blocks, records)
+        self.p = tuple(gen.params)
         if like is None:
-            gen = Generator(plan, blocks, records)
             self.module = load_module(gen.source())
-            self.p = tuple(gen.params)
             self._entries: dict[str, object] = {}
         else:
-            self.module = like.module
-            self.p = tuple(Generator(plan, blocks, records).params)
-            self._entries = like._entries
+            self.module, self._entries = like.module, like._entries
         self.s = context.signals
         self.nohits = np.zeros(len(plan.timebase.rates), dtype=np.bool_)
         solver = SOLVERS[plan.solver]

@@ -177,7 +177,7 @@ def make_plan(cd: CompiledDiagram, run, logged: dict[str, tuple[str, str]]) -> R
     log = tuple((signal, index[bp]) for signal, bp in logged.items())
 
     order = block_order(cd.calls)
-    facts = _Facts(cd, rate_index, {bp for bp in logged.values()})
+    facts = _Facts(cd, rate_index, {bp for bp in logged.values()}, order)
     constant, steps = [], []
     last_call = {call.block: k for k, call in enumerate(cd.calls)}
     for k, call in enumerate(cd.calls):
@@ -220,13 +220,18 @@ def make_plan(cd: CompiledDiagram, run, logged: dict[str, tuple[str, str]]) -> R
 class _Facts:
     """The analyses of a diagram's data flow that make a plan: who reads what, and when."""
 
-    def __init__(self, cd: CompiledDiagram, rate_index: dict, logged: set[tuple[str, str]]):
+    def __init__(self, cd: CompiledDiagram, rate_index: dict, logged: set[tuple[str, str]],
+                 order: list[str]):
         self.cd = cd
         self.rate_index = rate_index
         self.logged = logged
         self.read = {src for (dst, _), src in cd.wires.items() if cd.blocks[dst].enabled} | logged
         self.stage_read = self._read_at_stages()
         self.read_when = self._read_when()
+        self.stage_blocks = [n for n in order if cd.blocks[n].enabled
+                             and (n in self.stage_read or cd.blocks[n].n_xc > 0)]
+        """The blocks a solver stage evaluates, in sorted order: the stage-read ones and those
+        with continuous states."""
 
     def kernels(self, name: str):
         blk = self.cd.blocks[name]
@@ -268,19 +273,12 @@ class _Facts:
                     stack.append(src[0])
         return needed
 
-    def _stage_blocks(self) -> list[str]:
-        """The blocks a solver stage evaluates, in sorted order: the stage-read ones and those
-        with continuous states."""
-        cd = self.cd
-        return [n for n in block_order(cd.calls) if cd.blocks[n].enabled
-                and (n in self.stage_read or cd.blocks[n].n_xc > 0)]
-
     def stage_held(self, index: dict) -> tuple[int, ...]:
         """The slots (by `index`: (block, output) -> slot) that stage blocks read from blocks a
         stage does not compute (RunPlan.stage_held), each once, in reading order; constants are
         left out (they never change)."""
         cd, held = self.cd, {}
-        for name in self._stage_blocks():
+        for name in self.stage_blocks:
             for port in cd.blocks[name].input_names():
                 src = cd.wires.get((name, port))
                 if src is None or src[0] in cd.varying:
@@ -292,7 +290,7 @@ class _Facts:
     def stage_xd(self) -> tuple[tuple[int, int], ...]:
         """The discrete-state columns (start, stop) of the stage blocks that have some."""
         cd = self.cd
-        return tuple(cd.xd_slices[n] for n in self._stage_blocks() if cd.blocks[n].n_xd > 0)
+        return tuple(cd.xd_slices[n] for n in self.stage_blocks if cd.blocks[n].n_xd > 0)
 
     def _read_when(self) -> dict[str, frozenset]:
         """Blocks a major step needs to compute only when a reader needs them: {name: the rate
