@@ -21,6 +21,7 @@ import numpy as np
 
 from ..blocks.base import exact_time
 from ..diagram.compiler import CompiledDiagram
+from ..diagram.file import unknown_key
 from ..diagram.spec import BlockSpec, ConnectionSpec, DiagramSpec, Endpoint
 from ..errors import AnalysisError, BlocksimError, SourceLoc, did_you_mean
 from ..reading.limits import shown
@@ -201,9 +202,7 @@ def operating_point(value: Any, where: SourceLoc, cd: CompiledDiagram) -> Operat
                             f"{{states: {{block: [values]}}}}, not {shown(value)}", where=where)
     for key in value:
         if key not in AT_KEYS:
-            raise AnalysisError(f"unknown key '{key}' in analysis.at"
-                                f"{did_you_mean(str(key), AT_KEYS, clause=True)} (valid keys: "
-                                f"{', '.join(AT_KEYS)})", where=where)
+            raise AnalysisError(unknown_key(key, AT_KEYS, "analysis.at"), where=where)
     if "time" in value and len(value) > 1:
         raise AnalysisError("analysis.at takes a time of a run or given states, not both",
                             where=where)
@@ -255,9 +254,7 @@ def _trim_keywords(value: Any, where: SourceLoc) -> dict[str, Any]:
                             f"{shown(value)}", where=where)
     for key in value:
         if key not in TRIM_KEYS:
-            raise AnalysisError(f"unknown key '{key}' in analysis.trim"
-                                f"{did_you_mean(str(key), TRIM_KEYS, clause=True)} (valid keys: "
-                                f"{', '.join(TRIM_KEYS)})", where=where)
+            raise AnalysisError(unknown_key(key, TRIM_KEYS, "analysis.trim"), where=where)
     kinds = {"states": dict, "discrete_states": dict, "outputs": dict, "inputs": list}
     for key, kind in kinds.items():
         if key in value and not isinstance(value[key], kind):
