@@ -119,7 +119,15 @@ def test_a_line_through_the_wrist_singularity_is_refused_naming_it_and_the_time(
         BlockCheck("CartesianTrajectory", line_from(PLANAR_Q0, [0.2, 0.0, -0.2], min_wrist=0.0,
                                                     min_sigma=0.0), in_widths={}, name="move")
     assert str(err.value) == ("block 'move': the tool path changes the wrist branch from "
-                              "'noflip' to 'flip' at t = 0.368 s")
+                              "'noflip' to 'flip' at t = 0.367698 s (between the nodes at 0.367 "
+                              "and 0.368 s)")
+    # the flip's time is where the wrist measure passes through zero: nodes ten times closer
+    # place it at the same time to the digits shown (linear between nodes: error ~ h^2)
+    with pytest.raises(ParameterError) as err:
+        BlockCheck("CartesianTrajectory", line_from(PLANAR_Q0, [0.2, 0.0, -0.2], min_wrist=0.0,
+                                                    min_sigma=0.0, node_step=1e-4),
+                   in_widths={}, name="move")
+    assert "at t = 0.367698 s (between the nodes at 0.3676 and 0.3677 s)" in str(err.value)
 
 
 def test_a_line_onto_the_shoulder_singularity_is_refused():

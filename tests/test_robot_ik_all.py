@@ -206,3 +206,49 @@ def test_subproblems_recover_random_angles():
                    sp.rotation_to_distance(w1, u, x, np.linalg.norm(sp.rotation(w1, a1) @ u - x))) < 1e-9
         level = float(x @ sp.rotation(w1, a1) @ u)
         assert min(abs(wrapped(t - a1)) for t in sp.rotation_to_level(w1, u, x, level)) < 1e-9
+
+
+def test_two_link_arms_have_both_elbow_branches_in_closed_form():
+    """The planar 2R of any description: every sampled q is among the solutions of its pose
+    (one branch fits a full pose) and of its position (both branches, labelled up and down)."""
+    preset = RobotModel.preset("two_link")
+    # the same geometry as a DH table with a tool offset and a shifted zero, and tilted out of
+    # the x-y plane by the base (alpha on both rows is 0: the axes stay parallel)
+    tilted = RobotModel.from_dh([dict(type="revolute", a=0.5, alpha=0.0, d=0.1, theta=0.3,
+                                      mass=1.0, com=[0, 0, 0], inertia=[0.01] * 3),
+                                 dict(type="revolute", a=0.3, alpha=0.0, d=0.0, theta=0.0,
+                                      mass=1.0, com=[0, 0, 0], inertia=[0.01] * 3)], name="tilted")
+    rng = np.random.default_rng(7)
+    for model in (preset, tilted):
+        assert ik_solutions.planar_arm(model) is not None
+        for q in rng.uniform(-math.pi, math.pi, (300, 2)):
+            T = model.fk(q)
+            full = model.ik_all(T)
+            assert full.complete and full.method == "closed form, two parallel axes"
+            assert min(np.max(np.abs(wrapped(s - q))) for s in full.q) < 1e-9
+            both = model.ik_all(T[:3, 3], q_near=q)
+            assert len(both) == 2 and {lab[1] for lab in both.labels} == {"up", "down"}
+            np.testing.assert_allclose(wrapped(both.q[0] - q), 0.0, atol=1e-9)
+            np.testing.assert_allclose(model.fk(both.q)[:, :3, 3],
+                                       np.broadcast_to(T[:3, 3], (2, 3)), atol=1e-12)
+    # labels: with the tool to the right of the base, elbow 'up' is above the base-tool line
+    sols = preset.ik_all(np.array([0.3, 0.2, 0.0]))
+    for q, (_, elbow, _) in zip(sols.q, sols.labels):
+        above = 0.3 * math.sin(q[0]) - 0.2 * math.cos(q[0]) > 0.0   # link 1 left of the line
+        assert (elbow == "up") == above, (q, elbow)
+
+
+def test_two_link_refusals_are_said():
+    arm = RobotModel.preset("two_link")
+    assert str(arm.ik_all(np.array([3.0, 0.2, 0.0]))) == (
+        "0 solutions (closed form, two parallel axes): the position is out of reach")
+    assert str(arm.ik_all(np.array([0.3, 0.2, 0.1]))) == (
+        "0 solutions (closed form, two parallel axes): the position is off the arm's plane")
+    T = arm.fk([0.2, 0.4])
+    T[:3, :3] = np.eye(3)
+    assert str(arm.ik_all(T)) == ("0 solutions (closed form, two parallel axes): no branch has "
+                                  "the pose's orientation (a two-link arm fixes q1 + q2 by it)")
+    with pytest.raises(ParameterError) as err:
+        arm.ik_all(np.zeros(2))
+    assert str(err.value) == ("ik_all: pose must be a 4x4 matrix (or a position (3,) for a "
+                              "two-link arm with parallel axes), got shape (2,)")

@@ -358,9 +358,10 @@ class CartesianTrajectory(RobotBlock):
         step = self._scalar(v, "node_step")
         if not step > 0.0:
             raise ParameterError("node_step must be > 0", block=self.name)
-        limits.check("path_nodes", duration / step + 1.0, "the move takes",
-                     f" (duration {duration:g} s / node_step {step:g} s + 1)", block=self.name)
         count = int(math.ceil(duration / step - 1e-9)) + 1
+        limits.check("path_nodes", count, "the move takes",
+                     f" (duration {duration:g} s / node_step {step:g} s, rounded up, + 1)",
+                     block=self.name)
         h = duration / (count - 1)
         times = t0 + h * np.arange(count)
         times[-1] = t0 + duration

@@ -136,6 +136,7 @@ def joint_motion(model, q0, path, times, s, sd, sdd, clearance):
     arm = model.wrist_arm
     start = None if arm is None else ag.labels(arm, *ag.posture(arm, model, q0))
     qk = np.asarray(q0, dtype=float)
+    before = None
     for k in range(N):
         T, dp, ddp, turn = path.at(float(s[k]))
         if k > 0:
@@ -146,7 +147,7 @@ def joint_motion(model, q0, path, times, s, sd, sdd, clearance):
             raise PathError(f"the tool path leaves the arm's reach at {_when(times[k])}: inverse "
                             f"kinematics on the branch of q0 does not reach the pose there")
         if arm is not None:
-            _check_posture(arm, model, qk, start, clearance, times[k])
+            before = _check_posture(arm, model, qk, start, clearance, times[k], before)
         J = model.jacobian(qk)
         smin = model.smallest_singular_value(qk)
         if smin < clearance["sigma_min"]:
@@ -172,7 +173,16 @@ _NAMES = {"shoulder": ("shoulder", "the wrist centre's distance from the plane t
           "wrist": ("wrist", "|sin| of the angle between axes 4 and 6", "")}
 
 
-def _check_posture(arm, model, q, start, clearance, t):
+def _signed(arm, measures):
+    """The posture quantities whose signs are the labels (`arm_geometry.labels`)."""
+    reach, elbow, wrist = measures
+    return reach * arm.front, reach * elbow, wrist
+
+
+def _check_posture(arm, model, q, start, clearance, t, before):
+    """Refuse q at time t (s) near a singularity or off the start's branch; returns (t, signed
+    posture) for the next node. before: the previous node's, or None at the first. A branch
+    change is timed where the changed quantity passes through zero, linear between the nodes."""
     measures = ag.posture(arm, model, q)
     for key, value in zip(("shoulder", "elbow", "wrist"), measures):
         limit = clearance[key]
@@ -182,7 +192,15 @@ def _check_posture(arm, model, q, start, clearance, t):
                             f"{what} is {abs(value):.3g}{' ' + unit if unit else ''}, below the "
                             f"clearance {limit:g}")
     labels = ag.labels(arm, *measures)
-    for key, a, b in zip(("shoulder", "elbow", "wrist"), start, labels):
+    signed = _signed(arm, measures)
+    for i, (key, a, b) in enumerate(zip(("shoulder", "elbow", "wrist"), start, labels)):
         if a != b:
+            where = _when(t)
+            if before is not None:
+                t0, m0 = before[0], before[1][i]
+                m1 = signed[i]
+                crossing = t0 + (t - t0) * m0 / (m0 - m1) if m0 != m1 else t
+                where = f"t = {crossing:.6g} s (between the nodes at {t0:.6g} and {t:.6g} s)"
             raise PathError(f"the tool path changes the {key} branch from '{a}' to '{b}' at "
-                            f"{_when(t)}")
+                            f"{where}")
+    return t, signed

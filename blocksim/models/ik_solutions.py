@@ -27,6 +27,7 @@ import numpy as np
 
 from ..errors import BlocksimError, ParameterError
 from . import arm_geometry as ag
+from . import kinematics as kin
 from . import subproblems as sp
 
 __all__ = ["IKSolutions", "ik_all", "within_limits"]
@@ -198,6 +199,71 @@ def _closed_form(model, arm, pose, q_near):
     return _sorted(found, labels, q_near, True, "closed form, spherical wrist", note, model.n)
 
 
+def planar_arm(model):
+    """(axes (2, 3), points (2, 3), tool position (3,)) at the zero pose when the model is a
+    two-link arm with parallel revolute axes and its tool point off axis 2, else None."""
+    if model.n != 2 or any(t != "revolute" for t in model.joint_types):
+        return None
+    w, p = ag.zero_axes(model)
+    tool = model.fk(np.zeros(2))[:3, 3]
+    if (np.linalg.norm(sp.cross(w[0], w[1])) > ag.ANGLE_TOL
+            or np.linalg.norm(sp.cross(w[1], tool - p[1])) < ag.LENGTH_TOL
+            or np.linalg.norm(sp.cross(w[0], p[1] - p[0])) < ag.LENGTH_TOL):
+        return None
+    return w, p, tool
+
+
+def planar_elbow(model, axes, points, q):
+    """'up' when the elbow (axis 2) lies on the side of the line from axis 1 to the tool point
+    that turning about axis 1 by +90 degrees points to (seen along axis 1: counterclockwise, for
+    a planar arm in the x-y plane with the tool to the right, above the line), else 'down'."""
+    P = np.empty((1, 2, 12))
+    kin.body_poses_into(model.arrays[0], model.arrays[1], np.asarray(q, dtype=float)[None, :], P)
+    elbow = P[0, 1, 9:12]
+    tip = model.fk(q)[:3, 3]
+    side = float(axes[0] @ sp.cross(tip - points[0], elbow - points[0]))
+    return "up" if side > 0.0 else "down"
+
+
+def _planar(model, planar, pose, q_near, position_only):
+    """Both elbow branches of a two-link arm with parallel axes (module docstring)."""
+    w, p, tool = planar
+    target = pose[:3, 3]
+    method = "closed form, two parallel axes"
+    if abs(float(w[0] @ (target - tool))) > REPRODUCES:
+        return IKSolutions(np.empty((0, 2)), (), True, method,
+                           "the position is off the arm's plane")
+    delta = float(np.linalg.norm(target - p[0]))
+    q2s = sp.rotation_to_distance(w[1], tool - p[1], p[0] - p[1], delta)
+    if not q2s:
+        return IKSolutions(np.empty((0, 2)), (), True, method, "the position is out of reach")
+    found, labels, outside = [], [], 0
+    for q2 in q2s:
+        moved = sp.rotation(w[1], q2) @ (tool - p[1]) + p[1]
+        q1 = sp.rotation_angle(w[0], moved - p[0], target - p[0])
+        q = np.array([float(q_near[0]) if q1 is None else q1, q2])   # folded onto axis 1: any q1
+        T = model.fk(q)
+        if position_only:
+            T, pose = T[:3, 3], target
+        if float(np.max(np.abs(T - pose))) > REPRODUCES:
+            continue
+        ql = within_limits(model, q, q_near)
+        if ql is None:
+            outside += 1
+            continue
+        if any(_wrapped_gap(model, ql, f) < SAME for f in found):
+            continue
+        found.append(ql)
+        labels.append((None, planar_elbow(model, w, p, ql), None))
+    note = ""
+    if outside:
+        note = (f"{outside} of the {len(q2s)} branches lie outside the joint limits"
+                if found else f"all {len(q2s)} branches lie outside the joint limits")
+    elif not found:
+        note = "no branch has the pose's orientation (a two-link arm fixes q1 + q2 by it)"
+    return _sorted(found, labels, q_near, True, method, note, 2)
+
+
 def _sorted(found, labels, q_near, complete, method, note, n):
     order = sorted(range(len(found)), key=lambda i: float(np.linalg.norm(found[i] - q_near)))
     q = np.array([found[i] for i in order]).reshape(len(found), n)
@@ -239,12 +305,18 @@ def _numerical(model, pose, q_near, starts):
 
 def ik_all(model, pose, q_near=None, starts=STARTS):
     """Every solution of the tool pose `pose` (4x4, base frame, m) within the joint limits, as an
-    `IKSolutions`: in closed form when the model has a spherical wrist (`arm_geometry`), else
+    `IKSolutions`: in closed form when the model has a spherical wrist (`arm_geometry`) or is a
+    two-link arm with parallel axes (`planar_arm`; then `pose` may be a position (3,)), else
     from a numerical search of `starts` starts (possibly incomplete). q_near (n,) orders them
     and picks among angles a whole turn apart (default: the zero pose)."""
     pose = np.asarray(pose, dtype=float)
+    planar = planar_arm(model)
+    position_only = planar is not None and pose.shape == (3,)
+    if position_only:
+        pose = np.vstack([np.hstack([np.eye(3), pose[:, None]]), [0.0, 0.0, 0.0, 1.0]])
     if pose.shape != (4, 4):
-        raise ParameterError(f"ik_all: pose must be a 4x4 matrix, got shape {pose.shape}")
+        also = " (or a position (3,) for a two-link arm with parallel axes)" if planar else ""
+        raise ParameterError(f"ik_all: pose must be a 4x4 matrix{also}, got shape {pose.shape}")
     if not np.all(np.isfinite(pose)):
         raise ParameterError("ik_all: pose must be finite (no NaN or infinity)")
     q_near = np.zeros(model.n) if q_near is None else np.asarray(q_near, dtype=float)
@@ -255,4 +327,6 @@ def ik_all(model, pose, q_near=None, starts=STARTS):
     arm = model.wrist_arm
     if arm is not None:
         return _closed_form(model, arm, pose, q_near)
+    if planar is not None:
+        return _planar(model, planar, pose, q_near, position_only)
     return _numerical(model, pose, q_near, int(starts))
