@@ -124,6 +124,7 @@ def test_compiled_equals_interpreted(compiled_cache):
 
 
 DET_LINE = "  det:    {type: CollisionDetector, threshold: $threshold}"
+OBS_LINE = "  obs:    {type: MomentumObserver, robot: two_link, gain: $K_O}"
 
 
 @pytest.mark.parametrize("old, new, block, text", [
@@ -133,6 +134,9 @@ DET_LINE = "  det:    {type: CollisionDetector, threshold: $threshold}"
      "release must be <= threshold (hysteresis: quiet again when |r| falls to release), got "
      "release [2.0] and threshold [1.0]"),
     (DET_LINE, DET_LINE[:-1] + ", min_duration: -0.1}", "det", "min_duration must be >= 0, got -0.1"),
+    (OBS_LINE, OBS_LINE.replace("$K_O}", "$K_O, Fv: 0.5}"), "obs",
+     "Fv, Fc and Fs set the coulomb_viscous and stribeck laws; with friction: none they have no "
+     "effect"),
 ])
 def test_bad_parameters_are_located(tmp_path, old, new, block, text):
     source = (STUDY / "collision_detection.yaml").read_text()

@@ -15,7 +15,6 @@ from fractions import Fraction
 import numpy as np
 
 from ..errors import ParameterError
-from ..models.joint_law import neutral_law
 from ._bases import JointBlock
 from ._kernels import kernel_params
 from .base import Kernels, Param, SampleTime, register
@@ -23,8 +22,8 @@ from .interaction_kernels import (DetectorParams, MomentumObserverParams, detect
                                   detector_update, detector_zc, direct_residual_output,
                                   discrete_observer_output, discrete_observer_update,
                                   observer_derivative, observer_output, observer_update)
-from .robot import DYNAMICS_PARAMS, FRICTION_PARAMS, ROBOT_PARAMS, _JointInputs, friction_law
-from .robot_kernels import DynamicsParams
+from .robot import (DYNAMICS_PARAMS, FRICTION_PARAMS, ROBOT_PARAMS, _JointInputs,
+                    check_friction_values, friction_law)
 
 
 class _ResidualBlock(_JointInputs):
@@ -40,15 +39,7 @@ class _ResidualBlock(_JointInputs):
 
     def check_values(self, v):
         super().check_values(v)
-        for key in ("Fv", "Fc", "vs", "delta"):
-            value = getattr(v, key)
-            if np.any(value < 0) or (key in ("vs", "delta") and np.any(value == 0)):
-                raise ParameterError(f"'{key}' must be {'> 0' if key in ('vs', 'delta') else '>= 0'}, "
-                                     f"got {value.tolist()}", block=self.name)
-        if v.friction in ("none", "model") and (np.any(v.Fv != 0) or np.any(v.Fc != 0)
-                                                or v.Fs is not None):
-            raise ParameterError(f"Fv, Fc and Fs set the coulomb_viscous and stribeck laws; with "
-                                 f"friction: {v.friction} they have no effect", block=self.name)
+        check_friction_values(self, v)
 
     def configure(self, in_widths, out_widths):
         self._has_friction = self.friction_of(self.p)[1]
