@@ -102,6 +102,17 @@ def test_friction_shows_in_a_rigid_residual_and_a_friction_model_removes_it():
     np.testing.assert_allclose(r["obs.r"][window], filtered[window], atol=2e-3)
 
 
+def test_reaction_switches_to_gravity_compensation_at_the_detection():
+    r = run("collision_reaction.yaml")
+    t_detect = r["det.t_detect"][-1]
+    np.testing.assert_allclose(t_detect - 1.0, np.log([1.25, 2.0]) / K_O, atol=1e-6)
+    before, after = r.t < t_detect[0] - 1e-9, r.t > t_detect[0] + 1e-9
+    np.testing.assert_array_equal(r["react.out"][before], r["ct.tau"][before])
+    np.testing.assert_array_equal(r["react.out"][after], r["gc.tau"][after])
+    # the observer reads the torque applied after the switch too: still tau_ext once settled
+    np.testing.assert_allclose(r["obs.r"][-1], HIT, atol=1e-6)
+
+
 def test_a_batch_equals_its_members():
     gains = [50.0, 100.0]
     diagram = blocksim.load(STUDY / "collision_detection.yaml", variant="continuous")
