@@ -87,3 +87,22 @@ def test_momentum_terms_match_the_kinetic_energy_gradient(robot, seed):
         np.testing.assert_allclose(obs.xd[0, :n], model.mass_matrix(q) @ qd, atol=1e-12)
         r = obs.output(0.1, q, 2 * qd, tau)[0]          # r = K_O (M (2 qd) - M qd - 0)
         np.testing.assert_allclose(r, 10.0 * model.mass_matrix(q) @ qd, atol=1e-10)
+
+
+def test_detection_metrics_on_known_signals():
+    from blocksim.engine.metrics import metric_values
+    t = np.linspace(0.0, 2.0, 21)                        # 0.1 s apart
+    flag = np.zeros((21, 2))
+    flag[[2, 3, 7, 15, 16], 0] = 1.0                     # rises at 0.2, 0.7 (false), 1.5 (true)
+    flag[0:2, 1] = 1.0                                    # up at the start: one false alarm
+    got = metric_values("false_alarms", t, flag, None, {"onset": 1.0})
+    np.testing.assert_array_equal(got, [2.0, 1.0])
+    np.testing.assert_array_equal(metric_values("false_alarms", t, flag, None, {}), [3.0, 1.0])
+    residual = np.column_stack([np.where(t >= 1.3, 2.0, 0.5), np.full(21, 0.5)])
+    got = metric_values("detection_delay", t, residual, None, {"onset": 1.0, "threshold": 1.0})
+    np.testing.assert_allclose(got, [0.3, np.inf])
+    first = np.column_stack([np.where(t >= 1.0044, 1.0044, -1.0), np.full(21, -1.0)])
+    got = metric_values("detection_delay", t, first, None, {"onset": 1.0})
+    np.testing.assert_allclose(got, [0.0044, np.inf])
+    with pytest.raises(Exception, match="metric detection_delay needs 'onset'"):
+        metric_values("detection_delay", t, first, None, {})
