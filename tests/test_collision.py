@@ -162,3 +162,28 @@ def test_bad_parameters_are_located(tmp_path, old, new, block, text):
     assert text in message
     assert err.value.block == block
     assert f"bad.yaml:{line}" in message
+
+
+@pytest.mark.parametrize("name", ["collision_detection.yaml", "collision_detection_noise.yaml",
+                                  "collision_detection_friction.yaml", "collision_reaction.yaml"])
+def test_study_files_check_and_run_through_the_cli(name, tmp_path):
+    import json
+    import subprocess
+    import sys
+    path = STUDY / name
+    assert path.read_text().startswith("# Purpose: ")
+
+    def cli(*args):
+        proc = subprocess.run([sys.executable, str(ROOT / "cli.py"), *map(str, args)],
+                              capture_output=True, text=True, timeout=600, cwd=ROOT)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "Traceback" not in proc.stderr
+        return proc.stdout
+
+    assert "is valid" in cli("check", path)
+    cli("simulate", path, "--out", tmp_path / "run")
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert sorted(metrics) == sorted(blocksim.load(path).variants or ["default"])
+    for values in metrics.values():
+        delay = next(v for k, v in values.items() if k.endswith("delay") and "direct" not in k)
+        assert np.all(np.asarray(delay) < 0.016)
