@@ -106,3 +106,19 @@ def test_detection_metrics_on_known_signals():
     np.testing.assert_allclose(got, [0.0044, np.inf])
     with pytest.raises(Exception, match="metric detection_delay needs 'onset'"):
         metric_values("detection_delay", t, first, None, {})
+
+
+def test_direct_residual_is_the_model_torque_minus_the_measured():
+    from blocksim.models.robot import RobotModel
+    model = RobotModel.preset("two_link")
+    q, qd, qdd, tau = np.array([0.3, -0.7]), np.array([1.2, -0.4]), np.array([2.0, 5.0]), \
+        np.array([4.0, -1.0])
+    Fv, Fc, eps = np.array([0.5, 0.3]), np.array([1.0, 0.5]), 1e-2
+    friction = Fv * qd + Fc * np.tanh(qd / eps)
+    expected = model.rnea(q, qd, qdd) + friction - tau
+    for form in ("auto", "never"):
+        direct = BlockCheck("DirectResidual", {"robot": "two_link", "closed_form": form,
+                                               "friction": "coulomb_viscous", "Fv": Fv.tolist(),
+                                               "Fc": Fc.tolist(), "friction_smoothing": eps},
+                            in_widths=2)
+        np.testing.assert_allclose(direct.output(0.0, q, qd, qdd, tau)[0], expected, atol=1e-12)
