@@ -319,7 +319,11 @@ class Block:
             out[...] = arr
             return out
         if kind == "int":
-            if isinstance(raw, (bool, np.bool_)) or not float(raw).is_integer():
+            try:                      # a list or a text is no integer either
+                whole = not isinstance(raw, (bool, np.bool_)) and float(raw).is_integer()
+            except (TypeError, ValueError):
+                whole = False
+            if not whole:
                 raise ParameterError(f"parameter '{key}' must be an integer, got {shown(raw)}")
             return int(raw)
         if kind == "bool":

@@ -18,7 +18,7 @@ FAMILIES = (
     ("sources", "Sources"), ("trajectories", "Trajectories"), ("math", "Math"),
     ("routing", "Routing"), ("continuous", "Continuous"), ("discrete", "Discrete"),
     ("control", "Control"), ("robot", "Robot"), ("kinematics", "Robot kinematics"),
-    ("actuators", "Actuators"),
+    ("actuators", "Actuators"), ("interaction", "Interaction"),
     ("friction", "Joint friction"), ("foc", "Field-oriented control"), ("sensors", "Sensors"),
     ("sinks", "Sinks"), ("plugins", "Plugins (blocks of your own)"),
 )

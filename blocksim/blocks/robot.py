@@ -459,13 +459,12 @@ class Manipulator(RobotBlock):
 
     def check_values(self, v):
         super().check_values(v)
-        for key in ("Fv", "Fc", "damping", "stiffness", "vs", "delta", "tau_max"):
+        check_friction_values(self, v)
+        for key in ("damping", "stiffness", "tau_max"):
             value = getattr(v, key)
-            if np.any(value < 0) or (key in ("vs", "delta", "tau_max") and np.any(value == 0)):
-                raise ParameterError(f"'{key}' must be {'> 0' if key in ('vs', 'delta', 'tau_max') else '>= 0'}",
+            if np.any(value < 0) or (key == "tau_max" and np.any(value == 0)):
+                raise ParameterError(f"'{key}' must be {'> 0' if key == 'tau_max' else '>= 0'}",
                                      block=self.name)
-        if v.friction_smoothing is not None and np.any(v.friction_smoothing < 0):
-            raise ParameterError("friction_smoothing must be >= 0", block=self.name)
         if np.any(v.restitution < 0) or np.any(v.restitution > 1):
             raise ParameterError("restitution must lie in [0, 1]", block=self.name)
         # per member: a scalar limit of shape (B,) against the other's (B, n) rows
@@ -473,9 +472,6 @@ class Manipulator(RobotBlock):
         if lower.shape[1] in (1, upper.shape[1]) or upper.shape[1] == 1:
             if np.any(lower > upper):
                 raise ParameterError("q_min must be <= q_max", block=self.name)
-        if v.friction in ("none", "model") and (np.any(v.Fv != 0) or np.any(v.Fc != 0) or v.Fs is not None):
-            raise ParameterError(f"Fv, Fc and Fs set the coulomb_viscous, stribeck, lugre and karnopp "
-                                 f"laws; with friction: {v.friction} they have no effect", block=self.name)
         sigmas = [k for k in ("sigma0", "sigma1", "sigma2") if getattr(v, k) is not None]
         if v.friction != "lugre" and sigmas:
             raise ParameterError(f"{', '.join(sigmas)} set the lugre law; with friction: {v.friction} "
@@ -498,8 +494,6 @@ class Manipulator(RobotBlock):
                                  f"{v.friction} has none to smooth", block=self.name)
         if v.friction == "karnopp" and np.any(v.dv <= 0):
             raise ParameterError("'dv' must be > 0", block=self.name)
-        if v.Fs is not None and np.any(v.Fs < 0):
-            raise ParameterError("'Fs' must be >= 0", block=self.name)
 
     def resolve_widths(self, in_widths):
         self.joint_width("tau", in_widths.get("tau"))
@@ -645,6 +639,24 @@ class Manipulator(RobotBlock):
                        derivative=derivative,
                        zero_crossings=manipulator_zero_crossings if self.n_zc else None,
                        modes=manipulator_modes if self.n_modes else None)
+
+
+def check_friction_values(block: RobotBlock, v) -> None:
+    """The FRICTION_PARAMS of the values v: Fv, Fc, Fs >= 0, vs and delta > 0, smoothing >= 0, and
+    no coefficients that the law `none` or `model` would ignore (ParameterError)."""
+    for key in ("Fv", "Fc", "vs", "delta"):
+        value = getattr(v, key)
+        if np.any(value < 0) or (key in ("vs", "delta") and np.any(value == 0)):
+            raise ParameterError(f"'{key}' must be {'> 0' if key in ('vs', 'delta') else '>= 0'}",
+                                 block=block.name)
+    if v.friction_smoothing is not None and np.any(v.friction_smoothing < 0):
+        raise ParameterError("friction_smoothing must be >= 0", block=block.name)
+    if v.friction in ("none", "model") and (np.any(v.Fv != 0) or np.any(v.Fc != 0) or v.Fs is not None):
+        laws = [law for law in block.all_params()["friction"].choices if law not in ("none", "model")]
+        raise ParameterError(f"Fv, Fc and Fs set the {', '.join(laws[:-1])} and {laws[-1]} laws; "
+                             f"with friction: {v.friction} they have no effect", block=block.name)
+    if v.Fs is not None and np.any(v.Fs < 0):
+        raise ParameterError("'Fs' must be >= 0", block=block.name)
 
 
 def friction_law(block: RobotBlock, v):

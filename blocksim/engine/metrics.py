@@ -138,6 +138,65 @@ def _final_value(t, y, ref, options):
     return y[-1]
 
 
+def _alarm(y, options) -> np.ndarray:
+    """(n, w) bool: the alarm per sample, |y| >= options' threshold (scalar or per element), or
+    y != 0 without one (a detector's flag)."""
+    threshold = options.get("threshold")
+    if threshold is None:
+        return y != 0.0
+    return np.abs(y) >= np.broadcast_to(np.asarray(threshold, dtype=float), (y.shape[1],))
+
+
+def _onset(options, kind: str, required: bool) -> float:
+    onset = options.get("onset")
+    if onset is None and not required:
+        return np.inf
+    if isinstance(onset, bool) or not isinstance(onset, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(onset):
+        raise ParameterError(f"metric {kind} needs 'onset', the time of the real event (s, a finite "
+                             f"number), got {shown(onset)}")
+    return float(onset)
+
+
+@register_metric("detection_delay", "signal", "s",
+                 "the delay from `onset` to the detection (inf when there is none at or after "
+                 "it): of a detector's `t_detect` (its first detection times, s, negative before "
+                 "one; the located time, not the log's), its value at the window's end minus "
+                 "`onset`; with `threshold`, of a residual or flag, the first logged sample at or "
+                 "after `onset` where |y| >= threshold, minus `onset`",
+                 {"onset": "the time of the real event (s), required",
+                  "threshold": "read the signal as a residual or flag: alarm level on |y| (scalar "
+                               "or per element); default: the signal is a detection time"})
+def _detection_delay(t, y, ref, options):
+    onset = _onset(options, "detection_delay", True)
+    if options.get("threshold") is None:
+        first = y[-1]
+        return np.where(first >= onset - 1e-12, first - onset, np.inf)
+    alarm = _alarm(y, options) & (t >= onset - 1e-12)[:, None]
+    out = np.full(y.shape[1], np.inf)
+    for i in range(y.shape[1]):
+        hits = np.nonzero(alarm[:, i])[0]
+        if len(hits):
+            out[i] = t[hits[0]] - onset
+    return out
+
+
+@register_metric("false_alarms", "signal", "-",
+                 "the number of times the alarm rises before `onset` within the window (an alarm "
+                 "up at the window's start counts once): a detector's flag nonzero, or |y| >= "
+                 "`threshold`",
+                 {"onset": "the time of the real event (s); default: none, every alarm is false",
+                  "threshold": "alarm level on |y| (scalar or per element; default: y != 0)"})
+def _false_alarms(t, y, ref, options):
+    onset = _onset(options, "false_alarms", False)
+    before = t < onset - 1e-12
+    alarm = _alarm(y[before], options)
+    if not len(alarm):
+        return np.zeros(y.shape[1])
+    rises = alarm[1:] & ~alarm[:-1]
+    return (alarm[0].astype(float) + rises.sum(axis=0)).astype(float)
+
+
 register_metric("event_times", "events", "s",
                 "per reference time t_ref_k, |t_k - t_ref_k| for the block's k-th event (inf "
                 "where the run has fewer); reads `block` and `reference` (a list of times, s) "
@@ -213,6 +272,11 @@ def check_metrics(cd, logged) -> None:
             continue
         _needs_signal(item, kind, name, where)
         _window(item, name, where, (0.0, 0.0))
+        if kind in ("detection_delay", "false_alarms"):
+            try:
+                _onset(item, kind, kind == "detection_delay")
+            except ParameterError as err:
+                raise err.located(where=where)
         for key in ("signal", "reference") if "reference" in item else ("signal",):
             if not isinstance(item[key], str):
                 raise ParameterError(f"metric {shown(name)}: {key} must name a logged signal as "

@@ -145,9 +145,14 @@ class Simulation:
         self.events: list[Event] = []
         self.stopped_by: str | None = None
         self.recorder = Recorder(self.context.logged(self.plan), self.plan.log_grid)
-        self.zc_directions = np.concatenate(
-            [np.asarray(cd.blocks[n].zc_directions, dtype=np.int64).reshape(-1)
-             for n in self.plan.crossings] or [np.zeros(0, dtype=np.int64)])
+        # each block's directions at its columns of g (cd.zc_slices, in file order), not in the
+        # order the blocks run (plan.crossings, sorted): the two differ when a block with
+        # crossings reads another that comes later in the file
+        self.zc_directions = np.zeros(cd.n_zc, dtype=np.int64)
+        for n in self.plan.crossings:
+            start, stop = cd.zc_slices[n]
+            self.zc_directions[start:stop] = np.asarray(cd.blocks[n].zc_directions,
+                                                        dtype=np.int64).reshape(-1)
         self.breaks = sorted({float(t) for n, b in cd.blocks.items() if b.enabled
                               for t in b.breakpoints(float(settings.start), float(settings.stop),
                                                      *self._extra(n))})
