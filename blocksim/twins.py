@@ -43,6 +43,13 @@ def python_twin(fn):
     return twin
 
 
+def own_twin(fn, twin) -> None:
+    """Make `twin` the Python twin of numba function `fn`, for a kernel whose source runs
+    differently under CPython: wrapping 64-bit integer arithmetic, which numba does silently and
+    numpy scalars do with an overflow warning."""
+    _twins[id(fn)] = twin
+
+
 def _twin_of(value):
     """The twin of a value a kernel reads: numba functions and blocksim modules are twinned."""
     if isinstance(value, Dispatcher):

@@ -171,3 +171,19 @@ def test_a_simulation_of_new_values_on_the_same_blocks_steps_on_their_breakpoint
     fresh = blocksim.simulate(blocksim.load(path))
     np.testing.assert_array_equal(out.t, fresh.t)
     np.testing.assert_array_equal(out.signals["x.out"][0], fresh["x.out"])
+
+
+def test_white_noise_python_twin_equals_the_kernel_without_overflow_warnings():
+    """A first run draws the noise through the kernels' Python twins: the same numbers as the
+    compiled hash, and no numpy overflow warning from its wrapping 64-bit arithmetic."""
+    import warnings
+
+    from blocksim.blocks import sources
+    from blocksim.twins import python_twin
+
+    twin = python_twin(sources.gaussian)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        drawn = [twin(np.uint64(7), b, 1, np.uint64(k)) for b in range(2) for k in range(50)]
+    assert drawn == [sources.gaussian(np.uint64(7), b, 1, np.uint64(k))
+                     for b in range(2) for k in range(50)]

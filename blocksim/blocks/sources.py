@@ -11,6 +11,7 @@ import numpy as np
 from numba import njit
 
 from ..errors import BlocksimError, ParameterError
+from ..twins import own_twin
 from ._bases import OFFSET, PERIOD, times_within
 from ._kernels import NoParams, fill_rows, kernel_params, no_update
 from .base import Block, Kernels, Param, common_width, register
@@ -462,6 +463,15 @@ def splitmix64(z):
     z = (z ^ (z >> S30)) * MIX1
     z = (z ^ (z >> S27)) * MIX2
     return z ^ (z >> S31)
+
+
+def _splitmix64_twin(z):
+    """splitmix64 under CPython: the same wrapping arithmetic, without numpy's overflow warning."""
+    with np.errstate(over="ignore"):
+        return splitmix64.py_func(z)
+
+
+own_twin(splitmix64, _splitmix64_twin)
 
 
 @njit(cache=True)
