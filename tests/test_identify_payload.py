@@ -115,6 +115,8 @@ def test_the_static_intervals_are_calibrated_over_noise_seeds():
     ("  source: excitation\n", "  source: excitaton\n", 25, "payload.source must be one of"),
     ("  seed: 1\n", "  seed: 1\nstages: {hold: 1.0}\n", 31, "stages does not go with payload"),
     ("  mass: 3.0   ", "  weight: 3.0   ", 22, "unknown payload key 'weight'"),
+    ("  source: excitation\n", "  source: static\n  estimate_inertia: true\n", 26,
+     "payload.estimate_inertia does not go with payload.source static"),
 ])
 def test_a_bad_payload_key_is_an_error_at_its_line(tmp_path, old, new, line, message):
     text = (EXAMPLES / "payload_kr6.yaml").read_text()
@@ -124,3 +126,18 @@ def test_a_bad_payload_key_is_an_error_at_its_line(tmp_path, old, new, line, mes
     with pytest.raises(IdentifyConfigError) as info:
         load_config(cfg)
     assert str(info.value).startswith(f"{cfg}:{line}: ") and message in str(info.value), str(info.value)
+
+
+def test_the_cli_estimates_the_load_from_static_poses(tmp_path, capsys):
+    text = (EXAMPLES / "payload_kr6.yaml").read_text().replace("  source: excitation\n",
+                                                              "  source: static\n")
+    cfg = tmp_path / "payload_kr6.yaml"
+    cfg.write_text(text.replace("kr6_true.yaml", str(EXAMPLES / "kr6_true.yaml")).replace(
+        "excitation_kr6.yaml", str(EXAMPLES / "excitation_kr6.yaml")))
+    assert main(["identify", str(cfg), "--out", str(tmp_path / "out")]) == 0
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["source"] == "26 static poses held 0.5 s each (1 outside the joint limits left out)"
+    q = metrics["payload"]["quantities"]
+    assert set(q) == {"m", "cx", "cy", "cz"} and all(row["inside"] for row in q.values())
+    assert metrics["payload"]["mass_error_percent"] < 0.1 and metrics["payload"]["com_error_mm"] < 0.5
+    assert "payload from 26 static poses" in capsys.readouterr().out

@@ -410,6 +410,10 @@ def _check_modes(cfg: YamlMap) -> None:
         if "mass" not in cfg["payload"]:
             raise E("payload needs 'mass' (kg, the load of the simulated run)",
                     where=cfg.loc("payload"))
+        pay = cfg["payload"]
+        if pay.get("source") == "static" and pay.get("estimate_inertia"):
+            raise E("payload.estimate_inertia does not go with payload.source static: at rest the "
+                    "load's inertia puts no torque on the joints", where=pay.loc("estimate_inertia"))
         for other in ("stages", "validation", "tracking"):
             if other in cfg:
                 raise E(f"{other} does not go with payload (a payload task estimates the load "
