@@ -222,7 +222,9 @@ def optimise_excitation(model: IdentificationModel, basis: BaseParameters, *, fr
     rows `singular_part` ('all', 'position', 'orientation'; m/rad for position rows) at or above
     it on the check grid, a nonlinear SLSQP constraint (finite-difference Jacobian) that keeps the
     arm away from singular poses, where the motion is badly conditioned and a drive's speeds run
-    up; `singular_min` reports the value reached on the fine grid."""
+    up; a random start that comes nearer is shrunk towards q0 until it keeps the distance (q0
+    itself nearer is a ParameterError), and `singular_min` reports the value reached on the fine
+    grid."""
     q0 = np.broadcast_to(np.asarray(q0, dtype=float), (model.n,))
     if np.any(q0 <= limits.q_min) or np.any(q0 >= limits.q_max):
         raise ParameterError("excitation q0 must lie strictly inside the joint limits")
@@ -242,17 +244,27 @@ def optimise_excitation(model: IdentificationModel, basis: BaseParameters, *, fr
     def sigma_min(ex: FourierExcitation, t) -> np.ndarray:
         return robot.smallest_singular_value(ex.evaluate(t)[0], singular_part)
 
+    def acceptable(zv) -> bool:
+        return min_singular_value is None or \
+            float(np.min(sigma_min(prob.excitation(zv), prob.t_chk))) >= (1 - 1e-3) * min_singular_value
+
     if min_singular_value is not None:
-        sigma_min(prob.excitation(z0), prob.t_chk[:1])      # a wrong part fails before SLSQP
+        at_rest = float(robot.smallest_singular_value(q0, singular_part))
+        if at_rest < min_singular_value:
+            raise ParameterError(f"excitation q0 is nearer a singular pose than min_singular_value "
+                                 f"allows: the Jacobian's smallest singular value ({singular_part} "
+                                 f"rows) is {at_rest:.4g} there, below {min_singular_value:g}")
+        lo, hi = 0.0, 1.0          # a start too near a singular pose is shrunk towards q0
+        if not acceptable(z0):
+            for _ in range(30):
+                mid = 0.5 * (lo + hi)
+                lo, hi = (mid, hi) if acceptable(mid * z0) else (lo, mid)
+            z0 = lo * z0
         cons.append({"type": "ineq", "fun": lambda zv: sigma_min(prob.excitation(zv), prob.t_chk)
                      / min_singular_value - 1.0})
     res = scipy.optimize.minimize(objective, z0, method="SLSQP", constraints=cons,
                                   options={"maxiter": max_iter, "ftol": 1e-6, "eps": fd_step})
     z1 = res.x * inside_scale(prob.excitation(res.x), limits)
-
-    def acceptable(zv) -> bool:
-        return min_singular_value is None or \
-            float(np.min(sigma_min(prob.excitation(zv), prob.t_chk))) >= (1 - 1e-3) * min_singular_value
 
     best = z1 if prob.log_cond(z1) < prob.log_cond(z0) and acceptable(z1) else z0
     ex = prob.excitation(best)
