@@ -14,7 +14,8 @@ from blocksim.cli import main
 from blocksim.errors import ParameterError
 from blocksim.identification import IdentificationModel, base_parameters
 from blocksim.identification.excitation import _fine_grid, limits_for, optimise_excitation
-from blocksim.identification.config import IdentifyConfigError, load_config
+from blocksim.identification.config import IdentifyConfigError
+from blocksim.identification.inputs import load_inputs
 from blocksim.identification.static_poses import (fit_gravity, gravity_basis, pose_set,
                                                   static_measurement)
 from blocksim.identification.sweeps import SweepData, fit_friction, sweep_measurement
@@ -175,6 +176,9 @@ BAD = [
      "unknown stages key 'hodl'"),
     ("  singular_part: position\n", "  singular_part: postion\n", 20,
      "excitation.singular_part must be one of"),
+    ("  min_singular_value: 0.4 ", "  min_singular_value: 0.5 ", 19,
+     "excitation.min_singular_value 0.5 cannot be kept: at the rest pose q0 the Jacobian's "
+     "smallest singular value (position rows) is 0.458"),
     ("model: {rotor_inertia: false, friction: coulomb_viscous}",
      "model: {rotor_inertia: false, friction: none}", 32, "stages needs friction columns"),
 ]
@@ -185,9 +189,10 @@ def test_a_bad_stages_key_is_an_error_at_its_line(tmp_path, old, new, line, mess
     text = (EXAMPLES / "stages_two_link.yaml").read_text()
     assert old in text
     cfg = tmp_path / "cfg.yaml"
-    cfg.write_text(text.replace(old, new, 1))
+    cfg.write_text(text.replace(old, new, 1).replace(": two_link_", f": {EXAMPLES}/two_link_")
+                   .replace(": excitation_two_link", f": {EXAMPLES}/excitation_two_link"))
     with pytest.raises(IdentifyConfigError) as info:
-        load_config(cfg)
+        load_inputs(cfg)
     assert str(info.value).startswith(f"{cfg}:{line}: ") and message in str(info.value), str(info.value)
 
 
