@@ -115,6 +115,8 @@ def test_the_static_intervals_are_calibrated_over_noise_seeds():
     ("  source: excitation\n", "  source: excitaton\n", 25, "payload.source must be one of"),
     ("  seed: 1\n", "  seed: 1\nstages: {hold: 1.0}\n", 31, "stages does not go with payload"),
     ("  mass: 3.0   ", "  weight: 3.0   ", 22, "unknown payload key 'weight'"),
+    ("  diagram: excitation_kr6.yaml\n", "  diagram: excitation_kr6.yaml\n  periods: 4\n", 15,
+     "data.periods does not go with payload: the payload run's length is payload.periods"),
     ("  source: excitation\n", "  source: static\n  estimate_inertia: true\n", 26,
      "payload.estimate_inertia does not go with payload.source static"),
 ])

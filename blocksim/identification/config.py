@@ -414,6 +414,10 @@ def _check_modes(cfg: YamlMap) -> None:
         if pay.get("source") == "static" and pay.get("estimate_inertia"):
             raise E("payload.estimate_inertia does not go with payload.source static: at rest the "
                     "load's inertia puts no torque on the joints", where=pay.loc("estimate_inertia"))
+        for key in ("periods", "skip_periods"):
+            if key in data:
+                raise E(f"data.{key} does not go with payload: the payload run's length is "
+                        f"payload.{key}", where=loc_of(data, key, data_at))
         for other in ("stages", "validation", "tracking"):
             if other in cfg:
                 raise E(f"{other} does not go with payload (a payload task estimates the load "

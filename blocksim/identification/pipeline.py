@@ -249,8 +249,8 @@ def _stages(cfg, model, true_robot, prior, data, Y, val, predictions, q0, echo) 
     each stage's feedforward scored on the validation move like the all-at-once estimate."""
     sc = cfg["stages"]
     meas = dict(cfg["data"].get("measurement", {}))
-    seed = int(sc.get("seed", int(meas.pop("seed", 0)) + 2))
-    meas.pop("seed", None)
+    data_seed = int(meas.pop("seed", 0))
+    seed = int(sc.get("seed", data_seed + 2))
     bc = cfg.get("base", {})
     result = run_stages(model, true_robot, prior, data, Y, options=stage_options(sc, q0),
                         measurement=meas, seed=seed, samples=int(bc.get("samples", 200)),
