@@ -418,7 +418,7 @@ def test_every_config_key_is_documented_with_unit_default_and_meaning(capsys):
     keys = [(f"{section}.{key}", entry) for section, body in SECTIONS.items()
             for key, entry in body.items()]
     keys += [(f"data.measurement.{key}", entry) for key, entry in MEASUREMENT.items()]
-    assert len(keys) == 47
+    assert len(keys) == 69
     for name, entry in keys:
         assert entry.unit and entry.default and len(entry.doc) > 15, name
         assert f"| `{name}` | {entry.unit} | {entry.default} | {entry.doc} |" in text

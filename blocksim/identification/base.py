@@ -95,8 +95,11 @@ class BaseParameters:
 
 def base_parameters(model: IdentificationModel, samples: int = 200, seed=0, tolerance=None,
                     q_range=None, selection: str = "ordered", clean: float = 1e-10,
-                    zero_column: float = 1e-10) -> BaseParameters:
-    """Base parameters of `model` from its regressor W stacked over `samples` random states.
+                    zero_column: float = 1e-10, qd_scale: float = 2.0,
+                    qdd_scale: float = 5.0) -> BaseParameters:
+    """Base parameters of `model` from its regressor W stacked over `samples` random states
+    (`random_states` with qd_scale, qdd_scale; both 0: the static regressor Y(q, 0, 0), whose base
+    parameters are the identifiable gravity combinations).
 
     Columns whose norm is below `zero_column` times the largest are round-off (a parameter with no
     effect on the torque, computed as a difference of equal terms) and are zeroed; the others are
@@ -113,7 +116,7 @@ def base_parameters(model: IdentificationModel, samples: int = 200, seed=0, tole
     to round-off), so Y theta = Y_I (theta_I + Kd theta_D); entries of Kd below `clean` times the
     largest are round-off and set to 0, so the printed combinations name only what truly regroups.
     """
-    q, qd, qdd = random_states(model, samples, seed, q_range)
+    q, qd, qdd = random_states(model, samples, seed, q_range, qd_scale, qdd_scale)
     W = model.stacked(q, qd, qdd)
     norms = np.linalg.norm(W, axis=0)
     live = norms > zero_column * np.max(norms)

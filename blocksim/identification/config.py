@@ -17,7 +17,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import ParameterError, SourceLoc
-from ..models.input_values import describe, flag, integer, known_keys, mapping, real, text
+from ..models.input_values import describe, flag, integer, known_keys, mapping, real, reals, text
 from ..reading.located_yaml import YamlMap, loc_of, read_yaml, where_of
 from .regressor import FRICTION_KINDS
 
@@ -71,6 +71,31 @@ def _smoothing(v, where, what):
         raise E(f"{what} must be a number >= 0 (rad/s) or 'estimate', got the text {v!r}",
                 where=where)
     return real(v, where, what, E, minimum=0.0)
+
+
+def _numbers(*, positive=False) -> Check:
+    """A non-empty list of numbers (any count)."""
+    def check(v, where, what):
+        if not isinstance(v, list) or not v:
+            raise E(f"{what} must be a non-empty list of numbers, got {describe(v)}", where=where)
+        return np.array([real(x, loc_of(v, i, where), f"{what}[{i}]", E, positive=positive)
+                         for i, x in enumerate(v)])
+    return check
+
+
+def _vector(*sizes, minimum=None) -> Check:
+    """A list of numbers with one of `sizes` entries."""
+    def check(v, where, what):
+        return reals(v, where, what, E, sizes=sizes, minimum=minimum)
+    return check
+
+
+def _singular_part(v, where, what):
+    return text(v, where, what, E, choices=("all", "position", "orientation"))
+
+
+def _payload_source(v, where, what):
+    return text(v, where, what, E, choices=("excitation", "static"))
 
 
 def _optional(check: Check) -> Check:
@@ -172,6 +197,14 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "max_iter": Key(_count, "-", "100", "SLSQP iterations at most."),
         "n_objective": Key(_count, "-", "60", "Samples per period of the cond(Y_base) objective."),
         "n_check": Key(_count, "-", "150", "Samples per period the limits are imposed on."),
+        "min_singular_value": Key(_optional(_positive), "m/rad", "null (no constraint)",
+                                  "Smallest singular value of the tool Jacobian's rows "
+                                  "excitation.singular_part the excitation keeps on its check "
+                                  "grid: a minimum distance from singular poses (a constraint of "
+                                  "the optimisation)."),
+        "singular_part": Key(_singular_part, "-", "all", "The Jacobian rows of "
+                             "min_singular_value: all (6 rows, m/rad and 1 mixed), position "
+                             "(3 rows, m/rad) or orientation (3 rows, 1)."),
     },
     "data": {
         "diagram": Key(_text, "-", "-", "A simulated run: the excitation diagram (blocks ref: "
@@ -213,6 +246,44 @@ SECTIONS: dict[str, dict[str, Key]] = {
         "log": Key(_text, "-", "-", "A real arm's validation record (as data.log)."),
         "period": Key(_optional(_positive), "s", "null (not periodic)", "Log: its period."),
     },
+    "stages": {
+        "home": Key(_joint_values(infinite=False), "rad", "excitation.q0", "The home pose: the "
+                    f"joints not moved stay at it, in the static poses and the sweeps ({PER_JOINT})."),
+        "angles": Key(_numbers(), "deg", "[-90, -45, 0, 45, 90]", "Gravity stage: each joint in "
+                      "turn is held at these angles, the others at home; poses outside the joint "
+                      "limits are left out."),
+        "hold": Key(_positive, "s", "0.5", "Gravity stage: how long each pose is held; its torque "
+                    "samples are averaged."),
+        "rate": Key(_positive, "Hz", "1000", "Sampling rate of the static poses and the sweeps."),
+        "speeds": Key(_numbers(positive=True), "rad/s", "[0.05, 0.1, 0.2, 0.5, 1.0]",
+                      "Friction stage: the constant speeds of each joint's sweeps, each run in "
+                      "both directions."),
+        "travel": Key(_positive, "rad", "0.4", "Friction stage: the angle each sweep covers, "
+                      "about the home angle (moved inside the joint limits)."),
+        "seed": Key(_seed, "-", "data.measurement.seed + 2", "Noise seed of the static poses "
+                    "(the sweeps take seed + 1000 on)."),
+    },
+    "payload": {
+        "mass": Key(_positive, "kg", "required", "The load of the simulated run (the truth the "
+                    "estimate is scored against), set as the plant's payload_mass."),
+        "com": Key(_vector(3), "m", "[0, 0, 0]", "Its centre of mass in the tool frame."),
+        "inertia": Key(_vector(3, 6), "kg m^2", "[0, 0, 0]", "Its inertia about its centre of "
+                       "mass, tool axes (3 diagonal or 6 values Ixx Ixy Ixz Iyy Iyz Izz)."),
+        "source": Key(_payload_source, "-", "excitation", "excitation: a short random Fourier "
+                      "excitation tracked by data.diagram; static: the static poses of "
+                      "payload.home and payload.angles."),
+        "estimate_inertia": Key(_flag, "-", "true (excitation), false (static)", "Fit the "
+                                "load's inertia too (static poses cannot see it)."),
+        "frequency": Key(_positive, "Hz", "0.4", "Excitation: its fundamental frequency."),
+        "harmonics": Key(_count, "-", "4", "Excitation: its harmonics (at least 3)."),
+        "periods": Key(_count, "-", "3", "Excitation: periods averaged."),
+        "skip_periods": Key(_skip, "-", "1", "Excitation: periods dropped at the start."),
+        "seed": Key(_seed, "-", "0", "Excitation: seed of its random coefficients."),
+        "home": Key(_joint_values(), "rad", "excitation.q0", f"Static: the home pose ({PER_JOINT})."),
+        "angles": Key(_numbers(), "deg", "[-90, -45, 0, 45, 90]", "Static: the angles each joint "
+                      "is held at."),
+        "hold": Key(_positive, "s", "0.5", "Static: how long each pose is held."),
+    },
     "tracking": {
         "diagram": Key(_text, "-", "-", "Tracking study (needs robot.plant): a diagram with blocks "
                        "ref, ff (InverseDynamics) and plant, run with the CAD, identified and true "
@@ -229,6 +300,14 @@ SECTION_DOCS = {
     "estimation": "Least squares and the physically consistent estimate.",
     "validation": "A trajectory not used for identification: simulated (with data.diagram) or a "
                   "log.",
+    "stages": "The staged identification, run besides the all-at-once one: gravity from static "
+              "poses, friction from constant-velocity sweeps, inertia from the excitation with "
+              "both known; each stage's feedforward scored on the validation move. Simulated "
+              "(needs robot.plant, data.diagram and model.friction).",
+    "payload": "A payload task instead of an identification: an unknown load at the tool "
+               "estimated with the arm's parameters known (robot.cad), from a short excitation "
+               "or static poses of robot.plant carrying it. Needs data.diagram; the excitation "
+               "section's limits and q0 bound its motion.",
     "tracking": "Feedforward tracking study, CAD vs identified parameters.",
 }
 TOP_KEYS = {"identify", "name", *SECTIONS}
@@ -320,6 +399,29 @@ def _check_modes(cfg: YamlMap) -> None:
                         "validation run needs data.diagram and robot.plant)", where=val_at)
             _only(val, set(SECTIONS["validation"]) - {"log", "period"}, "validation",
                   "for a simulated validation run", val_at)
+    for task in ("stages", "payload"):
+        if task in cfg and ("log" in data or not has_plant):
+            raise E(f"{task} needs a simulated run: robot.plant and data.diagram (not data.log)",
+                    where=cfg.loc(task))
+    if "stages" in cfg and cfg.get("model", {}).get("friction") == "none":
+        raise E("stages needs friction columns (model.friction coulomb_viscous or stribeck): the "
+                "friction stage fits them", where=cfg.loc("stages"))
+    if "payload" in cfg:
+        if "mass" not in cfg["payload"]:
+            raise E("payload needs 'mass' (kg, the load of the simulated run)",
+                    where=cfg.loc("payload"))
+        pay = cfg["payload"]
+        if pay.get("source") == "static" and pay.get("estimate_inertia"):
+            raise E("payload.estimate_inertia does not go with payload.source static: at rest the "
+                    "load's inertia puts no torque on the joints", where=pay.loc("estimate_inertia"))
+        for key in ("periods", "skip_periods"):
+            if key in data:
+                raise E(f"data.{key} does not go with payload: the payload run's length is "
+                        f"payload.{key}", where=loc_of(data, key, data_at))
+        for other in ("stages", "validation", "tracking"):
+            if other in cfg:
+                raise E(f"{other} does not go with payload (a payload task estimates the load "
+                        "alone)", where=cfg.loc(other))
     if "tracking" in cfg:
         if not has_plant:
             raise E("tracking needs robot.plant (the arm the feedforward drives)",
@@ -403,7 +505,56 @@ def reference_markdown() -> str:
         if section == "data":
             L += ["### data.measurement", "", MEASUREMENT_DOC, ""] + table("data.measurement",
                                                                              MEASUREMENT)
-    return "\n".join(L)
+    return "\n".join(L + STAGES_TEXT)
+
+
+STAGES_TEXT = [
+    "## The staged workflow and the payload task", "",
+    "With a `stages` section the arm is also identified in the order it is commissioned, each "
+    "stage in data where the parameters of the others vanish or are already known (Gautier and "
+    "Khalil, \"Direct calculation of minimum set of inertial parameters of serial robots\", IEEE "
+    "Trans. Robotics and Automation 6, 1990, and \"Exciting trajectories for the identification "
+    "of base inertial parameters of robots\", Int. J. Robotics Research 11, 1992; Swevers, "
+    "Verdonck and De Schutter, \"Dynamic model identification for industrial robots\", IEEE "
+    "Control Systems Magazine 27, 2007):", "",
+    "1. **Gravity first.** At rest (qd = qdd = 0) the torque is the gravity torque alone: no "
+    "inertia, no friction to mix with. Each joint in turn is held at `stages.angles` (default "
+    "-90, -45, 0, 45, 90 degrees), the others at `stages.home`; the base gravity parameters are "
+    "the base parameters of the static regressor Y(q, 0, 0) (QR with column pivoting, as for the "
+    "full model) and are fitted by weighted least squares. The report gives the static "
+    "regressor's rank on the poses (it must equal the number of base gravity parameters: 10 for "
+    "the KR6-like arm, 4 for the planar two-link arm) and its condition number (unit-norm "
+    "columns: 8.9 for the KR6-like arm's 26 poses about [0, -1.2, 0.3, 0, 0, 0] rad).",
+    "2. **Friction second.** At constant speed with the other joints still, a joint's torque is "
+    "its gravity torque plus its friction: each sweep (every speed of `stages.speeds`, both "
+    "directions, `stages.travel` rad) less the first stage's gravity torque is one point of the "
+    "friction curve, and the curve (viscous, a Coulomb level per direction and, with "
+    "`model.friction: stribeck`, the fixed-shape Stribeck excess) is fitted to torque against "
+    "speed with the regressor's own friction columns.",
+    "3. **Inertia last.** The dynamic excitation (the same data as the all-at-once "
+    "identification) less the known gravity and friction torques leaves M qdd + C qd, whose base "
+    "parameters are fitted alone.", "",
+    "After each stage the feedforward (the CAD prior with what the stages so far identified) is "
+    "scored on the validation move, the relative RMS torque error per joint, next to the "
+    "all-at-once estimate (report section *Staged identification*; metrics.json `stages`). The "
+    "static poses and sweeps are simulated from `robot.plant` (the holding torque g(q) and the "
+    "constant-speed torque of its rnea and friction law, with `data.measurement`'s corruption). "
+    "`excitation.min_singular_value` keeps the optimised excitation away from singular poses (a "
+    "constraint on the smallest singular value of the tool Jacobian).", "",
+    "With a `payload` section the run is a payload task: `robot.plant` carries the load "
+    "(`payload.mass`, `com`, `inertia`) through a short random excitation or static poses, and "
+    "the load's ten parameters at the tool (linear in the torque through the last link's "
+    "regressor columns moved to the tool frame) are fitted to the measured torque less the "
+    "arm's own (`robot.cad`, known). The 95 % intervals are +- 1.96 standard deviations of the "
+    "least-squares covariance from the residual variance per joint, multiplied by the "
+    "parallel filter's correlation factor (the filtered, decimated samples are not independent: "
+    "the sum of the filtered noise's autocorrelation at the kept samples' spacing, about the kept "
+    "rate over twice the cutoff) and carried to mass, centre of mass and inertia by the delta "
+    "method. examples/identification/payload_kr6.yaml: a 3 kg load on the KR6-like arm from 10 s "
+    "(20-bit encoders, 0.05 A current noise, no Kt error), mass within 0.05 % and centre of mass "
+    "within 0.7 mm, every interval holding the truth.", ""]
+"""The hand-written part of docs/identify.md: the staged workflow's order and why, the payload
+estimate's method."""
 
 
 MEASUREMENT_DOC = ("What the drive reports of a simulated run (applied to the logged exact "

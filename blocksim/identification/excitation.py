@@ -1,6 +1,8 @@
 """Periodic excitation trajectories for identification: finite Fourier series per joint (Swevers,
 Verdonck and De Schutter 2007), at rest at t = 0 and at every period's end, with coefficients
-optimised to minimise cond(Y_base) under joint position, velocity and acceleration limits."""
+optimised to minimise cond(Y_base) under joint position, velocity and acceleration limits and,
+when asked, a minimum distance from singular poses (the tool Jacobian's smallest singular value,
+`RobotModel.smallest_singular_value`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -128,6 +130,9 @@ class ExcitationResult:
     message: str
     iterations: int
     history: list = field(default_factory=list)
+    singular_min: float | None = None
+    """The smallest singular value of the constrained Jacobian rows on the fine grid (None
+    without the constraint)."""
 
 
 class _Problem:
@@ -204,13 +209,22 @@ def random_excitation(model, frequency, harmonics, q0, limits, seed=0, fill: flo
 
 def optimise_excitation(model: IdentificationModel, basis: BaseParameters, *, frequency: float,
                         harmonics: int, q0, limits: Limits, seed=0, n_objective: int = 60,
-                        n_check: int = 150, max_iter: int = 100,
-                        fd_step: float = 1e-4) -> ExcitationResult:
+                        n_check: int = 150, max_iter: int = 100, fd_step: float = 1e-4,
+                        min_singular_value: float | None = None,
+                        singular_part: str = "all") -> ExcitationResult:
     """Fourier coefficients minimising cond(Y_base) (on `n_objective` samples of one period) under
     the joint limits (linear in the coefficients, imposed on a grid of `n_check` samples per period
     by SLSQP), from a random feasible start (`seed`). The result is then scaled into the limits on a
     fine grid (200 samples per period of the highest harmonic, `inside_scale`), where the limits are
-    checked again (`violation`)."""
+    checked again (`violation`).
+
+    min_singular_value: the excitation keeps the smallest singular value of the tool Jacobian's
+    rows `singular_part` ('all', 'position', 'orientation'; m/rad for position rows) at or above
+    it on the check grid, a nonlinear SLSQP constraint (finite-difference Jacobian) that keeps the
+    arm away from singular poses, where the motion is badly conditioned and a drive's speeds run
+    up; a random start that comes nearer is shrunk towards q0 until it keeps the distance (q0
+    itself nearer is a ParameterError), and `singular_min` reports the value reached on the fine
+    grid."""
     q0 = np.broadcast_to(np.asarray(q0, dtype=float), (model.n,))
     if np.any(q0 <= limits.q_min) or np.any(q0 >= limits.q_max):
         raise ParameterError("excitation q0 must lie strictly inside the joint limits")
@@ -224,15 +238,40 @@ def optimise_excitation(model: IdentificationModel, basis: BaseParameters, *, fr
         history.append(v)
         return v
 
-    cons = {"type": "ineq", "fun": lambda zv: prob.h - prob.G @ zv, "jac": lambda zv: -prob.G}
-    res = scipy.optimize.minimize(objective, z0, method="SLSQP", constraints=[cons],
+    cons = [{"type": "ineq", "fun": lambda zv: prob.h - prob.G @ zv, "jac": lambda zv: -prob.G}]
+    robot = model.robot
+
+    def sigma_min(ex: FourierExcitation, t) -> np.ndarray:
+        return robot.smallest_singular_value(ex.evaluate(t)[0], singular_part)
+
+    def acceptable(zv) -> bool:
+        return min_singular_value is None or \
+            float(np.min(sigma_min(prob.excitation(zv), prob.t_chk))) >= (1 - 1e-3) * min_singular_value
+
+    if min_singular_value is not None:
+        at_rest = float(robot.smallest_singular_value(q0, singular_part))
+        if at_rest < min_singular_value:
+            raise ParameterError(f"excitation q0 is nearer a singular pose than min_singular_value "
+                                 f"allows: the Jacobian's smallest singular value ({singular_part} "
+                                 f"rows) is {at_rest:.4g} there, below {min_singular_value:g}")
+        lo, hi = 0.0, 1.0          # a start too near a singular pose is shrunk towards q0
+        if not acceptable(z0):
+            for _ in range(30):
+                mid = 0.5 * (lo + hi)
+                lo, hi = (mid, hi) if acceptable(mid * z0) else (lo, mid)
+            z0 = lo * z0
+        cons.append({"type": "ineq", "fun": lambda zv: sigma_min(prob.excitation(zv), prob.t_chk)
+                     / min_singular_value - 1.0})
+    res = scipy.optimize.minimize(objective, z0, method="SLSQP", constraints=cons,
                                   options={"maxiter": max_iter, "ftol": 1e-6, "eps": fd_step})
     z1 = res.x * inside_scale(prob.excitation(res.x), limits)
-    best = z1 if prob.log_cond(z1) < prob.log_cond(z0) else z0
+
+    best = z1 if prob.log_cond(z1) < prob.log_cond(z0) and acceptable(z1) else z0
     ex = prob.excitation(best)
     violation = limits.violation(*ex.evaluate(_fine_grid(ex)))
+    smin = None if min_singular_value is None else float(np.min(sigma_min(ex, _fine_grid(ex))))
     return ExcitationResult(ex, prob.excitation(z0), 10 ** prob.log_cond(z0), 10 ** prob.log_cond(best),
-                            violation, str(res.message), int(res.nit), history)
+                            violation, str(res.message), int(res.nit), history, smin)
 
 
 def _fine_grid(ex: FourierExcitation, per_harmonic: int = 200) -> np.ndarray:

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import BlocksimError, ParameterError, SourceLoc
 from ..reading.located_yaml import YamlMap
 from ..models.robot import RobotModel
@@ -109,6 +111,16 @@ def _limits(cfg: YamlMap, model: IdentificationModel) -> Limits:
         raise IdentifyConfigError("excitation: the joint range is empty after the robot's limits "
                                   f"and margin: q_min {limits.q_min.tolist()}, q_max "
                                   f"{limits.q_max.tolist()} rad", where=config_loc(cfg, "excitation"))
+    if ec.get("min_singular_value") is not None:
+        q0 = np.broadcast_to(np.asarray(ec.get("q0", 0.5 * (limits.q_min + limits.q_max)), float),
+                             (model.n,))
+        part = ec.get("singular_part", "all")
+        at_rest = float(model.robot.smallest_singular_value(q0, part))
+        if at_rest < ec["min_singular_value"]:
+            raise IdentifyConfigError(
+                f"excitation.min_singular_value {ec['min_singular_value']:g} cannot be kept: at the "
+                f"rest pose q0 the Jacobian's smallest singular value ({part} rows) is "
+                f"{at_rest:.4g}", where=config_loc(cfg, "excitation.min_singular_value"))
     return limits
 
 

@@ -1,7 +1,10 @@
 """`python cli.py identify CONFIG.yaml --out DIR`: the whole identification workflow from one YAML
 config - base parameters, optimised excitation, data (a simulated run of the true arm, or a log of a
 real one), processing, OLS/WLS and physically consistent estimation, validation on another
-trajectory, the identified robot file, and a feedforward tracking study CAD vs identified.
+trajectory, the identified robot file, and a feedforward tracking study CAD vs identified. With a
+`stages` section the staged identification (`stages`: gravity, friction, inertia) runs besides
+and is scored on the same validation move; a `payload` section makes the run a payload task
+(`payload_task`) instead.
 
 Config keys: docs/identify.md, generated from the key table of `config.py` (`python cli.py
 identify --markdown`). With data.log the logged trajectory is the excitation: no excitation
@@ -27,27 +30,12 @@ from .estimation import (complete_standard, consistency, fit_friction_smoothing,
                          ordinary_least_squares, physically_consistent, weighted_least_squares)
 from .excitation import FourierExcitation, condition_number, optimise_excitation, random_excitation
 from .inputs import load_inputs
-from .processing import Measurement, corrupt, process
+from .payload_task import run_payload
+from .processing import corrupt, process
+from .runs import joint_vector as _vec, plain as _plain, simulate_run
+from .stages import run_stages, stage_metrics, stage_options, stage_predictions
 from .robotfile import load_robot, write_robot_file
 from .validation import measurement_floor, relative_rms_error, residual_check
-
-
-def _vec(value, n, default=None):
-    if value is None:
-        value = default
-    return None if value is None else np.broadcast_to(np.asarray(value, float), (n,)).copy()
-
-
-def simulate_run(diagram: Path, excitation: FourierExcitation, periods: int, sets: dict | None = None):
-    """Run the excitation diagram (blocks ref: FourierSeries, plant: Manipulator) for `periods`
-    periods from rest at q0; returns the exact logged Measurement (t, plant.q, u.out) and the result."""
-    import blocksim
-    over = {f"ref.{k}": v for k, v in excitation.block_parameters().items()}
-    over.update({"plant.q0": excitation.q0.tolist(), "plant.qd0": 0.0,
-                 "simulation.stop_time": periods * excitation.period, "simulation.mode": "compiled"})
-    over.update(sets or {})
-    r = blocksim.simulate(blocksim.load(diagram, set=over))
-    return Measurement(r.t.copy(), r["plant.q"].copy(), r["u.out"].copy()), r
 
 
 @dataclass
@@ -69,6 +57,8 @@ def run(config_path, out, *, echo=print) -> dict:
     out = Path(out)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     (out / "data").mkdir(exist_ok=True)
+    if "payload" in cfg:
+        return run_payload(inputs, out, started=started, echo=echo)
     rob = cfg["robot"]
     cad_robot, true_robot = inputs.cad, inputs.plant
     n = model.n
@@ -99,7 +89,9 @@ def run(config_path, out, *, echo=print) -> dict:
                                   harmonics=int(ec.get("harmonics", 5)), q0=q0, limits=limits,
                                   seed=ec.get("seed", 0), n_objective=int(ec.get("n_objective", 60)),
                                   n_check=int(ec.get("n_check", 150)),
-                                  max_iter=int(ec.get("max_iter", 100)))
+                                  max_iter=int(ec.get("max_iter", 100)),
+                                  min_singular_value=ec.get("min_singular_value"),
+                                  singular_part=ec.get("singular_part", "all"))
         excitation = opt.excitation
         excitation.to_yaml(out / "excitation.yaml")
         metrics["excitation"] = {"source": "optimised", "cond_start": opt.cond_start,
@@ -107,10 +99,13 @@ def run(config_path, out, *, echo=print) -> dict:
                                  "cond_dense_start": condition_number(model, basis, opt.start),
                                  "cond_dense": condition_number(model, basis, excitation),
                                  "limit_violation": opt.violation, "iterations": opt.iterations,
-                                 "message": opt.message}
+                                 "message": opt.message, "singular_min": opt.singular_min,
+                                 "min_singular_value": ec.get("min_singular_value")}
         echo(f"excitation: cond(Y_base) {opt.cond_start:.4g} (random start) -> {opt.cond:.4g} "
              f"(optimised, {opt.iterations} SLSQP iterations); largest limit excess "
-             f"{opt.violation:.3g}")
+             f"{opt.violation:.3g}" + ("" if opt.singular_min is None else
+                                      f"; smallest Jacobian singular value {opt.singular_min:.4g} "
+                                      f"(kept >= {ec['min_singular_value']:g})"))
         diagram = base_dir / dc["diagram"]
         periods = int(dc.get("periods", 6)) + int(dc.get("skip_periods", 1))
         exact, _ = simulate_run(diagram, excitation, periods)
@@ -212,6 +207,12 @@ def run(config_path, out, *, echo=print) -> dict:
             for k, v in metrics["validation"].items()))
     fit_check = residual_check(wls.residual, data.q)
 
+    # ---------------------------------------------------------------- staged identification
+    staged = None
+    if "stages" in cfg:
+        staged = _stages(cfg, model, true_robot, prior, data, Y, val, predictions, q0, echo)
+        metrics["stages"] = staged["metrics"]
+
     # ---------------------------------------------------------------- tracking study
     tracking = None
     tc = cfg.get("tracking")
@@ -238,9 +239,30 @@ def run(config_path, out, *, echo=print) -> dict:
                  opt=opt, limits=limits, data=data, source=source, ols=ols, wls=wls, cons=cons,
                  prior=prior, true_theta=None if true_robot is None else model.parameters_of(true_robot),
                  chk_ols=chk_ols, chk_cons=chk_cons, metrics=metrics, fit_check=fit_check,
-                 figures=figures, ident_path=ident_path)
+                 figures=figures, ident_path=ident_path, staged=staged)
     echo(f"wrote {out}/report.md, metrics.json, identified_robot.yaml ({metrics['seconds']:.1f} s)")
     return metrics
+
+
+def _stages(cfg, model, true_robot, prior, data, Y, val, predictions, q0, echo) -> dict:
+    """The staged identification (`stages.run_stages`) on the config's plant and excitation data,
+    each stage's feedforward scored on the validation move like the all-at-once estimate."""
+    sc = cfg["stages"]
+    meas = dict(cfg["data"].get("measurement", {}))
+    data_seed = int(meas.pop("seed", 0))
+    seed = int(sc.get("seed", data_seed + 2))
+    bc = cfg.get("base", {})
+    result = run_stages(model, true_robot, prior, data, Y, options=stage_options(sc, q0),
+                        measurement=meas, seed=seed, samples=int(bc.get("samples", 200)),
+                        basis_seed=bc.get("seed", 0), echo=echo)
+    m = stage_metrics(result, model, model.parameters_of(true_robot))
+    Yv = val.parallel(model.regressor(*val.states))
+    staged = stage_predictions(result, val, Yv, prior)
+    staged["all at once (consistent)"] = predictions["consistent"]
+    m["validation"] = {k: relative_rms_error(val.tau, v).tolist() for k, v in staged.items()}
+    echo("stages, validation: relative RMS torque error per joint (%): " + "; ".join(
+        f"{k} {np.array2string(100 * np.array(v), precision=2)}" for k, v in m["validation"].items()))
+    return {"result": result, "metrics": m}
 
 
 def _is_preset(name: str) -> bool:
@@ -279,17 +301,3 @@ def _write_resolved_diagram(diagram: Path, excitation: FourierExcitation, period
     head = ("# Purpose: the identification data run with the optimised excitation (written by "
             "blocksim identify)\n")
     dest.write_text(head + yaml.safe_dump(spec, sort_keys=False, default_flow_style=None, width=100))
-
-
-def _plain(x):
-    if isinstance(x, dict):
-        return {k: _plain(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    if isinstance(x, (np.floating, np.integer)):
-        return x.item()
-    if isinstance(x, float) and not np.isfinite(x):
-        return str(x)
-    return x

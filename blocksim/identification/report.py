@@ -100,7 +100,10 @@ def _excitation_section(opt, ex, limits, n, figures) -> list:
           _row(["cond(Y_base), objective grid", _g(ex["cond_start"]), _g(ex["cond"])]),
           _row(["cond(Y_base), 200 samples", _g(ex["cond_dense_start"]), _g(ex["cond_dense"])]), "",
           f"Largest limit excess on a fine grid (200 samples per period of the highest harmonic): {ex['limit_violation']:.3g} "
-          "(<= 0: every limit met). Limits per joint:", "",
+          "(<= 0: every limit met)." + ("" if ex.get("singular_min") is None else
+          f" Distance from singular poses: the smallest singular value of the tool Jacobian on "
+          f"that grid is {ex['singular_min']:.4g}, kept >= {ex['min_singular_value']:g} by a "
+          "constraint of the optimisation.") + " Limits per joint:", "",
           _row(["joint", "q_min (rad)", "q_max (rad)", "qd_max (rad/s)", "qdd_max (rad/s^2)"]),
           _row(["---"] * 5)]
     for j in range(n):
@@ -110,7 +113,7 @@ def _excitation_section(opt, ex, limits, n, figures) -> list:
 
 
 def write(path: Path, *, cfg, config_path, model, basis, opt, limits, data, source, ols, wls, cons,
-          prior, true_theta, chk_ols, chk_cons, metrics, fit_check, figures, ident_path) -> None:
+          prior, true_theta, chk_ols, chk_cons, metrics, fit_check, figures, ident_path, staged=None) -> None:
     """report.md: setup, base parameters with their combinations, excitation, estimates with relative
     standard deviations, physical consistency, validation, residual check and tracking."""
     n = model.n
@@ -205,6 +208,8 @@ def write(path: Path, *, cfg, config_path, model, basis, opt, limits, data, sour
         L += ["", "RMS error CAD / identified per joint: "
               + ", ".join(f"{x:.1f}x" for x in metrics["tracking_improvement"]) + ".", "",
               f"![tracking]({figures['tracking']})"]
+    if staged is not None:
+        L += stages_section(metrics["stages"], n)
     L += ["", "## Files", "",
           f"- `{ident_path.name}`: the identified robot (load it with `RobotModel.from_yaml` or as "
           "`robot:` of an InverseDynamics block with `include_friction: true`)",
@@ -213,3 +218,38 @@ def write(path: Path, *, cfg, config_path, model, basis, opt, limits, data, sour
           "- `excitation_run.yaml`: the data-run diagram with them (simulated data only)",
           "- `metrics.json`, `data/*.npz` (processed identification and validation data)", ""]
     Path(path).write_text("\n".join(L))
+
+
+def stages_section(sm: dict, n: int) -> list:
+    """The report lines of the staged identification: each stage's fit, then the validation
+    error of the feedforward after each stage."""
+    g, f, i = sm["gravity"], sm["friction"], sm["inertia"]
+    L = ["", "## Staged identification: gravity, friction, inertia", "",
+         f"**Gravity** from {g['poses']} static poses (each joint in turn through the stage's "
+         f"angles, the others at home; {g['poses_outside_limits']} outside the joint limits left "
+         f"out): static regressor rank **{g['rank']}** of {g['rank_needed']} base gravity "
+         f"parameters, condition number {g['cond']:.4g} (unit-norm columns); rms residual "
+         + ", ".join(_g(v, 3) for v in g["rms_residual"]) + " N m"
+         + (f"; relative error against the true arm ||beta - beta_true|| / ||beta_true|| = "
+            f"{g['rel_error']:.3g}" if "rel_error" in g else "") + ".", "",
+         _row(["base gravity parameter", "estimate", "rel. std (%)"]), _row(["---"] * 3)]
+    for name, b, r in zip(g["base_parameters"], g["beta"], g["rel_std"]):
+        L.append(_row([name, _g(float(b)), f"{float(r):.2g}"]))
+    L += ["", f"**Friction** from {f['sweeps']} constant-velocity sweeps (both directions), "
+          "the gravity torque of the first stage subtracted:", "",
+          _row(["joint", "parameters", "estimate"] + (["true"] if "true" in f else [])
+               + ["rms residual (N m)"]), _row(["---"] * (5 if "true" in f else 4))]
+    for j in range(n):
+        cells = [j + 1, ", ".join(f["names"][j]), ", ".join(_g(float(v)) for v in f["values"][j])]
+        if "true" in f:
+            cells.append(", ".join(_g(float(v)) for v in f["true"][j]))
+        L.append(_row(cells + [_g(float(f["rms_residual"][j]), 3)]))
+    L += ["", f"**Inertia** from the excitation data less the known gravity and friction "
+          f"torques: {i['base_parameters']} base parameters of M qdd + C qd, WLS sigma "
+          + ", ".join(_g(float(v), 3) for v in i["sigma_wls"]) + " N m.", "",
+          "Validation: relative RMS torque error per joint of the feedforward after each stage "
+          "(and of the all-at-once estimate), on the validation move.", "",
+          _row(["model"] + [f"joint {j + 1}" for j in range(n)]), _row(["---"] * (n + 1))]
+    for key, vals in sm["validation"].items():
+        L.append(_row([key] + [f"{100 * v:.2f} %" for v in vals]))
+    return L
