@@ -206,3 +206,31 @@ def test_a_robot_without_rotor_data_needs_motor_inertia(tmp_path):
         blocksim.simulate(blocksim.load(path))
     assert ("motor_inertia must be > 0 (kg m^2) for every joint: give it, or Jm and G per joint "
             "in robot 'pendulum's file") in str(info.value)
+
+
+def test_small_swings_of_the_elastic_pendulum_follow_its_two_linearised_modes(tmp_path):
+    """The pendulum (1 kg, 0.5 m rod: I = 1/12 kg m^2, m g l_c = 1.22625 N m) hanging at
+    q = -pi/2 on a joint of K = 20 N m/rad with B_m = 0.05 kg m^2, the motor turned 1e-4 rad and
+    let go: x = [q, theta] - x_eq follows cos(Omega t) of the linearised system
+    x'' = -A x, A = [[(K + m g l_c) / I, -K / I], [-K / B_m, K / B_m]] (two modes), to second
+    order in the amplitude."""
+    k, bm, mgl = 20.0, 0.05, 1.0 * 9.81 * 0.25
+    text = dedent(f"""
+    blocksim: 1
+    blocks:
+      tau: {{type: Constant, value: 0.0}}
+      plant: {{type: ElasticManipulator, robot: {PENDULUM}, stiffness: {k}, motor_inertia: {bm},
+              q0: {-np.pi / 2}, theta0: {-np.pi / 2 + 1e-4}}}
+    connections: [tau -> plant.tau]
+    simulation: {{stop_time: 2.0, solver: dopri5, rtol: 1.0e-12, atol: 1.0e-15}}
+    log: {{every: 0.002}}
+    """)
+    r = run(tmp_path, text)
+    A = np.array([[(k + mgl) / I_LINK, -k / I_LINK], [-k / bm, k / bm]])
+    w2, V = np.linalg.eig(A)
+    assert np.all(w2 > 0)
+    c = np.linalg.solve(V, [0.0, 1e-4])
+    x = (V[None, :, :] * (c * np.cos(np.sqrt(w2) * r.t[:, None]))[:, None, :]).sum(axis=2)
+    np.testing.assert_allclose(r["plant.q"][:, 0] + np.pi / 2, x[:, 0], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(r["plant.theta"][:, 0] + np.pi / 2, x[:, 1], rtol=0, atol=1e-10)
+    assert np.abs(x[:, 0]).max() > 1e-5                       # the link really swings
