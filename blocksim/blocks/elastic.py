@@ -175,11 +175,10 @@ class ElasticManipulator(RobotBlock):
                   ("Fc", ">= 0", lambda x: x < 0), ("vs", "> 0", lambda x: x <= 0),
                   ("delta", "> 0", lambda x: x <= 0))
         for key, rule, bad in checks:
-            value = getattr(v, key)
-            if np.any(bad(value)):
+            wrong = getattr(v, key)[bad(getattr(v, key))]
+            if wrong.size:
                 raise ParameterError(f"'{key}' must be {rule} ({self.params[key].units}), got "
-                                     f"{float(value.reshape(-1)[np.argmax(bad(value).reshape(-1))]):g}",
-                                     block=self.name)
+                                     f"{float(wrong[0]):g}", block=self.name)
         for key in ("Fs", "friction_smoothing"):
             if getattr(v, key) is not None and np.any(getattr(v, key) < 0):
                 raise ParameterError(f"'{key}' must be >= 0", block=self.name)
