@@ -6,6 +6,7 @@ from . import control  # noqa: F401  (PID)
 from . import robot  # noqa: F401  (Manipulator, InverseDynamics and the model-based robot blocks)
 from . import kinematics  # noqa: F401  (robot kinematics: the Singularity block)
 from . import interaction  # noqa: F401  (collision detection: momentum observer, residuals, detector)
+from . import elastic  # noqa: F401  (ElasticManipulator: elastic joints and backlash)
 from .base import REGISTRY, Block, Kernels, Param, SampleTime, register
 
 __all__ = ["REGISTRY", "Block", "Kernels", "Param", "SampleTime", "register"]

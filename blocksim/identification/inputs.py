@@ -155,7 +155,8 @@ def _check_diagram(cfg: YamlMap, base_dir: Path, key: str, blocks: tuple[str, ..
         log = diagram.log_settings if key == "data.diagram" else None
     except BlocksimError as err:
         raise named_by(err, cfg, key)
-    missing = [b for b in blocks if b not in diagram.spec.blocks]
+    present = set(diagram.spec.blocks) | {name.split("/")[0] for name in diagram.spec.blocks}
+    missing = [b for b in blocks if b not in present]      # a block, or a subsystem of that name
     if missing:
         raise IdentifyConfigError(f"{key}: the diagram has no block {', '.join(repr(b) for b in missing)} "
                                   f"(identify uses blocks {', '.join(blocks)})", where=config_loc(cfg, key))

@@ -197,9 +197,7 @@ def run(config_path, out, *, echo=print) -> dict:
                 "torque": floor["torque"].tolist(), "encoder": floor["encoder"].tolist(),
                 "encoder_resolution": None if val.q_resolution is None else val.q_resolution.tolist()}
         rc = residual_check(val.tau - predictions["consistent"], val.q)
-        metrics["validation_residual"] = {"rms": rc.rms.tolist(), "lag1": rc.lag1.tolist(),
-                                          "position_r2": rc.position_r2.tolist(),
-                                          "suspect": rc.suspect.tolist()}
+        metrics["validation_residual"] = rc.metrics()
         np.savez(out / "data" / "validation.npz", t=val.t, q=val.q, qd=val.qd, qdd=val.qdd,
                  tau=val.tau, **{f"pred_{k}": v for k, v in predictions.items()})
         echo("validation: relative RMS torque error per joint (%): " + "; ".join(

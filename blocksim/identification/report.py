@@ -189,16 +189,24 @@ def write(path: Path, *, cfg, config_path, model, basis, opt, limits, data, sour
                                          metrics["validation_noise_floor_parts"][part]]))
         vr = metrics["validation_residual"]
         L += ["", f"![validation torques]({figures['validation']})", "",
-              "Residual check (identified model on the validation data): rms, lag-1 autocorrelation, "
-              "share of residual variance explained by sin/cos of the joint positions (a large share "
-              "points to a missing model term rather than noise).", "",
-              _row(["joint", "rms (N m)", "lag-1", "position R^2", "suspect"]), _row(["---"] * 5)]
+              "Residual check (identified model on the validation data, "
+              "blocksim/identification/residuals.py): rms, lag-1 autocorrelation, share of the "
+              "residual's variance explained by a Fourier series in the joint positions (position "
+              "R^2), and the F-test of that series against the constant alone on samples a "
+              "correlation time apart; a joint is suspect (a missing model term such as joint "
+              f"elasticity or backlash, rather than noise) when p < {vr['alpha']:g}.", "",
+              _row(["joint", "rms (N m)", "lag-1", "position R^2", "F (dof)", "p", "suspect"]),
+              _row(["---"] * 7)]
         for j in range(n):
             L.append(_row([j + 1, _g(vr["rms"][j], 3), f"{vr['lag1'][j]:.2f}",
-                           f"{vr['position_r2'][j]:.2f}", "yes" if vr["suspect"][j] else "no"]))
+                           f"{vr['position_r2'][j]:.2f}",
+                           f"{vr['F'][j]:.3g} ({vr['dof'][j][0]}, {vr['dof'][j][1]})",
+                           f"{vr['p_value'][j]:.2g}", "yes" if vr["suspect"][j] else "no"]))
         L += ["", f"![validation residuals]({figures['residuals']})"]
     L += ["", "Residual check on the identification data (WLS): position R^2 per joint "
-          + ", ".join(f"{v:.2f}" for v in fit_check.position_r2) + "."]
+          + ", ".join(f"{v:.2f}" for v in fit_check.position_r2) + "; F-test p "
+          + ", ".join(f"{v:.2g}" for v in fit_check.p_value) + "; suspect "
+          + ", ".join("yes" if s else "no" for s in fit_check.suspect) + "."]
     if "tracking" in metrics:
         L += ["", "## Tracking with feedforward: CAD vs identified parameters", "",
               _row(["feedforward model"] + [f"rms error joint {j + 1} (rad)" for j in range(n)]

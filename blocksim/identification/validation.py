@@ -1,12 +1,12 @@
 """Validation of an identified model on data it was not fitted to: relative RMS torque error per
 joint (measured and predicted torque through the same parallel filter, `ProcessedData.parallel`),
-the noise floor it is to be read against (the torque noise and the encoder's quantisation), and a residual check (whiteness, and structure that
-follows the joint positions)."""
+the noise floor it is to be read against (the torque noise and the encoder's quantisation), and
+the residual check (`residuals`: structure that follows the joint positions, by an F-test)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
+
+from .residuals import ResidualCheck, residual_check  # noqa: F401  (the pipeline's check)
 
 
 def relative_rms_error(tau_measured, tau_predicted) -> np.ndarray:
@@ -52,39 +52,3 @@ def measurement_floor(data, predict, seed: int = 0) -> dict:
     their root sum of squares} per joint (dimensionless): what a perfect model scores on `data`."""
     torque, encoder = noise_floor(data), encoder_floor(data, predict, seed)
     return {"torque": torque, "encoder": encoder, "total": np.hypot(torque, encoder)}
-
-
-@dataclass(frozen=True)
-class ResidualCheck:
-    """Per joint: rms residual (N m); lag1 its lag-one autocorrelation (near 0 for white noise; the
-    averaged, filtered, decimated data are smooth, so a value near 1 only says the residual is slow);
-    position_r2, the share of the residual's variance explained by a low-order Fourier series in the
-    joint positions (sin and cos of q_k and 2 q_k for every joint k, and a constant) - a large share
-    is the usual sign of a missing term (elasticity, backlash, an unmodelled offset) rather than
-    noise; `suspect` flags joints whose position_r2 exceeds `threshold`."""
-
-    rms: np.ndarray
-    lag1: np.ndarray
-    position_r2: np.ndarray
-    threshold: float
-
-    @property
-    def suspect(self) -> np.ndarray:
-        return self.position_r2 > self.threshold
-
-
-def residual_check(residual, q, threshold: float = 0.3) -> ResidualCheck:
-    """Residual (N, n) N m of a fit or a validation, against joint positions q (N, n) rad."""
-    r = np.asarray(residual, float)
-    q = np.asarray(q, float)
-    N, n = r.shape
-    rms = np.sqrt(np.mean(r ** 2, axis=0))
-    rc = r - r.mean(axis=0)
-    den = np.maximum(np.sum(rc ** 2, axis=0), 1e-300)
-    lag1 = np.sum(rc[1:] * rc[:-1], axis=0) / den
-    F = np.column_stack([np.ones(N)] + [f(k * q[:, j]) for j in range(q.shape[1])
-                                         for k in (1, 2) for f in (np.sin, np.cos)])
-    coef, *_ = np.linalg.lstsq(F, r, rcond=None)
-    fit = F @ coef
-    r2 = np.sum((fit - fit.mean(axis=0)) ** 2, axis=0) / den
-    return ResidualCheck(rms, lag1, r2, threshold)
