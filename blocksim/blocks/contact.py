@@ -166,7 +166,8 @@ class JointImpedance(_Impedance):
         tau = K (q_d - q) + D (qd_d - qd) + G(q)                       (N m)
 
     and with `model_terms` the model's inertial terms too, tau = K e + D e' + M(q) qdd_d
-    + c(q, qd) + G(q) (an exact model then leaves e'' M + D e' + K e = tau_ext). qd_d and qdd_d
+    + c(q, qd) + G(q) (an exact model then leaves M(q) e'' + D e' + K e = -J^T f_ext, e = q_d - q,
+    the Manipulator's f_ext). qd_d and qdd_d
     may stay unwired (zero). Every input feeds the output directly."""
 
     type_name = "JointImpedance"
