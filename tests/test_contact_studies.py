@@ -127,3 +127,40 @@ def test_the_studies_run_through_the_cli_as_they_are(name):
                           timeout=600, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "settled_force" in proc.stdout
+
+
+def test_a_hard_impact_is_clipped_where_a_pure_kelvin_voigt_wall_would_pull():
+    """The wall study with a lightly damped impedance (20 N s/m) and a wall damping of 100 N s/m:
+    the rebound makes k delta + d delta' negative while the tool is still inside, so the force is
+    clipped to zero there (a located event), and turns positive again where the law does (a third
+    event), the tool never leaving the wall; F equals the law wherever it is positive."""
+    par = study_parameters()
+    r = run(STUDIES / "wall_impedance.yaml", **{"imp.D": [20, 20, 0, 0, 0, 0],
+                                                 "wall.damping": 100.0,
+                                                 "simulation.stop_time": 0.5})
+    onset, clip, press = (e.t for e in r.events)
+    assert [(e.block, e.index) for e in r.events] == [("wall", 0)] * 3
+    t, force = r.t, r["wall.force"][:, 0]
+    delta = r["wall.penetration"][:, 0]
+    rate = np.array([TWO.jacobian(q)[0] @ qd for q, qd in zip(r["plant.q"], r["plant.qd"])])
+    law = par["k_wall"] * delta + 100.0 * rate               # delta' = -v . n = v_x here
+    inside = t > onset
+    assert np.all(delta[inside] > 0)                         # one contact: it never separates
+    clipped = (t > clip) & (t < press)
+    assert clipped.sum() > 10 and np.all(force[clipped] == 0.0) and np.all(law[clipped] < 0)
+    pressing = inside & ~clipped & (t != clip) & (t != press)
+    np.testing.assert_allclose(force[pressing], law[pressing], rtol=1e-9, atol=1e-9)
+    assert np.all(force >= 0.0) and law.min() < -50.0        # pure Kelvin-Voigt would pull 50 N
+
+
+def test_under_a_fixed_step_solver_the_contact_switches_at_the_end_of_its_step():
+    """rk4 at 1 ms does not locate: the onset fires at the end of the step in which the
+    penetration changed sign (0.956 < 0.9567694 s <= 0.957), the force settles the same."""
+    par = study_parameters()
+    series = par["k_imp"] * par["k_wall"] / (par["k_imp"] + par["k_wall"]) * par["depth"]
+    r = run(STUDIES / "wall_impedance.yaml", **{"simulation.solver": "rk4",
+                                                 "simulation.step": 1.0e-3})
+    assert [(e.block, e.t) for e in r.events] == [("wall", pytest.approx(0.957, abs=1e-12))]
+    force = r["wall.force"][:, 0]
+    assert np.all(force >= 0.0) and np.all(force[r.t > 0.957] > 1.0)
+    assert force[-1] == pytest.approx(series, rel=1e-6)
