@@ -164,3 +164,15 @@ def test_under_a_fixed_step_solver_the_contact_switches_at_the_end_of_its_step()
     force = r["wall.force"][:, 0]
     assert np.all(force >= 0.0) and np.all(force[r.t > 0.957] > 1.0)
     assert force[-1] == pytest.approx(series, rel=1e-6)
+
+
+def test_a_batch_over_the_wall_stiffness_settles_each_member_at_its_series_force():
+    par = study_parameters()
+    stiffness = [5.0e3, 1.0e4, 4.0e4]
+    d = blocksim.load(STUDIES / "wall_impedance.yaml")
+    r = blocksim.simulate(d, batch={"wall.stiffness": stiffness})
+    force = r["wall.force"]
+    for b, k_wall in enumerate(stiffness):
+        series = par["k_imp"] * k_wall / (par["k_imp"] + k_wall) * par["depth"]
+        assert force[b, -1, 0] == pytest.approx(series, rel=1e-6)      # (member, time, element)
+    assert sorted(e.member for e in r.events) == [0, 1, 2]
