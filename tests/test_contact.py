@@ -78,6 +78,31 @@ def test_the_wall_holds_its_mode_through_solver_stages_and_its_crossing_function
     np.testing.assert_allclose(g[:, 0], [0.001, spring[1], min(-0.0005, -spring[2])], rtol=1e-12)
 
 
+def test_the_ball_pushes_along_its_radius_with_the_walls_law():
+    centre, radius = np.array([0.5, -0.2, 0.3]), 0.05
+    check = BlockCheck("ContactSphere", {"centre": centre.tolist(), "radius": radius,
+                                         "stiffness": K_WALL, "damping": D_WALL},
+                       in_widths={"pose": 12, "twist": 6}, batch=4)
+    directions = RNG.normal(size=(4, 3))
+    directions /= np.linalg.norm(directions, axis=1)[:, None]
+    distance = np.array([0.06, 0.049, 0.045, 0.03])           # outside, then inside
+    radial = np.array([-0.1, -0.1, 0.5, 0.5])                 # m/s outward
+    pose = np.zeros((4, 12))
+    twist = np.zeros((4, 6))
+    pose[:, :3] = centre + distance[:, None] * directions
+    tangent = np.cross(directions, [0.0, 0.0, 1.0])
+    twist[:, :3] = radial[:, None] * directions + 0.4 * tangent
+    wrench, penetration, force = check.output(0.0, pose, twist)
+    delta = radius - distance
+    law = K_WALL * delta - D_WALL * radial                    # delta' = -v . n
+    expected = np.where(delta > 0, np.maximum(law, 0.0), 0.0)
+    np.testing.assert_allclose(expected, [0.0, 5.0, 0.0, 25.0], atol=1e-12)  # 2 + 3; 10 - 15; 40 - 15
+    np.testing.assert_allclose(penetration[:, 0], delta, atol=1e-15)
+    np.testing.assert_allclose(force[:, 0], expected, atol=1e-12)
+    np.testing.assert_allclose(wrench[:, :3], expected[:, None] * directions, atol=1e-12)
+    np.testing.assert_array_equal(check.xd[:, 0], [0, 1, 2, 1])
+
+
 def test_the_tool_twist_is_the_jacobian_times_the_joint_rates():
     for model, robot in ((TWO, "two_link"), (PUMA, "puma560")):
         q = RNG.uniform(-2, 2, (4, model.n))
@@ -174,6 +199,8 @@ WALL_LINE = "  wall: {type: ContactWall, point: [1.1, 0, 0], normal: %s, stiffne
      "got shape [3]"),
     ("  wall: {type: JointImpedance, robot: two_link, K: [100, -2], D: 10}\n",
      "block 'wall': 'K' must be >= 0, got [100.0, -2.0]"),
+    ("  wall: {type: ContactSphere, centre: [1, 0, 0], radius: -0.1, stiffness: 1.0e3}\n",
+     "block 'wall': 'radius' must be > 0, got [-0.1]"),
     ("  wall: {type: Admittance, M: [1, 0, 1], D: 10}\n",
      "block 'wall': 'M' must be > 0, got [1.0, 0.0, 1.0]"),
 ])

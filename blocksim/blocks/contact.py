@@ -16,11 +16,11 @@ from ..errors import ParameterError, WidthError
 from ..models.joint_law import neutral_law
 from ._kernels import kernel_params
 from .base import Block, Kernels, Param, register
-from .contact_kernels import (AdmittanceParams, CartesianImpedanceParams, JointImpedanceParams,
-                              TwistParams, WallParams, admittance_derivative, admittance_output,
-                              cartesian_impedance_output, joint_impedance_output,
-                              tool_twist_output, wall_modes, wall_output, wall_zero_crossings,
-                              W_JAC)
+from .contact_kernels import (AdmittanceParams, CartesianImpedanceParams, ContactParams,
+                              JointImpedanceParams, TwistParams, W_JAC, admittance_derivative,
+                              admittance_output, cartesian_impedance_output, contact_modes,
+                              contact_output, contact_zero_crossings, joint_impedance_output,
+                              tool_twist_output)
 from .robot import DYNAMICS_PARAMS, ROBOT_PARAMS, RobotBlock
 
 POSE_UNITS = "m, -"
@@ -50,8 +50,60 @@ def _not_negative(block: Block, v, keys, strict=()) -> None:
                                  f"{value.reshape(v.batch, -1)[0].tolist()}", block=block.name)
 
 
+CONTACT_LAW = {
+    "stiffness": Param(units="N/m", doc="contact stiffness k (> 0)"),
+    "damping": Param(0.0, "N s/m", "contact damping d (>= 0)"),
+}
+
+
+class _Contact(Block):
+    """An obstacle as a one-sided spring-damper (models.contact): tool pose and twist in, the
+    wrench on the tool out, its region (free, pressing, clipped) a held mode with one crossing
+    function per member. Subclasses give the geometry's parameters and record."""
+
+    family = "interaction"
+    inputs = ("pose", "twist")
+    outputs = ("wrench", "penetration", "force")
+    sample = "continuous"
+    port_units = {"pose": POSE_UNITS, "twist": TWIST_UNITS, "wrench": WRENCH_UNITS,
+                  "penetration": "m", "force": "N"}
+
+    def check_values(self, v):
+        _not_negative(self, v, ("stiffness", "damping"), strict=("stiffness",))
+
+    def check_point(self, v, key: str) -> np.ndarray:
+        """A 3-vector parameter of the values v as (B, 3), its length checked."""
+        value = getattr(v, key).reshape(v.batch, -1)
+        if value.shape[1] != 3:
+            raise ParameterError(f"'{key}' needs 3 values (x, y, z in the base frame), got "
+                                 f"{value.shape[1]}", block=self.name)
+        return np.ascontiguousarray(value)
+
+    def resolve_widths(self, in_widths):
+        _width(self, "pose", in_widths.get("pose"), 12)
+        _width(self, "twist", in_widths.get("twist"), 6)
+        return {"wrench": 6, "penetration": 1, "force": 1}
+
+    def configure(self, in_widths, out_widths):
+        self.n_xd = self.n_modes = 1
+        self.n_zc = 1
+        self.zc_directions = np.zeros(1, dtype=np.int64)
+
+    def law_record(self, v, point, normal, radius, sphere):
+        return kernel_params(ContactParams, point=point, normal=normal, radius=radius,
+                             k=self.param_as_row("stiffness", 1, v),
+                             d=self.param_as_row("damping", 1, v), sphere=sphere)
+
+    def state_names(self):
+        return [], ["mode (0 free, 1 pressing, 2 clipped)"]
+
+    def kernels(self):
+        return Kernels(output=contact_output, modes=contact_modes,
+                       zero_crossings=contact_zero_crossings)
+
+
 @register
-class ContactWall(Block):
+class ContactWall(_Contact):
     """A plane wall as a one-sided spring-damper: the wrench it exerts on the tool.
 
     The plane passes through `point` with outward normal n = normal / |normal| (from the wall into
@@ -72,54 +124,55 @@ class ContactWall(Block):
 
     type_name = "ContactWall"
     summary = "plane wall, one-sided spring-damper: tool pose, twist -> wrench (base frame)"
-    family = "interaction"
     params = {
         "point": Param(units="m", doc="a point on the wall's plane (3 values, base frame)"),
         "normal": Param(units="-", doc="the plane's outward normal (3 values, base frame; any "
                         "nonzero length: it is normalised)"),
-        "stiffness": Param(units="N/m", doc="contact stiffness k (> 0)"),
-        "damping": Param(0.0, "N s/m", "contact damping d (>= 0)"),
+        **CONTACT_LAW,
     }
-    inputs = ("pose", "twist")
-    outputs = ("wrench", "penetration", "force")
-    sample = "continuous"
-    port_units = {"pose": POSE_UNITS, "twist": TWIST_UNITS, "wrench": WRENCH_UNITS,
-                  "penetration": "m", "force": "N"}
 
     def check_values(self, v):
-        _not_negative(self, v, ("stiffness", "damping"), strict=("stiffness",))
-        for key in ("point", "normal"):
-            if getattr(v, key).reshape(v.batch, -1).shape[1] != 3:
-                raise ParameterError(f"'{key}' needs 3 values (x, y, z in the base frame), got "
-                                     f"{getattr(v, key).reshape(v.batch, -1).shape[1]}",
-                                     block=self.name)
-        norms = np.linalg.norm(v.normal.reshape(v.batch, 3), axis=1)
-        if np.any(norms == 0):
+        super().check_values(v)
+        self.check_point(v, "point")
+        normal = self.check_point(v, "normal")
+        if np.any(np.linalg.norm(normal, axis=1) == 0):
             raise ParameterError("'normal' must be a nonzero vector (the wall's outward "
                                  "direction), got [0, 0, 0]", block=self.name)
 
-    def resolve_widths(self, in_widths):
-        _width(self, "pose", in_widths.get("pose"), 12)
-        _width(self, "twist", in_widths.get("twist"), 6)
-        return {"wrench": 6, "penetration": 1, "force": 1}
+    def record(self, v):
+        normal = self.check_point(v, "normal")
+        return self.law_record(v, self.check_point(v, "point"),
+                               normal / np.linalg.norm(normal, axis=1)[:, None],
+                               np.zeros((v.batch, 1)), False)
 
-    def configure(self, in_widths, out_widths):
-        self.n_xd = self.n_modes = 1
-        self.n_zc = 1
-        self.zc_directions = np.zeros(1, dtype=np.int64)
+
+@register
+class ContactSphere(_Contact):
+    """A ball obstacle as a one-sided spring-damper: the wrench it exerts on the tool.
+
+    Penetration delta = radius - |p - centre| (m, > 0 inside the ball) along the ball's outward
+    normal at the point nearest the tool origin, n = (p - centre) / |p - centre|, its rate
+    delta' = -v . n (m/s); the force law, modes and crossings are ContactWall's:
+    F = max(0, stiffness delta + damping delta') inside, 0 outside, and `wrench` = [F n; 0, 0, 0]
+    in the base frame at the tool origin (the Manipulator's `f_ext` convention). A small radius
+    makes a point obstacle."""
+
+    type_name = "ContactSphere"
+    summary = "ball obstacle, one-sided spring-damper: tool pose, twist -> wrench (base frame)"
+    params = {
+        "centre": Param(units="m", doc="the ball's centre (3 values, base frame)"),
+        "radius": Param(units="m", doc="the ball's radius (> 0)"),
+        **CONTACT_LAW,
+    }
+
+    def check_values(self, v):
+        super().check_values(v)
+        self.check_point(v, "centre")
+        _not_negative(self, v, ("radius",), strict=("radius",))
 
     def record(self, v):
-        normal = v.normal.reshape(v.batch, 3)
-        return kernel_params(WallParams, point=np.ascontiguousarray(v.point.reshape(v.batch, 3)),
-                             normal=normal / np.linalg.norm(normal, axis=1)[:, None],
-                             k=self.param_as_row("stiffness", 1, v),
-                             d=self.param_as_row("damping", 1, v))
-
-    def state_names(self):
-        return [], ["mode (0 free, 1 pressing, 2 clipped)"]
-
-    def kernels(self):
-        return Kernels(output=wall_output, modes=wall_modes, zero_crossings=wall_zero_crossings)
+        return self.law_record(v, self.check_point(v, "centre"), np.zeros((v.batch, 3)),
+                               self.param_as_row("radius", 1, v), True)
 
 
 @register

@@ -10,43 +10,55 @@ from collections import namedtuple
 from numba import njit
 
 from ..models import model_data as md
-from ..models.contact import (pose_error, wall_force, wall_mode, wall_penetration,
+from ..models.contact import (plane_contact, pose_error, sphere_contact, wall_force, wall_mode,
                               wall_witness)
 from ..models.kinematics import jacobian, tool_pose
 from ..models.model_data import member
 from .robot_kernels import inverse_dynamics_rows
 
-# ============================================================================ ContactWall
+# ============================================================================ ContactWall, ContactSphere
 
-WallParams = namedtuple("WallParams", "point normal k d")
-"""ContactWall's record: point (B, 3) on the plane (m), unit outward normal (B, 3), stiffness k
-(B, 1) N/m and damping d (B, 1) N s/m. xd (B, 1) holds the held mode (models.contact)."""
+ContactParams = namedtuple("ContactParams", "point normal radius k d sphere")
+"""The contact blocks' record: point (B, 3) on the plane or the ball's centre (m), the plane's
+unit outward normal (B, 3; unused for a ball), the ball's radius (B, 1) m (unused for a plane),
+stiffness k (B, 1) N/m, damping d (B, 1) N s/m, sphere (a ball, else a plane). xd (B, 1) holds
+the held mode (models.contact)."""
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def wall_output(t, xc, xd, u, y, p):
+def contact_geometry(p, b, pose, twist):
+    """(delta, delta', n0, n1, n2) of member b: the plane's or the ball's (models.contact)."""
+    if p.sphere:
+        return sphere_contact(p.point[b], p.radius[b, 0], pose[b], twist[b])
+    return plane_contact(p.point[b], p.normal[b], pose[b], twist[b])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def contact_output(t, xc, xd, u, y, p):
     pose, twist, wrench, pen, force = u[0], u[1], y[0], y[1], y[2]
     for b in range(pose.shape[0]):
-        delta, rate = wall_penetration(p.point[b], p.normal[b], pose[b], twist[b])
+        delta, rate, n0, n1, n2 = contact_geometry(p, b, pose, twist)
         f = wall_force(xd[b, 0], p.k[b, 0], p.d[b, 0], delta, rate)
+        wrench[b, 0] = f * n0
+        wrench[b, 1] = f * n1
+        wrench[b, 2] = f * n2
         for j in range(3):
-            wrench[b, j] = f * p.normal[b, j]
             wrench[b, 3 + j] = 0.0
         pen[b, 0] = delta
         force[b, 0] = f
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def wall_modes(t, xc, xd, u, p):
+def contact_modes(t, xc, xd, u, p):
     for b in range(u[0].shape[0]):
-        delta, rate = wall_penetration(p.point[b], p.normal[b], u[0][b], u[1][b])
+        delta, rate, _, _, _ = contact_geometry(p, b, u[0], u[1])
         xd[b, 0] = wall_mode(p.k[b, 0], p.d[b, 0], delta, rate)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def wall_zero_crossings(t, xc, xd, u, g, p):
+def contact_zero_crossings(t, xc, xd, u, g, p):
     for b in range(u[0].shape[0]):
-        delta, rate = wall_penetration(p.point[b], p.normal[b], u[0][b], u[1][b])
+        delta, rate, _, _, _ = contact_geometry(p, b, u[0], u[1])
         g[b, 0] = wall_witness(xd[b, 0], p.k[b, 0], p.d[b, 0], delta, rate)
 
 

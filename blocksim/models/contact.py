@@ -9,7 +9,8 @@ Conventions
   about the tool origin (the Manipulator's `f_ext`).
 - The wall is the plane through `point` with unit outward normal n (pointing from the wall into
   free space). Penetration delta = (point - p) . n (m, > 0 inside the wall), its rate
-  delta' = -v . n (m/s).
+  delta' = -v . n (m/s). A ball obstacle (centre c, radius r): delta = r - |p - c|, n = (p - c) /
+  |p - c|, the same law.
 - Wall force law (Kelvin-Voigt, clipped at zero): F = max(0, k delta + d delta') for delta > 0,
   0 otherwise (N, along +n, on the tool at its origin). A wall only pushes: the clip keeps the
   damper from pulling the tool back on separation (pure Kelvin-Voigt pulls there), so the force
@@ -18,6 +19,8 @@ Conventions
   held mode and every switch a located zero crossing (`wall_witness`).
 """
 from __future__ import annotations
+
+import math
 
 from numba import njit
 
@@ -29,15 +32,33 @@ WALL_FREE, WALL_PRESSING, WALL_CLIPPED = 0.0, 1.0, 2.0
 
 
 @njit(cache=True, error_model="numpy", inline="always")
-def wall_penetration(point, normal, pose, twist):
-    """(delta, delta') = the penetration (m) of the tool origin (pose[0:3]) into the wall and its
-    rate (m/s) from the tool origin's linear velocity twist[0:3]; point (3,), unit normal (3,)."""
+def plane_contact(point, normal, pose, twist):
+    """(delta, delta', n0, n1, n2): the penetration (m) of the tool origin (pose[0:3]) into the
+    wall through `point` with unit outward normal n, its rate (m/s) from the tool origin's linear
+    velocity twist[0:3], and n, the direction of the wall's force on the tool."""
     delta = 0.0
     rate = 0.0
     for j in range(3):
         delta += (point[j] - pose[j]) * normal[j]
         rate -= twist[j] * normal[j]
-    return delta, rate
+    return delta, rate, normal[0], normal[1], normal[2]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def sphere_contact(centre, radius, pose, twist):
+    """(delta, delta', n0, n1, n2) for a ball of `radius` (m) about `centre`: delta = radius -
+    |p - centre|, n = (p - centre) / |p - centre| (the ball's outward normal at the point nearest
+    the tool origin; +z when the tool origin is at the centre), delta' = -v . n."""
+    d0 = pose[0] - centre[0]
+    d1 = pose[1] - centre[1]
+    d2 = pose[2] - centre[2]
+    r = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
+    if r > 0.0:
+        n0, n1, n2 = d0 / r, d1 / r, d2 / r
+    else:
+        n0, n1, n2 = 0.0, 0.0, 1.0
+    rate = -(twist[0] * n0 + twist[1] * n1 + twist[2] * n2)
+    return radius - r, rate, n0, n1, n2
 
 
 @njit(cache=True, error_model="numpy", inline="always")
