@@ -79,8 +79,8 @@ def wall_force(mode, k, d, delta, rate):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def wall_witness(mode, k, d, delta, rate):
-    """The wall's crossing function in the held mode: its sign changes exactly where the mode
-    does, and it keeps its sign across each switch (so a switch fires once). Free: delta (rises
+    """The wall's crossing function in the held mode: it has one sign while the mode holds and
+    changes it exactly where the mode ends (so a switch fires once). Free: delta (rises
     through 0 on contact); pressing: the force k delta + d delta' (falls through 0 where the
     damper would start to pull); clipped: min(delta, -(k delta + d delta')), which falls
     through 0 on separation (delta) or where the force turns positive again."""
