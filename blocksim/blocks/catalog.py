@@ -18,7 +18,7 @@ FAMILIES = (
     ("sources", "Sources"), ("trajectories", "Trajectories"), ("math", "Math"),
     ("routing", "Routing"), ("continuous", "Continuous"), ("discrete", "Discrete"),
     ("control", "Control"), ("robot", "Robot"), ("kinematics", "Robot kinematics"),
-    ("actuators", "Actuators"), ("interaction", "Interaction"),
+    ("elastic", "Elastic joints"), ("actuators", "Actuators"), ("interaction", "Interaction"),
     ("friction", "Joint friction"), ("foc", "Field-oriented control"), ("sensors", "Sensors"),
     ("sinks", "Sinks"), ("plugins", "Plugins (blocks of your own)"),
 )
@@ -111,7 +111,7 @@ def _library_blocks(plugins: bool = False) -> dict[str, list]:
             if plugins:
                 families["plugins"].append(cls)
             continue
-        family = module.rsplit(".", 1)[-1]
+        family = getattr(cls, "family", None) or module.rsplit(".", 1)[-1]
         families.setdefault(family, []).append(cls)
     return {k: v for k, v in families.items() if v}
 

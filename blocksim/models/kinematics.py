@@ -259,21 +259,39 @@ def energy(model, data, k, q, qd, b):
     return T, V
 
 
-def rotation_vector(R):
-    """The rotation vector k theta (rad; k the unit axis, theta in [0, pi]) of a 3x3 rotation
-    matrix, robust near 0 and pi: the orientation error of the inverse kinematics and the
-    interpolation of a tool path (slerp) both use it."""
-    cos_a = max(-1.0, min(1.0, (np.trace(R) - 1.0) / 2.0))
+@njit(cache=True, error_model="numpy")
+def rotation_vector_into(R, out):
+    """out (3,) = the rotation vector k theta (rad; k the unit axis, theta in [0, pi]) of the 3x3
+    rotation matrix R, robust near 0 and pi: the orientation error of the inverse kinematics and
+    of Cartesian impedance control, and the interpolation of a tool path (slerp)."""
+    cos_a = max(-1.0, min(1.0, (R[0, 0] + R[1, 1] + R[2, 2] - 1.0) / 2.0))
     angle = math.acos(cos_a)
-    w = np.array([R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1]])
+    w0 = R[2, 1] - R[1, 2]
+    w1 = R[0, 2] - R[2, 0]
+    w2 = R[1, 0] - R[0, 1]
     if angle < 1e-6:
-        return 0.5 * w
-    if math.pi - angle < 1e-4:
+        out[0], out[1], out[2] = 0.5 * w0, 0.5 * w1, 0.5 * w2
+    elif math.pi - angle < 1e-4:
         # axis from the symmetric part: R + I = 2 a a^T near pi
-        B = 0.5 * (R + np.eye(3))
-        i = int(np.argmax(np.diag(B)))
-        axis = B[:, i] / math.sqrt(max(B[i, i], 1e-300))
-        if np.dot(axis, w) < 0:
-            axis = -axis
-        return axis * angle
-    return w * (angle / (2.0 * math.sin(angle)))
+        i = 0
+        for j in (1, 2):
+            if R[j, j] > R[i, i]:
+                i = j
+        bii = max(0.5 * (R[i, i] + 1.0), 1e-300)
+        scale = angle / math.sqrt(bii)
+        a0 = 0.5 * (R[0, i] + (1.0 if i == 0 else 0.0))
+        a1 = 0.5 * (R[1, i] + (1.0 if i == 1 else 0.0))
+        a2 = 0.5 * (R[2, i] + (1.0 if i == 2 else 0.0))
+        if a0 * w0 + a1 * w1 + a2 * w2 < 0:
+            scale = -scale
+        out[0], out[1], out[2] = a0 * scale, a1 * scale, a2 * scale
+    else:
+        f = angle / (2.0 * math.sin(angle))
+        out[0], out[1], out[2] = w0 * f, w1 * f, w2 * f
+
+
+def rotation_vector(R):
+    """The rotation vector (3,) of a 3x3 rotation matrix (`rotation_vector_into`)."""
+    out = np.empty(3)
+    rotation_vector_into(np.ascontiguousarray(R, dtype=float), out)
+    return out
