@@ -290,7 +290,7 @@ def cmd_check(args) -> int:
     cd = d.compile()
     settings = run_settings(d.settings, d.log_settings, cd)
     logged = logged_signals(cd, d.log_settings)
-    check_metrics(cd, logged)
+    check_metrics(cd, logged, (float(d.settings.start), float(d.settings.stop)))
     plan = make_plan(cd, settings, logged)
     print(f"{args.diagram}: '{d.name}' is valid"
           + (f" (variant {args.variant})" if args.variant else ""))

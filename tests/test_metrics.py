@@ -76,6 +76,12 @@ def test_the_cli_table_and_python_give_the_same_metrics(tmp_path):
      r"metric 'e': from must be a time \(s\), a finite number, got 'soon'$"),
     ("{name: e, kind: peak, signal: x.out, to: .inf}",
      r"metric 'e': to must be a time \(s\), a finite number, got inf$"),
+    ("{name: e, kind: peak, signal: x.out, from: 2.5}",
+     r"metric 'e': its window starts at 2\.5 s, after the run ends at 2 s$"),
+    ("{name: e, kind: peak, signal: x.out, to: -1.0}",
+     r"metric 'e': its window ends at -1 s, before the run starts at 0 s$"),
+    ("{name: e, kind: peak, signal: x.out, from: 1.5, to: 0.5}",
+     r"metric 'e': its window starts at 1\.5 s, after it ends at 0\.5 s$"),
     (f"{{name: {'e' * 1000}, kind: rms_error, signal: x.out}}",
      rf"metric '{'e' * 59}\.\.\. \(1,002 characters\) \(rms_error\) needs 'reference'$"),
 ])

@@ -251,11 +251,12 @@ def _lag(t: np.ndarray, y: np.ndarray, ref: np.ndarray) -> np.ndarray:
     return out
 
 
-def check_metrics(cd, logged) -> None:
+def check_metrics(cd, logged, span: tuple[float, float] | None = None) -> None:
     """Refuse, before a run, a `metrics:` entry that compute_metrics would refuse after it: an
     unknown kind, a missing signal or reference, a signal that names no block output or is not
-    logged, an event_times entry without a block that has event functions or without a list of
-    reference times. cd: the compiled diagram; logged: {'block.port': (block, port)} of the run."""
+    logged, a window that misses the run's span (start, stop) in s, an event_times entry without
+    a block that has event functions or without a list of reference times. cd: the compiled
+    diagram; logged: {'block.port': (block, port)} of the run."""
     spec = cd.spec
     for k, item in enumerate(spec.metrics):
         where = spec.where.get(f"metrics[{k}]")
@@ -271,7 +272,14 @@ def check_metrics(cd, logged) -> None:
                                         else f"does not exist{hint}"), where=where)
             continue
         _needs_signal(item, kind, name, where)
-        _window(item, name, where, (0.0, 0.0))
+        lo, hi = _window(item, name, where, span or (0.0, 0.0))
+        if span is not None:
+            miss = (f"starts at {lo:g} s, after the run ends at {span[1]:g} s" if lo > span[1]
+                    else f"ends at {hi:g} s, before the run starts at {span[0]:g} s"
+                    if hi < span[0] else f"starts at {lo:g} s, after it ends at {hi:g} s"
+                    if lo > hi else "")
+            if miss:
+                raise ParameterError(f"metric {shown(name)}: its window {miss}", where=where)
         if kind in ("detection_delay", "false_alarms"):
             try:
                 _onset(item, kind, kind == "detection_delay")

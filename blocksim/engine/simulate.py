@@ -153,7 +153,7 @@ class Simulator:
         self._followed: set | None = None        # block parameters the workspace values move
         self.whole = diagram.compile(batch)
         self._logged = logged_signals(self.whole, self.log)
-        check_metrics(self.whole, self._logged)
+        check_metrics(self.whole, self._logged, (float(self.settings.start), float(self.settings.stop)))
         # the run's steps and log grid (run_settings), then the whole batch's memory, are checked
         # before any array of the run is allocated (engine/run_size.py)
         self._run = run_settings(self.settings, self.log, self.whole)
