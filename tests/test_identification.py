@@ -268,3 +268,21 @@ def test_cli_identify_on_a_logged_record(tmp_path, two, monkeypatch):
     assert (out / "figures" / "validation_torques.png").stat().st_size > 1000
     RobotModel.from_yaml(out / "identified_robot.yaml")
     assert main(["identify", str(tmp_path / "cfg.yaml"), "--out", str(out)]) == 1   # not empty
+
+
+def test_the_written_data_run_diagram_loads_from_the_output_folder(tmp_path, monkeypatch):
+    """excitation_run.yaml names its robot, subsystem and plugin files by absolute paths, so it
+    loads wherever the output folder is (the elastic study's plant is a subsystem file)."""
+    from pathlib import Path
+
+    import blocksim
+    from blocksim.identification.excitation import FourierExcitation
+    from blocksim.identification.pipeline import _write_resolved_diagram
+    source = Path(__file__).resolve().parents[1] / "examples" / "commissioning" / "elastic_excitation.yaml"
+    exc = FourierExcitation(0.1, np.zeros((2, 3)), np.zeros((2, 3)), np.array([0.1, 0.2]))
+    dest = tmp_path / "out" / "excitation_run.yaml"
+    dest.parent.mkdir()
+    _write_resolved_diagram(source, exc, 2, dest)
+    monkeypatch.chdir(tmp_path)
+    d = blocksim.load(dest)
+    assert d.settings.stop == 20 and d.compile().blocks["plant/arm"].type_name == "ElasticManipulator"

@@ -448,3 +448,20 @@ def test_shipped_library_subsystems_are_found_by_type_name(tmp_path, monkeypatch
     assert spec.blocks["d/g"].params == {"gain": 3.0}
     assert wires(spec) == {("c", "d/g"), ("d/g", "s")}
     assert spec.aliases["d"] == spec.aliases["d.out"] == "d/g"
+
+
+def test_an_inner_blocks_relative_files_are_read_from_its_subsystems_folder(tmp_path):
+    """A subsystem in another folder, naming a data table beside it: the diagram that includes
+    it from elsewhere runs it with that table (values 3 then 5 at t = 0 and 1 s)."""
+    import blocksim
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    (lib / "table.csv").write_text("t,v\n0,3\n1,5\n")
+    (lib / "player.yaml").write_text("outports: [out]\nblocks:\n  f: {type: FromFile, path: table.csv}\n"
+                                     "connections:\n  - f -> outports.out\n")
+    top = tmp_path / "studies"
+    top.mkdir()
+    path = write(top, "blocksim: 1\nblocks:\n  p: {type: ../lib/player.yaml}\n"
+                      "simulation: {stop_time: 1.0, solver: rk4, step: 0.5}\nlog: {signals: [p.out]}\n")
+    r = blocksim.simulate(blocksim.load(path))
+    np.testing.assert_allclose(r["p.out"][:, 0], [3.0, 4.0, 5.0])

@@ -162,7 +162,7 @@ def instantiate(spec, batch: int, batch_params: dict[tuple[str, str], Any]) -> d
         params = dict(bspec.params)
         params.update({p: v for (b, p), v in batch_params.items() if b == name})
         try:
-            blocks[name] = cls(name, params, batch=batch, diagram_dir=diagram_dir)
+            blocks[name] = cls(name, params, batch=batch, diagram_dir=bspec.folder or diagram_dir)
         except BlocksimError as err:
             key = _param_in_message(err, bspec.param_where)
             sources = bspec.param_sources.get(key, {})

@@ -51,6 +51,10 @@ class BlockSpec:
     param_sources: dict[str, dict[str, SourceLoc]] = field(default_factory=dict)
     """{parameter: {workspace parameter it reads: where that one is defined}}, for messages about
     a value that came from the workspace."""
+    folder: str | None = None
+    """The folder of the subsystem file that declares the block, against which its relative file
+    parameters (a robot file, a data table) are read; None for the diagram's own blocks (its
+    folder)."""
 
 
 @dataclass

@@ -178,8 +178,9 @@ class _Scope:
                     override = self.nested_overrides[name][0]
                     raise ParameterError(f"{override.context()}'{full}' is a {raw['type']} block, not a "
                                          f"subsystem, so '{override.label}' names nothing", where=override.where)
+                folder = str(Path(self.path).resolve().parent) if self.prefix else None
                 self.out.blocks[full] = BlockSpec(full, raw["type"], params, where, param_where,
-                                                  sources)
+                                                  sources, folder)
             else:
                 self.children[name] = self.expand_subsystem(name, raw, sub_path, params, param_where, where)
 

@@ -285,15 +285,22 @@ def tracking_study(diagram: Path, robots: dict) -> dict:
 
 
 def _write_resolved_diagram(diagram: Path, excitation: FourierExcitation, periods: int, dest: Path):
-    """The excitation diagram with the optimised coefficients in its FourierSeries block, robot paths
-    made absolute and the run length set: `python cli.py simulate` on it reproduces the data run."""
+    """The excitation diagram with the optimised coefficients in its FourierSeries block, the paths
+    it names (robot files, subsystem files, plugin files) made absolute and the run length set: `python cli.py simulate` on it reproduces the data run."""
     spec = yaml.safe_load(Path(diagram).read_text())
     ref = spec["blocks"]["ref"]
     ref.update(excitation.block_parameters())
+    here = Path(diagram).parent
     for block in spec["blocks"].values():
         robot = block.get("robot") if isinstance(block, dict) else None
         if robot and not _is_preset(robot):
-            block["robot"] = str((Path(diagram).parent / robot).resolve())
+            block["robot"] = str((here / robot).resolve())
+        kind = block.get("type") if isinstance(block, dict) else None
+        if isinstance(kind, str) and kind.lower().endswith((".yaml", ".yml")):   # a subsystem file
+            block["type"] = str((here / kind).resolve())
+    if isinstance(spec.get("plugins"), list):                        # plugin files, not modules
+        spec["plugins"] = [str((here / p).resolve()) if isinstance(p, str) and p.endswith(".py")
+                           else p for p in spec["plugins"]]
     spec["blocks"]["plant"]["q0"] = excitation.q0.tolist()
     spec.setdefault("simulation", {})["stop_time"] = periods * excitation.period
     head = ("# Purpose: the identification data run with the optimised excitation (written by "
