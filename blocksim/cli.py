@@ -84,6 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="folder for signals, metrics and figures (new or empty)")
     p.add_argument("--force", action="store_true", help="allow a non-empty --out folder")
     p.add_argument("--plot", action="store_true", help="write the scopes' figures (PNG and SVG)")
+    p.add_argument("--format", nargs="+", default=["csv"], choices=["csv", "mat", "parquet"],
+                   dest="formats", help="tables written beside each variant's signals.npz "
+                   "(default: csv; parquet needs pip install -e '.[data]')")
     p.add_argument("--mode", choices=["auto", "interpreted", "compiled"],
                    help="execution mode (simulation.mode)")
     p.add_argument("--quiet", action="store_true", help="print only the metrics table")
@@ -196,6 +199,8 @@ def cmd_simulate(args) -> int:
             from .errors import BlocksimError
             raise BlocksimError(f"{args.diagram}: no variant '{v}'{did_you_mean(v, base.variants)}; "
                                 f"variants: {', '.join(base.variants) or 'none'}")
+    from .engine.exports import check_formats
+    check_formats(args.formats)
     folder = prepare_out(args.out, args.force)
     if args.plot and folder is None:
         folder = prepare_out(f"runs/{Path(args.diagram).stem}-{time.strftime('%Y%m%d-%H%M%S')}",
@@ -253,7 +258,7 @@ def _simulate_variants(args, base, variants, folder) -> int:
             print(f"[{label}] interrupted at {reached}; what was logged up to there is kept",
                   file=sys.stderr)
         if out is not None:
-            r.save(out / label)
+            r.save(out / label, formats=args.formats)
         if interrupted:
             break
     if any(all_metrics.values()):
