@@ -463,6 +463,28 @@ def add_web_commands(sub) -> None:
                         "5000); the files keep every sample")
     p.set_defaults(func=cmd_report)
 
+    p = sub.add_parser("serve", help="a local page that reruns the diagram as you move its "
+                       "tuned parameters (127.0.0.1 only; pip install -e '.[web]')")
+    p.add_argument("diagram")
+    p.add_argument("--tune", action="append", default=[], metavar="BLOCK.PARAM",
+                   help="a parameter with a slider and a field per element (repeatable)")
+    p.add_argument("--variant", help="tune this variant")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--port", type=int, default=8765,
+                   help="the port on 127.0.0.1 (default 8765; 0: any free port)")
+    p.add_argument("--max-points", type=int, default=None, metavar="N",
+                   help="at most N points drawn per trace (default 5000)")
+    p.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args) -> int:
+    from .web.decimate import DEFAULT_MAX_POINTS
+    from .web.serve import serve
+    serve(args.diagram, args.tune, port=args.port, variant=args.variant,
+          set=parse_sets(args.set), cap=args.max_points or DEFAULT_MAX_POINTS,
+          ready=lambda text: print(text, flush=True))
+    return 0
+
 
 def cmd_report(args) -> int:
     from .web.decimate import DEFAULT_MAX_POINTS

@@ -85,6 +85,7 @@ BS.layout = function (fig) {
 BS.drawFigures = async function (state, holder) {
   const bytes = await BS.inflate(state.blob);
   BS.decode(bytes, state);
+  performance.mark("bs-decoded");
   const drawn = [];
   state.figures.forEach((fig, k) => {
     let div = document.getElementById("bs-fig-" + k);
