@@ -124,3 +124,14 @@ def test_report_errors_name_the_folder_and_the_option(tmp_path, small_run):
                           capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert proc.returncode == 1
     assert proc.stderr == "error: --max-points 3: a trace needs at least 4 points\n"
+
+
+def test_browser_tests_skip_without_chromium_but_fail_where_it_is_required(monkeypatch):
+    import browser
+    monkeypatch.setattr(browser, "chromium_path", lambda: None)
+    monkeypatch.delenv("BLOCKSIM_REQUIRE_BROWSER", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="no headless Chromium here"):
+        browser.browser_or_skip()
+    monkeypatch.setenv("BLOCKSIM_REQUIRE_BROWSER", "1")
+    with pytest.raises(pytest.fail.Exception, match="apt-get install chromium-headless-shell"):
+        browser.browser_or_skip()
