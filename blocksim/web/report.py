@@ -90,19 +90,27 @@ def metric_rows(results: dict) -> list[list]:
     return rows
 
 
-def page_state(results: dict, run_dir: Path, cap: int = DEFAULT_MAX_POINTS, title=None) -> dict:
-    """Everything the page draws, as JSON-ready data (the figures reference Packer's blob)."""
-    from ..plotting import diagram_doc, robot_joint_names, signal_units
+def context(results: dict, run_dir: Path) -> dict:
+    """What the figures need of the run's diagram, read once: its name, scopes, signal units and
+    the robot's joint names (the same for every rerun of one diagram: serve reads it once)."""
+    from ..plotting import diagram_doc, robot_joint_names, run_scopes, signal_units
+    first = next(iter(results.values()))
+    doc = diagram_doc(first)
+    return {"name": doc.get("name") or Path(run_dir).name, "scopes": run_scopes(results, run_dir),
+            "units": signal_units(doc), "joints": robot_joint_names(first, run_dir)}
+
+
+def page_state(results: dict, run_dir: Path, cap: int = DEFAULT_MAX_POINTS, title=None,
+               known: dict | None = None) -> dict:
+    """Everything the page draws, as JSON-ready data (the figures reference Packer's blob);
+    known: the run's context() when the caller has it."""
     from .traces import all_figures
     if cap < 4:
         raise BlocksimError(f"--max-points {cap}: a trace needs at least 4 points")
-    first = next(iter(results.values()))
-    units = signal_units(diagram_doc(first))
-    joints = robot_joint_names(first, run_dir)
+    known = known or context(results, run_dir)
     packer = Packer()
-    figures = all_figures(results, run_dir, units, joints, packer, cap)
-    name = diagram_doc(first).get("name") or Path(run_dir).name
-    return {"title": title or f"{name}: report", "cap": cap, "figures": figures,
+    figures = all_figures(results, known, packer, cap)
+    return {"title": title or f"{known['name']}: report", "cap": cap, "figures": figures,
             "metrics": metric_rows(results), "provenance": provenance(results),
             "variants": list(results), "blob": packer.blob()}
 

@@ -67,6 +67,7 @@ class Tuner:
         self._wanted: tuple[int, dict] | None = None
         self._done: dict | None = None
         self._latest = -1
+        self._context = None
         threading.Thread(target=self._work, daemon=True, name="blocksim-serve-runs").start()
 
     def initial(self) -> dict:
@@ -104,15 +105,19 @@ class Tuner:
                 self._lock.notify_all()
 
     def _run(self, seq: int, values: dict) -> dict:
-        from .report import page_state
+        from .report import context, page_state
         try:
             new = {k: (v[0] if len(self.tune[k]) == 1 else list(v)) for k, v in values.items()
                    if k in self.tune}
             self.sim.set_parameters(new)
             result = self.sim.run()
             self.runs += 1
-            state = page_state({"tuned": result}, Path(str(self.diagram.path)).parent,
-                               self.cap, title=self.diagram.name)
+            results = {"tuned": result}
+            folder = Path(str(self.diagram.path)).parent
+            if self._context is None:        # scopes, units, joints: the same in every rerun
+                self._context = context(results, folder)
+            state = page_state(results, folder, self.cap, title=self.diagram.name,
+                               known=self._context)
         except BlocksimError as err:
             return {"seq": seq, "error": str(err)}
         state.update(seq=seq, values=values, runs=self.runs)

@@ -5,7 +5,7 @@ static figures (plotting.py), and the trace values packed for the page (page_dat
 from __future__ import annotations
 
 from ..plotting import (VARIANT_STYLE_CYCLE, REFERENCE_COLOUR, _series, error_scope,
-                        expand_members, is_reference, row_labels, run_scopes, shared_references)
+                        expand_members, is_reference, row_labels, shared_references)
 from .decimate import minmax_indices
 from .page_data import Packer
 
@@ -19,12 +19,12 @@ def signal_blocks(name: str) -> list[str]:
     return [part.strip().split(".")[0] for part in name.split(" - ")]
 
 
-def figure_list(results: dict, run_dir, units: dict, joints) -> list[tuple[dict, dict]]:
+def figure_list(results: dict, scopes: list[dict], units: dict) -> list[tuple[dict, dict]]:
     """(scope, results) of every figure of the page: each scope of the run's diagram and its
     error figure, then one figure per logged signal that no scope shows."""
     figures = []
     shown = set()
-    for scope in run_scopes(results, run_dir):
+    for scope in scopes:
         figures.append((scope, results))
         shown.update(scope.get("signals", []))
         error = error_scope(scope, results, units)
@@ -105,9 +105,11 @@ def _css(colour: str) -> str:
     return TABLEAU.get(colour, colour)
 
 
-def all_figures(results: dict, run_dir, units: dict, joints, packer: Packer, cap: int) -> list:
-    return [figure_spec(scope, runs, units, joints, packer, cap)
-            for scope, runs in figure_list(results, run_dir, units, joints)]
+def all_figures(results: dict, context: dict, packer: Packer, cap: int) -> list:
+    """The specs of every figure of the page (figure_list), the run's context (report.context:
+    its scopes, units and joint names) read once."""
+    return [figure_spec(scope, runs, context["units"], context["joints"], packer, cap)
+            for scope, runs in figure_list(results, context["scopes"], context["units"])]
 
 
 def expected_traces(figures: list[dict]) -> dict[str, list[str]]:
