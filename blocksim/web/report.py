@@ -49,11 +49,16 @@ def diagram_svg(results: dict, run_dir: Path) -> str:
 
 def compact_svg(svg: str) -> str:
     """matplotlib's SVG, smaller for a page: from <svg> on, without its metadata, blank runs
-    between tags, and path coordinates to 0.1 pt (a third of the size; text is left as is)."""
+    between tags, the font list of every text (report.css gives it once) and no-op rotations,
+    with coordinates to 0.1 pt (a third of the size; the text itself is left as it is)."""
     import re
     svg = svg[svg.index("<svg"):]
     svg = re.sub(r"<metadata>.*?</metadata>", "", svg, flags=re.S)
     svg = re.sub(r">\s+<", "><", svg)
+
+    svg = re.sub(r"font-family: [^;\"]*(; )?", "", svg)      # the page's style gives it once
+    svg = re.sub(r' transform="rotate\(-0 [^)]*\)"', "", svg)
+    svg = re.sub(r' (x|y)="(-?\d+\.\d)\d*"', r' \1="\2"', svg)
 
     def path(m):
         data = re.sub(r"(\d+\.\d)\d+", r"\1", m.group(1))
