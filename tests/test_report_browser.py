@@ -69,6 +69,17 @@ def test_the_w1_report_draws_every_signal_and_highlights_each_block_in_chromium(
                 assert trace["points"] == len(r.t) == 2001
                 span = np.ptp(r[name][:, i])
                 assert abs(trace["y_last"] - r[name][-1, i]) <= span / STEPS + 1e-12
+    tracking = verdict["figures"][0]
+    assert tracking["axes"] == ["xaxis: time [s]", "yaxis: joint angle [rad]",
+                                "yaxis2: joint angle [rad]"]
+    q = [t for t in tracking["traces"] if t["name"] == "plant.q (pid_ff)"]
+    assert [(t["element"], t["yaxis"], t["legend"], t["group"]) for t in q] == [
+        (0, "y", True, "plant.q (pid_ff)"), (1, "y2", False, "plant.q (pid_ff)")]  # one toggle
+    assert q[1]["hover"].startswith("block plant, port q[1]<br>pid_ff<br>t = ")
+    assert q[1]["hover"].endswith(" rad<extra></extra>")
+    values = {(v, m): vals[0] for v, r in results.items() for m, vals in r.metrics.items()}
+    assert verdict["sorted"] == [list(min(values, key=values.get)),
+                                 list(max(values, key=values.get))]
     expected = {}
     for k, fig in enumerate(state["figures"]):
         for j, trace in enumerate(fig["traces"]):

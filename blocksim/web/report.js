@@ -197,7 +197,10 @@ BS.selfTest = async function (state, blocks) {
     title: div.layout.title.text,
     traces: div.data.map((tr) => ({ name: tr.name, blocks: tr.meta.blocks,
       signal: tr.meta.signal, element: tr.meta.element, points: tr.x.length,
-      y_last: tr.y[tr.y.length - 1] })),
+      y_last: tr.y[tr.y.length - 1], hover: tr.hovertemplate, group: tr.legendgroup,
+      legend: tr.showlegend, yaxis: tr.yaxis })),
+    axes: Object.keys(div.layout).filter((k) => /^[xy]axis\d*$/.test(k)).sort()
+      .map((k) => k + ": " + div.layout[k].title.text),
   }));
   const clicks = {};
   for (const name of blocks) {
@@ -213,7 +216,15 @@ BS.selfTest = async function (state, blocks) {
     clicks[name] = lit;
   }
   BS.highlight(null);
-  const verdict = { figures: figures, clicks: clicks,
+  const table = document.getElementById("bs-metrics");
+  const sorted = [];
+  if (table.rows.length > 1) {
+    for (let k = 0; k < 2; k++) {        // the first value column, ascending then descending
+      table.rows[0].cells[2].dispatchEvent(new MouseEvent("click", { bubbles: true }));
+      sorted.push([table.rows[1].cells[0].textContent, table.rows[1].cells[1].textContent]);
+    }
+  }
+  const verdict = { figures: figures, clicks: clicks, sorted: sorted,
     drawn_ms: Number(document.getElementById("bs-drawn").dataset.ms) };
   document.getElementById("bs-selftest").textContent = JSON.stringify(verdict);
   return verdict;
