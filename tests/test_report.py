@@ -135,3 +135,12 @@ def test_browser_tests_skip_without_chromium_but_fail_where_it_is_required(monke
     monkeypatch.setenv("BLOCKSIM_REQUIRE_BROWSER", "1")
     with pytest.raises(pytest.fail.Exception, match="apt-get install chromium-headless-shell"):
         browser.browser_or_skip()
+
+
+def test_without_plotly_the_report_names_the_web_extra(small_run, monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "plotly.offline", None)      # import fails as if missing
+    with pytest.raises(BlocksimError) as err:
+        write_report(small_run, tmp_path / "r.html")
+    assert str(err.value) == ("the HTML report needs plotly, which is not installed: "
+                              "pip install -e '.[web]' (or pip install plotly)")
+    assert not (tmp_path / "r.html").exists()
