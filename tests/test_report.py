@@ -104,6 +104,7 @@ def test_the_page_has_each_scope_each_logged_signal_and_the_diagram(small_run):
     assert "At most 5,000 points per trace are drawn" in page
     prov = {row["variant"]: row for row in state["provenance"]}
     assert prov["two"]["solver"] == "rk4" and len(prov["two"]["diagram SHA-256"]) == 16
+    assert prov["two"]["simulation"] == "stop_time: 1, solver: rk4, step: 0.001, start_time: 0.0"
 
 
 def test_a_shared_plotly_is_written_once_beside_the_page(small_run, tmp_path):

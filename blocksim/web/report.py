@@ -66,14 +66,16 @@ def compact_svg(svg: str) -> str:
     return re.sub(r' d="([^"]*)"', path, svg)
 
 
-def provenance(results: dict) -> list[dict]:
-    """One row per variant: its solver and statistics, and where it came from."""
+def provenance(results: dict, settings: dict) -> list[dict]:
+    """One row per variant: its settings (the resolved simulation: section), solver statistics,
+    and where it came from."""
     rows = []
     for label, r in results.items():
         meta = r.metadata
         digest = hashlib.sha256(r.diagram.encode()).hexdigest()[:16] if r.diagram else ""
         rows.append({"variant": label, "diagram": str(meta.get("diagram", "")),
                      "diagram SHA-256": digest, "solver": str(meta.get("solver", "")),
+                     "simulation": settings.get(label, ""),
                      "statistics": ", ".join(f"{k} {v}" for k, v in r.stats.items()),
                      "samples": len(r.t),
                      "time": f"{r.t[0]:g}..{r.t[-1]:g} s" if len(r.t) else "",
@@ -101,8 +103,13 @@ def context(results: dict, run_dir: Path) -> dict:
     from ..plotting import diagram_doc, robot_joint_names, run_scopes, signal_units
     first = next(iter(results.values()))
     doc = diagram_doc(first)
+    settings = {}
+    for label, r in results.items():
+        section = (doc if r is first else diagram_doc(r)).get("simulation") or {}
+        settings[label] = ", ".join(f"{k}: {v}" for k, v in section.items())
     return {"name": doc.get("name") or Path(run_dir).name, "scopes": run_scopes(results, run_dir),
-            "units": signal_units(doc), "joints": robot_joint_names(first, run_dir)}
+            "units": signal_units(doc), "joints": robot_joint_names(first, run_dir),
+            "settings": settings}
 
 
 def page_state(results: dict, run_dir: Path, cap: int = DEFAULT_MAX_POINTS, title=None,
@@ -116,7 +123,8 @@ def page_state(results: dict, run_dir: Path, cap: int = DEFAULT_MAX_POINTS, titl
     packer = Packer()
     figures = all_figures(results, known, packer, cap)
     return {"title": title or f"{known['name']}: report", "cap": cap, "figures": figures,
-            "metrics": metric_rows(results), "provenance": provenance(results),
+            "metrics": metric_rows(results),
+            "provenance": provenance(results, known["settings"]),
             "variants": list(results), "blob": packer.blob()}
 
 
