@@ -158,3 +158,16 @@ def test_a_dragged_slider_is_coalesced_and_the_latest_value_wins(served):
     })()""")
     assert out["values"] == {"pid.Kp": [100, 200]} and out["field"] == "200"
     assert 1 <= out["runs"] < 25                  # not one run per move
+
+
+def test_a_taken_port_is_refused_with_its_number(tmp_path):
+    import socket
+    from blocksim.web.serve import serve
+    path = tmp_path / "small.yaml"
+    path.write_text(SMALL)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(BlocksimError, match=f"^--port {port}: Address already in use$"):
+            serve(path, ["g.gain"], port=port, ready=lambda text: None)

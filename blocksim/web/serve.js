@@ -87,6 +87,12 @@ window.blocksimReady = (async function () {
   const start = await (await fetch("/state")).json();
   BSserve.controls(start.tune);
   BSserve.seq = start.run.seq;
+  if (start.run.error) {
+    const status = document.getElementById("bs-run-status");
+    status.textContent = "error: " + start.run.error;
+    status.className = "bs-status bs-error";
+    return 0;
+  }
   await BSserve.draw(start.run);
   return start.run.runs;
 })();
