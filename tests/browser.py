@@ -135,7 +135,9 @@ class Browser:
         self.ws = _Socket(pages[0]["webSocketDebuggerUrl"], timeout)
         self._id = 0
         self.events: list[str] = []
+        self.requests: list[str] = []
         self.call("Page.enable")
+        self.call("Network.enable")
         self.call("Runtime.enable")
 
     def _drain_stderr(self):
@@ -152,16 +154,21 @@ class Browser:
                     raise RuntimeError(f"{method}: {msg['error']}")
                 return msg.get("result", {})
             if "method" in msg:
-                self.events.append(msg["method"])
+                self._event(msg)
+
+    def _event(self, msg: dict) -> None:
+        self.events.append(msg["method"])
+        if msg["method"] == "Network.requestWillBeSent":
+            self.requests.append(msg["params"]["request"]["url"])
 
     def goto(self, url: str) -> None:
-        """Open url and wait for its load event."""
-        self.events = []
+        """Open url and wait for its load event; `requests` then lists the URLs it asked for."""
+        self.events, self.requests = [], []
         self.call("Page.navigate", url=url)
         while "Page.loadEventFired" not in self.events:
             msg = json.loads(self.ws.receive())
             if "method" in msg:
-                self.events.append(msg["method"])
+                self._event(msg)
 
     def evaluate(self, expression: str):
         """The value of a JavaScript expression (a promise is awaited); a thrown error raises."""

@@ -1,4 +1,5 @@
-"""The W1 report in real headless Chromium: every scope has its figure and every logged signal
+"""The W1 report in real headless Chromium: it asks for nothing but its own files (offline),
+every scope has its figure and every logged signal
 its traces (their last values those of the run), a click on each block of the diagram
 highlights exactly that block's traces, the page is not blank, and its size and load time
 (navigation start to the page's own "all figures drawn" mark) are within the issue's bounds."""
@@ -53,6 +54,9 @@ def test_the_w1_report_draws_every_signal_and_highlights_each_block_in_chromium(
     chromium.goto("about:blank")
     chromium.goto((w1_run / page).as_uri() + "#selftest")
     verdict = chromium.evaluate("window.blocksimReady")
+    asked = list(chromium.requests)
+    assert all(url.startswith(("file://", "data:", "blob:")) for url in asked), asked  # offline
+    assert len([u for u in asked if u.startswith("file://")]) == (1 if page == "report.html" else 2)
     assert json.loads(chromium.evaluate("document.getElementById('bs-selftest').textContent")) \
         == verdict                                  # the verdict the page wrote into itself
     results = load_run(w1_run)
