@@ -113,9 +113,11 @@ class Browser:
         self.path = browser_or_skip()
         self.profile = tempfile.mkdtemp(prefix="blocksim-chromium-")
         self.timeout = timeout
+        # a session of its own: Debian's /usr/bin/chromium* are shell scripts that start the
+        # browser as their child, so close() ends the whole group, not the script alone
         self.proc = subprocess.Popen([self.path, *FLAGS, f"--user-data-dir={self.profile}",
                                       "about:blank"], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True)
+                                     stderr=subprocess.PIPE, text=True, start_new_session=True)
         port = None
         deadline = time.monotonic() + timeout
         while port is None and time.monotonic() < deadline:
@@ -182,13 +184,25 @@ class Browser:
         return base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"])
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
+        """End the browser: its process group (the one this object started), then its profile."""
+        import signal
+        for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
             try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                break
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline:
+                try:
+                    os.killpg(self.proc.pid, 0)
+                except ProcessLookupError:
+                    break
+                self.proc.poll()
+                time.sleep(0.05)
+            else:
+                continue
+            break
+        self.proc.wait()
         shutil.rmtree(self.profile, ignore_errors=True)
 
     def __enter__(self):

@@ -145,3 +145,13 @@ def test_without_plotly_the_report_names_the_web_extra(small_run, monkeypatch, t
     assert str(err.value) == ("the HTML report needs plotly, which is not installed: "
                               "pip install -e '.[web]' (or pip install plotly)")
     assert not (tmp_path / "r.html").exists()
+
+
+def test_a_closed_browser_leaves_no_chromium_process_behind():
+    import os
+    import browser
+    with browser.Browser() as b:
+        group = b.proc.pid
+        assert b.evaluate("1 + 1") == 2
+    with pytest.raises(ProcessLookupError):
+        os.killpg(group, 0)                 # the whole group (wrapper script and browser) ended
