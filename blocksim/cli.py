@@ -1,5 +1,5 @@
-"""The command line: simulate, check, blocks, metrics, plot, animate, draw, compare, identify,
-linearize, trim.
+"""The command line: simulate, check, blocks, metrics, plot, animate, draw, report, serve,
+compare, identify, linearize, trim.
 
 Heavy modules (numba kernels, matplotlib) are imported only by the commands that use them, so
 `blocksim blocks` and `--help` answer at once.
@@ -84,6 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="folder for signals, metrics and figures (new or empty)")
     p.add_argument("--force", action="store_true", help="allow a non-empty --out folder")
     p.add_argument("--plot", action="store_true", help="write the scopes' figures (PNG and SVG)")
+    p.add_argument("--format", nargs="+", default=["csv"], choices=["csv", "mat", "parquet"],
+                   dest="formats", help="tables written beside each variant's signals.npz "
+                   "(default: csv; parquet needs pip install -e '.[data]')")
+    p.add_argument("--report", action="store_true",
+                   help="write report.html, the interactive HTML report (pip install -e '.[web]')")
     p.add_argument("--mode", choices=["auto", "interpreted", "compiled"],
                    help="execution mode (simulation.mode)")
     p.add_argument("--quiet", action="store_true", help="print only the metrics table")
@@ -113,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_metrics)
 
     add_figure_commands(sub)
+    add_web_commands(sub)
 
     p = sub.add_parser("identify", help="identify a robot's dynamic parameters; report, figures and "
                        "robot file in --out")
@@ -196,8 +202,13 @@ def cmd_simulate(args) -> int:
             from .errors import BlocksimError
             raise BlocksimError(f"{args.diagram}: no variant '{v}'{did_you_mean(v, base.variants)}; "
                                 f"variants: {', '.join(base.variants) or 'none'}")
+    from .engine.exports import check_formats
+    check_formats(args.formats)
+    if args.report:
+        from .web.report import plotly_js
+        plotly_js()                    # the web extra is there, before minutes of running
     folder = prepare_out(args.out, args.force)
-    if args.plot and folder is None:
+    if (args.plot or args.report) and folder is None:
         folder = prepare_out(f"runs/{Path(args.diagram).stem}-{time.strftime('%Y%m%d-%H%M%S')}",
                              False)
     try:
@@ -253,7 +264,7 @@ def _simulate_variants(args, base, variants, folder) -> int:
             print(f"[{label}] interrupted at {reached}; what was logged up to there is kept",
                   file=sys.stderr)
         if out is not None:
-            r.save(out / label)
+            r.save(out / label, formats=args.formats)
         if interrupted:
             break
     if any(all_metrics.values()):
@@ -266,6 +277,9 @@ def _simulate_variants(args, base, variants, folder) -> int:
         if args.plot and results:
             from .plotting import scope_figures
             written = scope_figures(base.spec, results, out)
+        if args.report and results:
+            from .web.report import write_report
+            written.append(write_report(out))
         folder.commit()
         for path in written:
             print(f"wrote {folder.final(path)}")
@@ -434,6 +448,51 @@ def add_figure_commands(sub) -> None:
     p.add_argument("--fail-rel", type=float, metavar="X",
                    help="exit 1 when a metric's |B - A| / |A| exceeds X (regression checks)")
     p.set_defaults(func=cmd_compare)
+
+
+def add_web_commands(sub) -> None:
+    p = sub.add_parser("report", help="the interactive HTML report of a saved run (one offline "
+                       "file; pip install -e '.[web]')")
+    p.add_argument("run", help="a `simulate --out` folder (one subfolder per variant) or one saved run")
+    p.add_argument("--out", metavar="FILE.html", help="the page (default: RUN/report.html)")
+    p.add_argument("--plotly", choices=["inline", "shared"], default="inline",
+                   help="inline: plotly.js inside the page (about 4.8 MB, default); shared: one "
+                        "plotly.min.js beside the page, shared by the reports of its folder")
+    p.add_argument("--max-points", type=int, default=None, metavar="N",
+                   help="at most N points drawn per trace, keeping minima and maxima (default "
+                        "5000); the files keep every sample")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("serve", help="a local page that reruns the diagram as you move its "
+                       "tuned parameters (127.0.0.1 only; pip install -e '.[web]')")
+    p.add_argument("diagram")
+    p.add_argument("--tune", action="append", default=[], metavar="BLOCK.PARAM",
+                   help="a parameter with a slider and a field per element (repeatable)")
+    p.add_argument("--variant", help="tune this variant")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--port", type=int, default=8765,
+                   help="the port on 127.0.0.1 (default 8765; 0: any free port)")
+    p.add_argument("--max-points", type=int, default=None, metavar="N",
+                   help="at most N points drawn per trace (default 5000)")
+    p.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args) -> int:
+    from .web.decimate import DEFAULT_MAX_POINTS
+    from .web.serve import serve
+    serve(args.diagram, args.tune, port=args.port, variant=args.variant,
+          set=parse_sets(args.set), cap=args.max_points or DEFAULT_MAX_POINTS,
+          ready=lambda text: print(text, flush=True))
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .web.decimate import DEFAULT_MAX_POINTS
+    from .web.report import write_report
+    path = write_report(args.run, args.out, plotly=args.plotly,
+                        cap=args.max_points or DEFAULT_MAX_POINTS)
+    print(f"wrote {path}")
+    return 0
 
 
 def cmd_plot(args) -> int:

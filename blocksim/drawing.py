@@ -8,6 +8,9 @@ ordered by the mean row of their drivers (a few barycentre sweeps) to keep wires
 wires are drawn as smooth curves; feedback wires run below the blocks, right to left, each in its
 own lane. Disabled blocks are greyed. Subsystems are drawn flattened (`parent/inner`).
 
+In SVG, each block's box is the element whose id is the block's name (flattened inside
+subsystems), so a page can find, style and click it (the HTML report does).
+
 Each box shows the parameters the diagram gives the block (`Kp = [400, 200]`, shortened), and its
 outline is coloured by sample time as Simulink's sample-time colours: continuous in blue,
 discrete rates from the fastest in red, green, orange, ..., constant in magenta; a legend names the
@@ -205,10 +208,11 @@ def draw_compiled(cd, title: str = ""):
         h = heights[n]
         face = "#f7f9fc" if blk.enabled else "#e6e6e6"
         edge = colours[str(cd.sample_times[n])] if blk.enabled else DISABLED_COLOUR
-        ax.add_patch(FancyBboxPatch((x - BOX_W / 2, y - h / 2), BOX_W, h,
-                                    boxstyle="round,pad=0.02,rounding_size=0.12",
-                                    facecolor=face, edgecolor=edge, linewidth=1.4,
-                                    linestyle="-" if blk.enabled else "--", zorder=2))
+        box = ax.add_patch(FancyBboxPatch((x - BOX_W / 2, y - h / 2), BOX_W, h,
+                                          boxstyle="round,pad=0.02,rounding_size=0.12",
+                                          facecolor=face, edgecolor=edge, linewidth=1.4,
+                                          linestyle="-" if blk.enabled else "--", zorder=2))
+        box.set_gid(n)                  # in SVG: the box's element has id = the block's name
         ax.text(x, y + h / 2 + 0.06, n, ha="center", va="bottom", fontsize=9, fontweight="bold",
                 zorder=4, color="black" if blk.enabled else "#777777")
         label = blk.type_name + ("" if blk.enabled else " (disabled)")
@@ -281,6 +285,17 @@ def draw_compiled(cd, title: str = ""):
         ax.legend(handles=handles, loc="lower right", fontsize=7, title="sample time",
                   title_fontsize=7, frameon=False)
     return fig
+
+
+def svg_text(fig) -> str:
+    """A figure as SVG text, its text kept as text (searchable, styled by the page)."""
+    import io
+
+    import matplotlib
+    buffer = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "blocksim"}):
+        fig.savefig(buffer, format="svg")
+    return buffer.getvalue()
 
 
 def draw_diagram(path, out, variant=None, set=None) -> Path:  # noqa: A002

@@ -126,3 +126,20 @@ def did_you_mean(name: str, candidates: Iterable[str], clause: bool = False) -> 
 class BlocksimWarning(UserWarning):
     """Input that runs but is probably not what was meant (an angle of 30 rad: degrees?). The
     message names the file, line, block and parameter, as errors do."""
+
+
+class MissingExtraError(BlocksimError):
+    """An optional library a command needs is not installed; the message names the extra."""
+
+
+def require_extra(module: str, extra: str, purpose: str):
+    """The optional library `module` (imported), or a MissingExtraError saying which extra of
+    blocksim installs it: "writing Parquet needs pyarrow, which is not installed: pip install -e
+    '.[data]' (or pip install pyarrow)"."""
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        package = module.split(".")[0]
+        raise MissingExtraError(f"{purpose} needs {package}, which is not installed: "
+                                f"pip install -e '.[{extra}]' (or pip install {package})") from None

@@ -360,6 +360,18 @@ def error_scope(scope: dict, results: dict, units: dict[str, str]):
              "ylabel": f"tracking error [{unit}]" if unit else "tracking error"}, derived, units)
 
 
+def shared_references(refs: list[str], results: dict) -> dict[str, bool]:
+    """{reference: True when it is the same in every run of results}: such a reference is drawn
+    once, in black."""
+    shared = {}
+    for s in refs:
+        series = [(r.t, _series(r, s)) for r in results.values()]
+        t0, y0 = series[0]
+        shared[s] = all(len(t) == len(t0) and np.allclose(t, t0) and y.shape == y0.shape
+                        and np.allclose(y, y0, rtol=1e-12, atol=1e-12) for t, y in series[1:])
+    return shared
+
+
 def scope_figure(scope: dict, results: dict, units: dict[str, str] | None = None, index: int = 0,
                  joints: tuple[str, ...] | None = None):
     """One figure for a scope: a subplot per signal element, variants overlaid; returns the Figure.
@@ -389,13 +401,7 @@ def scope_figure(scope: dict, results: dict, units: dict[str, str] | None = None
     refs = [s for s in signals if is_reference(s, scope)]
     others = [s for s in signals if s not in refs]
     many = len(results) > 1
-    # a reference that is the same in every variant is drawn once, in black
-    shared_ref = {}
-    for s in refs:
-        series = [(r.t, _series(r, s)) for r in results.values()]
-        t0, y0 = series[0]
-        shared_ref[s] = all(len(t) == len(t0) and np.allclose(t, t0) and y.shape == y0.shape
-                            and np.allclose(y, y0, rtol=1e-12, atol=1e-12) for t, y in series[1:])
+    shared_ref = shared_references(refs, results)
     for v_index, (variant, r) in enumerate(results.items()):
         colour = VARIANT_STYLE_CYCLE[v_index % len(VARIANT_STYLE_CYCLE)]
         for s in refs:
@@ -426,6 +432,29 @@ def scope_figure(scope: dict, results: dict, units: dict[str, str] | None = None
     return fig
 
 
+def row_labels(present: list[list[str]], units: dict[str, str],
+               joints: tuple[str, ...] | None, ylabel=None) -> list[tuple[str, str]]:
+    """(y label, title) of each subplot of a figure with a subplot per signal element: the y
+    label says what its signals are and their units (axis_label; a user's `ylabel` as written,
+    or one per subplot); with several subplots, each is titled by its joint when there is one
+    per joint of the robot (`joints`; else "joint k" in a robot's diagram, "element k"
+    elsewhere), and the title is "" for a single subplot."""
+    n = len(present)
+    per_joint = n > 1 and joints is not None and len(joints) == n
+    out = []
+    for i in range(n):
+        if isinstance(ylabel, (list, tuple)):
+            label = str(ylabel[i]) if i < len(ylabel) else ""
+        elif ylabel:
+            label = str(ylabel)
+        else:
+            label = axis_label(present[i], units, per_joint)
+        title = "" if n == 1 else (joints[i] if per_joint else
+                                   (f"joint {i + 1}" if joints is not None else f"element {i + 1}"))
+        out.append((label, title))
+    return out
+
+
 def label_axes(fig, axes, present: list[list[str]], units: dict[str, str],
                joints: tuple[str, ...] | None, ylabel=None) -> None:
     """Labels of a figure with a subplot per signal element: each y axis says what its signals
@@ -433,18 +462,10 @@ def label_axes(fig, axes, present: list[list[str]], units: dict[str, str],
     subplot is titled by its joint when there is one per joint of the robot (`joints`; else
     "joint k" in a robot's diagram, "element k" elsewhere), time on the x axis, and the legend
     outside the axes to the right."""
-    per_joint = len(axes) > 1 and joints is not None and len(joints) == len(axes)
-    for i, ax in enumerate(axes):
-        if isinstance(ylabel, (list, tuple)):
-            ax.set_ylabel(str(ylabel[i]) if i < len(ylabel) else "")
-        elif ylabel:
-            ax.set_ylabel(str(ylabel))
-        else:
-            ax.set_ylabel(axis_label(present[i], units, per_joint))
-        if len(axes) > 1:
-            ax.set_title(joints[i] if per_joint else
-                         (f"joint {i + 1}" if joints is not None else f"element {i + 1}"),
-                         loc="left", fontsize=9)
+    for ax, (label, title) in zip(axes, row_labels(present, units, joints, ylabel)):
+        ax.set_ylabel(label)
+        if title:
+            ax.set_title(title, loc="left", fontsize=9)
         ax.grid(True, alpha=0.3)
     handles, labels = axes[0].get_legend_handles_labels()
     if handles:

@@ -25,8 +25,9 @@ MAY_IMPORT = {
     "compare": {"errors", "plotting"},
     "animation": {"errors", "blocks", "plotting"},
     "drawing": {"errors", "plotting", "blocksim"},
+    "web": {"errors", "engine", "plotting", "drawing", "blocksim"},
     "cli": {"errors", "reading", "blocks", "diagram", "engine", "identification", "plotting", "compare",
-            "animation", "drawing", "analysis", "blocksim"},
+            "animation", "drawing", "web", "analysis", "blocksim"},
 }
 """Which layer may import which: a layer is a subpackage of blocksim or a top-level module
 ("blocksim" is the package's face, blocksim/__init__.py). The same table is drawn in

@@ -89,17 +89,25 @@ class Result:
                       stopped_by=self.stopped_by, diagram=self._diagram, metadata=self.metadata,
                       aliases=self._aliases)
 
-    def save(self, folder) -> Path:
-        """Write signals.npz, signals.csv, metrics.json, diagram.yaml and run.json into folder.
+    def save(self, folder, formats=("csv",)) -> Path:
+        """Write signals.npz, the tables of `formats` (engine.exports.FORMATS: signals.csv,
+        signals.mat, signals.parquet), metrics.json, diagram.yaml and run.json into folder.
         Each file is written beside its place and renamed into it, so a crash or a full disk
         leaves the earlier file or the new one, never a truncated one (run.json last: a folder
         with a run.json is complete)."""
+        from . import exports
+        formats = exports.check_formats(formats)
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         arrays = {"t": self.t}
         arrays.update({n: (d if self.batched else d[0]) for n, d in self._signals.items()})
         _atomic(folder / "signals.npz", lambda fh: np.savez_compressed(fh, **arrays))
-        _atomic(folder / "signals.csv", self._write_csv, text=True)
+        if "csv" in formats:
+            _atomic(folder / "signals.csv", self._write_csv, text=True)
+        writers = {"mat": exports.write_mat, "parquet": exports.write_parquet}
+        for f in formats:
+            if f in writers:
+                _atomic(folder / exports.FILE_NAMES[f], lambda fh, w=writers[f]: w(self, fh))
         _atomic(folder / "metrics.json",
                 lambda fh: fh.write(json.dumps(self.metrics, indent=2) + "\n"), text=True)
         if self.diagram is not None:
@@ -111,6 +119,12 @@ class Result:
                 lambda fh: fh.write(json.dumps(meta, indent=2, default=_jsonable) + "\n"),
                 text=True)
         return folder
+
+    def to_dataframe(self, form: str = "wide"):
+        """The log as a pandas DataFrame, wide (member, t, 'block.port[i]' columns) or long
+        (member, t, signal, element, value): engine/exports.py, `pip install -e '.[data]'`."""
+        from .exports import to_dataframe
+        return to_dataframe(self, form)
 
     def _write_csv(self, fh) -> None:
         """One column per signal element (and member, for a batch): 'plant.q[0]', 'plant.q[0]#3'."""

@@ -32,7 +32,7 @@ def _exchange(a: Path, b: Path) -> bool:
 
 OUTPUT_FILES = ("metrics.json", "report.md", "identified_robot.yaml", "excitation.yaml",
                 "excitation_run.yaml", "metrics_diff.csv", "metrics_diff.json", "model.npz",
-                "model.json", "margins.json")
+                "model.json", "margins.json", "report.html", "plotly.min.js")
 OUTPUT_SUFFIXES = (".png", ".svg", ".pdf", ".gif")
 OUTPUT_FOLDERS = ("figures", "data")
 
