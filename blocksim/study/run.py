@@ -1,0 +1,87 @@
+"""A study from its file to its summary: the file checked, the factors checked against the
+diagram, the folder made (or resumed), the first unit run by the driver itself, under a file lock
+in the compiled-code cache (so the diagram is compiled once, into the cache the workers share,
+before any unit is sent), the other units on the executor, rows written as units finish, and
+`summary.csv` in member order at the end."""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .executors import run_units
+from .file import load_study
+from .sampling import member_count
+from .store import StudyFolder, manifest_of
+from .units import UnitRunner, split
+
+
+@dataclass
+class StudyRun:
+    """What a study run did: its folder and summary file, every row in member order, the
+    metric columns, how many units it ran now (of all), where they ran, and its wall time (s)."""
+
+    folder: Path
+    summary: Path
+    rows: list[dict]
+    metrics: tuple[str, ...]
+    ran: int
+    units: int
+    where: str
+    wall_s: float
+
+
+@contextlib.contextmanager
+def compile_lock():
+    """Held while the driver compiles the diagram: two studies started at once on one cache
+    compile it once (the second waits, then loads it)."""
+    from ..engine.numba_backend import cache_dir
+    folder = cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / "study-compile.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def run_study(path, out, executor: str | None = None, workers: int | None = None,
+              scheduler: str | None = None, resume: bool = False, progress: bool = True,
+              processes: bool = True) -> StudyRun:
+    """Run the study of file `path` into folder `out` (docs/studies.md). executor, workers,
+    scheduler: replace the file's; resume: finish the study in `out`, running only its missing
+    units; processes: with a Dask LocalCluster, worker processes (False: threads, as in tests)."""
+    started = time.perf_counter()
+    study = load_study(path)
+    executor = executor or ("dask" if scheduler else study.executor)
+    runner = UnitRunner(study, threads=None)
+    runner.check()
+    total = member_count(study.factors, study.samples)
+    units = split(total, study.unit_size)
+    folder = StudyFolder(out, manifest_of(study, runner.base.resolved_yaml(), total,
+                                          len(units)), resume)
+    done = folder.done()
+    pending = [u for u in units if u.index not in done]
+    from tqdm import tqdm
+    bar = tqdm(total=total, initial=total - sum(u.size for u in pending), unit="member",
+               desc=study.name, disable=None if progress else True, leave=False)
+
+    def on_done(unit, rows):
+        folder.write_part(unit.index, rows)
+        bar.update(unit.size)
+    where = "nothing to run: every unit is done"
+    try:
+        if pending:
+            with compile_lock():
+                on_done(pending[0], runner.run(pending[0]))
+            where = run_units(executor, str(Path(path).resolve()), pending[1:], runner, on_done,
+                              workers or study.workers, scheduler or study.scheduler, processes)
+    finally:
+        bar.close()
+    rows = folder.rows()
+    summary = folder.write_summary(rows)
+    return StudyRun(folder.path, summary, rows, runner.metrics, len(pending), len(units), where,
+                    time.perf_counter() - started)
