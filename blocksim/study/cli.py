@@ -22,5 +22,9 @@ def sweep_command(args) -> int:
                     scheduler=args.scheduler, resume=args.resume)
     print(f"{run.ran} of {run.units} units run now ({run.where}); {run.wall_s:.1f} s wall")
     print(summary_text(run.rows, run.metrics, args.study, args.out))
+    if run.sensitivity is not None:
+        from .sensitivity import indices_text
+        print(indices_text(run.sensitivity))
+        print(f"wrote {run.folder / 'sensitivity.json'}")
     print(f"wrote {run.summary}")
     return 0

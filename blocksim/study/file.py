@@ -17,10 +17,11 @@ from ..errors import ParameterError, SourceLoc
 from ..models.input_values import describe, integer, mapping, text
 from ..reading.located_yaml import YamlMap, loc_of, read_yaml, to_plain, where_of
 from .factors import Factor, read_factor
+from .sampling import member_count
 
 FORMAT = 1
 EXECUTORS = ("threads", "processes", "dask")
-SAMPLINGS = ("random", "lhs", "sobol")
+SAMPLINGS = ("random", "lhs", "sobol", "saltelli")
 
 
 class StudyFileError(ParameterError):
@@ -60,6 +61,11 @@ class Study:
 
     def loc(self, key: str) -> SourceLoc:
         return self.where.get(key, SourceLoc(self.file))
+
+    @property
+    def members(self) -> int:
+        """How many members the study has (study/sampling.py)."""
+        return member_count(self.factors, self.samples, self.sampling)
 
 
 def load_study(path) -> Study:
@@ -115,9 +121,14 @@ def load_study(path) -> Study:
         metrics=_metrics(doc, where))
     checked = Study(**study)
     drawn = [f for f in factors if f.drawn]
-    if checked.sampling == "sobol" and drawn and checked.samples & (checked.samples - 1):
-        raise E(f"sampling: sobol needs samples a power of 2 (its balance holds for 2^k points), "
-                f"got {checked.samples}", where=checked.loc("samples"))
+    if checked.sampling in ("sobol", "saltelli") and drawn \
+            and checked.samples & (checked.samples - 1):
+        raise E(f"sampling: {checked.sampling} needs samples a power of 2 (its balance holds for "
+                f"2^k points), got {checked.samples}", where=checked.loc("samples"))
+    if checked.sampling == "saltelli" and len(drawn) != len(factors):
+        grid = next(f for f in factors if not f.drawn)
+        raise E(f"factors: '{grid.path}': sampling: saltelli (Sobol indices) needs every factor "
+                "drawn (uniform, normal, loguniform), not a list of values", where=grid.where)
     if checked.samples > 1 and not drawn:
         raise E(f"samples: {checked.samples} draws, but no factor is a distribution (uniform, "
                 "normal, loguniform): every draw would be the same member", where=checked.loc("samples"))

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from ..errors import BlocksimError
 from .file import load_study
-from .sampling import member_count
 from .store import StudyFolder, from_csv, manifest_of
 from .units import Unit, UnitRunner, split
 
@@ -60,7 +59,7 @@ def replay(path, out, member: int) -> Replay:
     study folder `out`."""
     study = load_study(path)
     runner = UnitRunner(study)
-    total = member_count(study.factors, study.samples)
+    total = study.members
     if not 0 <= member < total:
         raise BlocksimError(f"--replay {member}: the study has members 0..{total - 1}")
     folder = StudyFolder(out, manifest_of(study, runner.base.resolved_yaml(), total,

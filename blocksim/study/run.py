@@ -2,19 +2,20 @@
 diagram, the folder made (or resumed), the first unit run by the driver itself, under a file lock
 in the compiled-code cache (so the diagram is compiled once, into the cache the workers share,
 before any unit is sent), the other units on the executor, rows written as units finish, and
-`summary.csv` in member order at the end."""
+`summary.csv` in member order at the end (and `sensitivity.json`, the Sobol indices, for a
+saltelli study)."""
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from .executors import run_units
 from .file import load_study
-from .sampling import member_count
-from .store import StudyFolder, manifest_of
+from .store import StudyFolder, manifest_of, write_atomic
 from .units import UnitRunner, split
 
 
@@ -31,6 +32,7 @@ class StudyRun:
     units: int
     where: str
     wall_s: float
+    sensitivity: dict | None = None
 
 
 @contextlib.contextmanager
@@ -59,7 +61,7 @@ def run_study(path, out, executor: str | None = None, workers: int | None = None
     executor = executor or ("dask" if scheduler else study.executor)
     runner = UnitRunner(study, threads=None)
     runner.check()
-    total = member_count(study.factors, study.samples)
+    total = study.members
     units = split(total, study.unit_size)
     folder = StudyFolder(out, manifest_of(study, runner.base.resolved_yaml(), total,
                                           len(units)), resume)
@@ -83,5 +85,12 @@ def run_study(path, out, executor: str | None = None, workers: int | None = None
         bar.close()
     rows = folder.rows()
     summary = folder.write_summary(rows)
+    indices = None
+    if study.sampling == "saltelli":
+        from .report import metric_columns
+        from .sensitivity import sobol_indices
+        indices = sobol_indices([f.path for f in study.factors], rows,
+                                metric_columns(rows, runner.metrics), study.seed, study.file)
+        write_atomic(folder.path / "sensitivity.json", json.dumps(indices, indent=2) + "\n")
     return StudyRun(folder.path, summary, rows, runner.metrics, len(pending), len(units), where,
-                    time.perf_counter() - started)
+                    time.perf_counter() - started, indices)

@@ -9,7 +9,9 @@ factor's inverse CDF maps to its value:
   member is drawn alone, and more samples leave the first members as they were;
 - `lhs`, `sobol`: row m % samples of one Latin hypercube or scrambled Sobol design of `samples`
   points seeded by the study seed (scipy.stats.qmc): the design is a function of (seed, samples),
-  so a member's values are again a function of the study seed and its index.
+  so a member's values are again a function of the study seed and its index;
+- `saltelli`: row m of Saltelli's design for Sobol indices (SALib), samples (d + 2) rows for d
+  drawn factors, again a function of (seed, samples).
 """
 from __future__ import annotations
 
@@ -37,12 +39,23 @@ def noise_seed(seed: int, file_seed: int) -> int:
                .generate_state(1, np.uint64)[0])
 
 
-def member_count(factors: tuple[Factor, ...], samples: int) -> int:
-    return math.prod(f.size for f in factors if not f.drawn) * samples
+def draws(samples: int, sampling: str, dims: int) -> int:
+    """Draws of the drawn factors per grid point: `samples`, or for Saltelli's design (Sobol
+    indices) samples (dims + 2) rows: a base of `samples` points, its other half, and one
+    mixed row per factor."""
+    return samples * (dims + 2) if sampling == "saltelli" else samples
+
+
+def member_count(factors: tuple[Factor, ...], samples: int, sampling: str = "random") -> int:
+    dims = sum(f.drawn for f in factors)
+    return math.prod(f.size for f in factors if not f.drawn) * draws(samples, sampling, dims)
 
 
 @functools.lru_cache(maxsize=8)
 def _design(sampling: str, dims: int, samples: int, seed: int) -> np.ndarray:
+    if sampling == "saltelli":
+        from .sensitivity import saltelli_design
+        return saltelli_design(dims, samples, seed)
     from scipy.stats import qmc
     if sampling == "lhs":
         return qmc.LatinHypercube(d=dims, seed=seed).random(samples)
@@ -54,7 +67,8 @@ def unit_point(sampling: str, dims: int, samples: int, seed: int, member: int) -
     if sampling == "random":
         rng = np.random.default_rng(member_seed(seed, member))
         return (rng.integers(0, 2 ** 53, size=dims).astype(float) + 0.5) * _HALF_ULP
-    u = _design(sampling, dims, samples, seed)[member % samples]
+    rows = draws(samples, sampling, dims)
+    u = _design(sampling, dims, samples, seed)[member % rows]
     return np.clip(u, _HALF_ULP, 1.0 - _HALF_ULP)      # a Sobol point may be 0: the normal's -inf
 
 
@@ -64,10 +78,11 @@ def member_values(factors: tuple[Factor, ...], samples: int, sampling: str, seed
     grid = [f for f in factors if not f.drawn]
     drawn = [f for f in factors if f.drawn]
     sizes = [f.size for f in grid]
+    per_point = draws(samples, sampling, len(drawn))
     out: dict[str, list] = {f.path: [] for f in factors}
     for m in members:
         if grid:
-            for f, i in zip(grid, np.unravel_index(m // samples, sizes)):
+            for f, i in zip(grid, np.unravel_index(m // per_point, sizes)):
                 out[f.path].append(f.args[int(i)])
         if drawn:
             u = unit_point(sampling, len(drawn), samples, seed, m)

@@ -24,7 +24,7 @@ from ..engine.metrics import metric_names
 from ..engine.simulate import Simulator
 from ..errors import BlocksimError, NonFiniteStateError
 from .file import Study, StudyFileError
-from .sampling import member_count, member_seed, member_values, noise_seed
+from .sampling import member_seed, member_values, noise_seed
 
 FIXED_COLUMNS = ("member",)
 RUN_COLUMNS = ("seed", "status", "message", "wall_s", "host")
@@ -68,7 +68,7 @@ class UnitRunner:
     def __init__(self, study: Study, threads: int | None = None):
         self.study = study
         self.threads = threads
-        self.total = member_count(study.factors, study.samples)
+        self.total = study.members
         self.base = base = load(study.diagram, variant=study.variant, set=study.overrides)
         seeds = noise_overrides(base, study.seed)
         self.diagram = load(study.diagram, variant=study.variant,
