@@ -263,3 +263,82 @@ def test_the_dask_executor_on_a_local_cluster_gives_the_rows_of_the_threads_one(
                      processes=False)
     assert dask.where.startswith("dask: a LocalCluster of 2 threads on loopback (2 workers")
     same_rows(dask.rows, threads.rows)
+
+
+# ----------------------------------------------------------------------------- resilience
+
+SLOW = STUDY.replace("unit_size: 3", "unit_size: 1").replace(
+    "seed: 7", "seed: 7\nset: {simulation.stop_time: 6}")
+
+
+def kill_a_worker_at_half_way(out: Path, units: int, workers) -> list:
+    """Wait until half the units have parts in `out`, then kill -9 one of the processes that
+    `workers()` lists; returns the parts there were when it killed (empty: none was found)."""
+    import os
+    import signal
+    import time
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        parts = sorted((out / "parts").glob("unit-*.csv")) if (out / "parts").is_dir() else []
+        if len(parts) >= units // 2:
+            pids = workers()
+            if pids:
+                os.kill(pids[0], signal.SIGKILL)
+                return parts
+        time.sleep(0.02)
+    return []
+
+
+def run_with_a_kill(path, out, executor, workers, **kw):
+    import threading
+    result, killed = {}, {}
+
+    def study():
+        result["run"] = run_study(path, out, executor=executor, workers=2, progress=False, **kw)
+    thread = threading.Thread(target=study)
+    thread.start()
+    killed["parts"] = kill_a_worker_at_half_way(out, 8, workers)
+    thread.join(timeout=300)
+    assert not thread.is_alive()
+    return result["run"], killed["parts"]
+
+
+def _workers():
+    """This process's children that run spawned Python (not a resource tracker): the pool's
+    workers, or a LocalCluster's (whose nannies run in this process)."""
+    def find():
+        import os
+
+        import psutil
+        found = []
+        for proc in psutil.Process().children(recursive=True):
+            try:
+                line = " ".join(proc.cmdline())
+                if proc.ppid() == os.getpid() and "spawn_main" in line \
+                        and "resource_tracker" not in line:
+                    found.append(proc.pid)
+            except psutil.Error:
+                continue
+        return found
+    return find
+
+
+def test_a_worker_process_killed_half_way_loses_only_its_unit(tmp_path):
+    pytest.importorskip("psutil")
+    path = write(tmp_path, SLOW)
+    whole = run_study(path, tmp_path / "whole", progress=False)
+    run, parts = run_with_a_kill(path, tmp_path / "out", "processes", _workers())
+    assert 4 <= len(parts) < 8, "the kill did not come half-way"
+    assert "made again 1 time(s) after a worker died" in run.where
+    same_rows(run.rows, whole.rows)
+
+
+@pytest.mark.dask
+def test_a_dask_worker_killed_half_way_on_a_loopback_cluster_loses_nothing(tmp_path):
+    pytest.importorskip("distributed", reason="the dask executor needs pip install -e .[dask]")
+    path = write(tmp_path, SLOW)
+    whole = run_study(path, tmp_path / "whole", progress=False)
+    run, parts = run_with_a_kill(path, tmp_path / "out", "dask", _workers())
+    assert 4 <= len(parts) < 8, "the kill did not come half-way"
+    assert run.where.startswith("dask: a LocalCluster of 2 processes on loopback")
+    same_rows(run.rows, whole.rows)
