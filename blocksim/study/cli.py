@@ -22,6 +22,14 @@ def sweep_command(args) -> int:
                     scheduler=args.scheduler, resume=args.resume)
     print(f"{run.ran} of {run.units} units run now ({run.where}); {run.wall_s:.1f} s wall")
     print(summary_text(run.rows, run.metrics, args.study, args.out))
+    if run.tuned is not None:
+        t = run.tuned
+        if t.best is None:
+            print(f"no candidate met the limits of optimize.subject_to in {t.batches} generations")
+        else:
+            print(f"tuned: member {t.best['member']}, "
+                  + ", ".join(f"{k} = {t.best[k]:.6g}" for k in list(t.best)[1:list(t.best).index("seed")])
+                  + f"; wrote {t.file}")
     if run.sensitivity is not None:
         from .sensitivity import indices_text
         print(indices_text(run.sensitivity))

@@ -17,7 +17,7 @@ from typing import Callable
 
 from ..errors import BlocksimError
 from ..version import __version__
-from .units import Unit
+from .work import Unit
 
 RESTARTS = 3
 """Times the process pool is made again after a worker died, before the study stops."""

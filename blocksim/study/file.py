@@ -32,7 +32,7 @@ class StudyFileError(ParameterError):
 E = StudyFileError
 
 KEYS = ("study", "name", "diagram", "variant", "set", "seed", "samples", "sampling", "unit_size",
-        "executor", "workers", "scheduler", "factors", "metrics")
+        "executor", "workers", "scheduler", "factors", "metrics", "optimize")
 """The top-level keys of a study file, in the order docs/studies.md describes them."""
 
 
@@ -57,6 +57,7 @@ class Study:
     workers: int | None = None
     scheduler: str | None = None
     metrics: tuple[str, ...] | None = None
+    optimize: Any = None
     where: dict[str, SourceLoc] = field(default_factory=dict)
 
     def loc(self, key: str) -> SourceLoc:
@@ -94,13 +95,21 @@ def load_study(path) -> Study:
     if doc.get("set") is not None:
         body = mapping(doc["set"], where["set"], "set", E)
         overrides = {str(k): to_plain(v) for k, v in body.items()}
-    factors_doc = mapping(doc.get("factors"), where.get("factors", top), "factors", E) \
-        if "factors" in doc else None
-    if not factors_doc:
-        raise E("a study file needs 'factors' (at least one parameter path and its values)",
-                where=where.get("factors", top))
-    factors = tuple(read_factor(name, spec, loc_of(factors_doc, name, where["factors"]), E)
-                    for name, spec in factors_doc.items())
+    tuning = None
+    if "optimize" in doc:
+        if "factors" in doc:
+            raise E("a study with optimize: tunes optimize.parameters; it has no factors: "
+                    "(run the sweep as a study of its own)", where=where["factors"])
+        from .tuning import read_optimize
+        tuning, factors = read_optimize(doc["optimize"], where["optimize"], E, unknown_key)
+    else:
+        factors_doc = mapping(doc.get("factors"), where.get("factors", top), "factors", E) \
+            if "factors" in doc else None
+        if not factors_doc:
+            raise E("a study file needs 'factors' (at least one parameter path and its values) "
+                    "or 'optimize'", where=where.get("factors", top))
+        factors = tuple(read_factor(name, spec, loc_of(factors_doc, name, where["factors"]), E)
+                        for name, spec in factors_doc.items())
     study = dict(
         file=file, diagram=diagram, factors=factors, overrides=overrides, where=where,
         name=text(doc["name"], where["name"], "name", E) if "name" in doc else diagram.stem,
@@ -118,7 +127,7 @@ def load_study(path) -> Study:
         integer(doc["workers"], where["workers"], "workers", E, minimum=1),
         scheduler=None if doc.get("scheduler") is None else
         text(doc["scheduler"], where["scheduler"], "scheduler", E),
-        metrics=_metrics(doc, where))
+        metrics=_metrics(doc, where), optimize=tuning)
     checked = Study(**study)
     drawn = [f for f in factors if f.drawn]
     if checked.sampling in ("sobol", "saltelli") and drawn \

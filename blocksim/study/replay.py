@@ -14,7 +14,8 @@ from pathlib import Path
 from ..errors import BlocksimError
 from .file import load_study
 from .store import StudyFolder, from_csv, manifest_of
-from .units import Unit, UnitRunner, split
+from .units import UnitRunner
+from .work import Unit, split
 
 IGNORED = ("wall_s", "host")
 """Columns a replay does not compare (they say when and where a member ran)."""

@@ -13,10 +13,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import BlocksimError
 from .executors import run_units
 from .file import load_study
 from .store import StudyFolder, manifest_of, write_atomic
-from .units import UnitRunner, split
+from .units import UnitRunner
+from .work import split
 
 
 @dataclass
@@ -33,6 +35,7 @@ class StudyRun:
     where: str
     wall_s: float
     sensitivity: dict | None = None
+    tuned: object = None          # study/tuning.py's Tuned, for a study with optimize:
 
 
 @contextlib.contextmanager
@@ -75,8 +78,18 @@ def run_study(path, out, executor: str | None = None, workers: int | None = None
         folder.write_part(unit.index, rows)
         bar.update(unit.size)
     where = "nothing to run: every unit is done"
+    tuned = None
     try:
-        if pending:
+        if study.optimize is not None:
+            if resume:
+                raise BlocksimError("--resume does not go with optimize: (a tuning's next "
+                                    "generation depends on all before it); run it again in a "
+                                    "new folder")
+            from .tuning import tune
+            with compile_lock():
+                tuned = tune(study, runner, on_done)
+            where = f"threads: {tuned.batches} generations, one batch run each"
+        elif pending:
             with compile_lock():
                 on_done(pending[0], runner.run(pending[0]))
             where = run_units(executor, str(Path(path).resolve()), pending[1:], runner, on_done,
@@ -85,6 +98,10 @@ def run_study(path, out, executor: str | None = None, workers: int | None = None
         bar.close()
     rows = folder.rows()
     summary = folder.write_summary(rows)
+    if tuned is not None and tuned.best is not None:
+        from .tuning import tuned_text
+        tuned.file = folder.path / "tuned.yaml"
+        write_atomic(tuned.file, tuned_text(study, runner, tuned.best))
     indices = None
     if study.sampling == "saltelli":
         from .report import metric_columns
@@ -92,5 +109,7 @@ def run_study(path, out, executor: str | None = None, workers: int | None = None
         indices = sobol_indices([f.path for f in study.factors], rows,
                                 metric_columns(rows, runner.metrics), study.seed, study.file)
         write_atomic(folder.path / "sensitivity.json", json.dumps(indices, indent=2) + "\n")
-    return StudyRun(folder.path, summary, rows, runner.metrics, len(pending), len(units), where,
-                    time.perf_counter() - started, indices)
+    ran = tuned.batches if tuned is not None else len(pending)
+    return StudyRun(folder.path, summary, rows, runner.metrics, ran,
+                    ran if tuned is not None else len(units), where,
+                    time.perf_counter() - started, indices, tuned)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import socket
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,28 +24,11 @@ from ..engine.simulate import Simulator
 from ..errors import BlocksimError, NonFiniteStateError
 from .file import Study, StudyFileError
 from .sampling import member_seed, member_values, noise_seed
+from .work import Unit
 
 FIXED_COLUMNS = ("member",)
 RUN_COLUMNS = ("seed", "status", "message", "wall_s", "host")
 """The summary's columns besides the factors' (after them) and the metrics' (last)."""
-
-
-@dataclass(frozen=True)
-class Unit:
-    """Work unit `index`: members start..stop-1."""
-
-    index: int
-    start: int
-    stop: int
-
-    @property
-    def size(self) -> int:
-        return self.stop - self.start
-
-
-def split(total: int, size: int) -> list[Unit]:
-    """The units of a study of `total` members, `size` members each (the last one fewer)."""
-    return [Unit(k, a, min(a + size, total)) for k, a in enumerate(range(0, total, size))]
 
 
 def noise_overrides(diagram, seed: int) -> dict[str, int]:
@@ -159,20 +141,26 @@ class UnitRunner:
     def run(self, unit: Unit) -> list[dict]:
         """The summary rows of `unit`'s members, in member order."""
         study = self.study
-        members = range(unit.start, unit.stop)
-        values = member_values(study.factors, study.samples, study.sampling, study.seed, members)
+        values = member_values(study.factors, study.samples, study.sampling, study.seed,
+                               range(unit.start, unit.stop))
+        return self.run_values(values, unit.start, unit.size)
+
+    def run_values(self, values: dict[str, list], first: int, n: int) -> list[dict]:
+        """The rows of members first..first+n-1 given their factors' values ({path: [value per
+        member]}): one batch run, or member by member when the batch fails."""
         started = time.perf_counter()
         try:
-            result = self._run(self.batch(values, unit.size), unit.start, unit.size)
+            result = self._run(self.batch(values, n), first, n)
             metrics = {name: result.metrics[name] for name in self.metrics}
         except BlocksimError as err:
-            if unit.size > 1:
-                self._sims.pop(unit.size, None)
-                return [row for m in members for row in self.run(Unit(unit.index, m, m + 1))]
-            return [self._row(unit.start, values, 0, _status(err), str(err),
+            if n > 1:
+                self._sims.pop(n, None)
+                return [row for i in range(n) for row in
+                        self.run_values({k: v[i:i + 1] for k, v in values.items()}, first + i, 1)]
+            return [self._row(first, values, 0, _status(err), str(err),
                               time.perf_counter() - started, None)]
-        wall = (time.perf_counter() - started) / unit.size
-        return [self._row(m, values, i, "ok", "", wall, metrics) for i, m in enumerate(members)]
+        wall = (time.perf_counter() - started) / n
+        return [self._row(first + i, values, i, "ok", "", wall, metrics) for i in range(n)]
 
     def _row(self, member: int, values, i: int, status: str, message: str, wall: float,
              metrics: dict | None) -> dict:
