@@ -126,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("sweep", help="run a study (sweep, Monte Carlo) of a study file; rows "
                        "stream to --out, summary.csv at the end (docs/studies.md)")
-    p.add_argument("study", help="study file (YAML), e.g. examples/studies/msd_monte_carlo.yaml")
+    p.add_argument("study", help="study file (YAML), e.g. examples/studies/w1_model_error.yaml")
     p.add_argument("--out", required=True, help="folder of the study (new or empty; with --resume "
                    "or --replay: the study's folder)")
     p.add_argument("--executor", choices=["threads", "processes", "dask"],

@@ -342,3 +342,12 @@ def test_a_dask_worker_killed_half_way_on_a_loopback_cluster_loses_nothing(tmp_p
     assert 4 <= len(parts) < 8, "the kill did not come half-way"
     assert run.where.startswith("dask: a LocalCluster of 2 processes on loopback")
     same_rows(run.rows, whole.rows)
+
+
+@pytest.mark.parametrize("name", ["w1_monte_carlo", "w1_sobol", "w1_tune"])
+def test_the_w1_example_studies_load_and_fit_their_diagram(name):
+    from blocksim.study.units import UnitRunner
+    study = load_study(ROOT / "examples" / "sweeps" / f"{name}.yaml")
+    UnitRunner(study).check()
+    assert (study.members, study.optimize is not None) == {
+        "w1_monte_carlo": (10000, False), "w1_sobol": (1280, False), "w1_tune": (1, True)}[name]

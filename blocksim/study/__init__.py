@@ -3,9 +3,9 @@
 cluster, written to disk as units finish, resumed after a crash and replayed member by member.
 
     import blocksim
-    run = blocksim.study.run_study("examples/studies/msd_monte_carlo.yaml", "runs/msd_mc")
-    run.rows[0]        # {"member": 0, "x.x0": ..., "seed": ..., "status": "ok", ...}
-    blocksim.study.replay("examples/studies/msd_monte_carlo.yaml", "runs/msd_mc", 3).identical
+    run = blocksim.study.run_study("examples/studies/w1_model_error.yaml", "runs/w1_model_error")
+    run.rows[0]        # {"member": 0, "ff.param_error": -0.5, ..., "status": "ok", ...}
+    blocksim.study.replay("examples/studies/w1_model_error.yaml", "runs/w1_model_error", 3).identical
 """
 from .file import Study, StudyFileError, load_study
 from .replay import Replay, replay

@@ -151,7 +151,7 @@ def tuned_text(study, runner, best: dict) -> str:
     an element factor gives its vector with the others as the diagram has them)."""
     batch = runner.batch({f.path: [best[f.path]] for f in study.factors}, 1)
     values = {key: v[0] for key, v in batch.items()}
-    sets = " ".join(f"--set {k}={json.dumps(v)}" for k, v in values.items())
+    sets = " ".join(f"--set {k}={json.dumps(v)}" for k, v in {**study.overrides, **values}.items())
     flow = ", ".join(f"{k}: {json.dumps(v)}" for k, v in values.items())
     return (f"# {study.name}: tuned by {study.file} (member {best['member']}: "
             f"{study.optimize.minimize} = {best[study.optimize.minimize]!r})\n"
