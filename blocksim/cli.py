@@ -138,6 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="finish the study in --out: run only the units without rows there")
     p.add_argument("--replay", type=int, metavar="MEMBER",
                    help="run one member alone and compare it with its row in --out")
+    p.add_argument("--no-figures", action="store_true",
+                   help="no figures (distributions, heat map, Sobol indices) in --out/figures")
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("linearize", help="linearise a diagram at an operating point; model, "

@@ -20,7 +20,7 @@ MAY_IMPORT = {
     "engine": {"errors", "blocks", "diagram", "reading", "solvers", "version"},
     "analysis": {"errors", "reading", "diagram", "engine", "blocks", "models", "solvers"},
     "blocksim": {"analysis", "diagram", "engine", "study", "version"},
-    "study": {"errors", "models", "diagram", "engine", "reading", "version"},
+    "study": {"errors", "models", "diagram", "engine", "reading", "plotting", "version"},
     "identification": {"errors", "models", "engine", "reading", "blocksim"},
     "plotting": {"errors", "blocks", "engine"},
     "compare": {"errors", "plotting"},

@@ -351,3 +351,21 @@ def test_the_w1_example_studies_load_and_fit_their_diagram(name):
     UnitRunner(study).check()
     assert (study.members, study.optimize is not None) == {
         "w1_monte_carlo": (10000, False), "w1_sobol": (1280, False), "w1_tune": (1, True)}[name]
+
+
+def test_the_figures_of_a_grid_study_and_of_a_saltelli_one(tmp_path):
+    path = write(tmp_path, "diagram: msd.yaml\nsamples: 2\nfactors:\n  x.x0: [0.5, 1.0, 1.5]\n"
+                           "  parameters.k: [2.0, 4.0]\n  damper.gain: {uniform: [-0.5, -0.3]}\n")
+    run_study(path, tmp_path / "grid", progress=False, figures=True)
+    assert sorted(p.name for p in (tmp_path / "grid" / "figures").iterdir()) == [
+        "distributions.png", "distributions.svg", "heat_map.png", "heat_map.svg"]
+    pytest.importorskip("SALib")
+    path = write(tmp_path, "diagram: msd.yaml\nsampling: saltelli\nsamples: 4\nfactors:\n"
+                           "  x.x0: {uniform: [0.5, 1.5]}\n  parameters.k: {uniform: [2.0, 6.0]}\n",
+                 name="salt.yaml")
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run_study(path, tmp_path / "salt", progress=False, figures=True)
+    assert sorted(p.name for p in (tmp_path / "salt" / "figures").iterdir()) == [
+        "distributions.png", "distributions.svg", "sobol_indices.png", "sobol_indices.svg"]

@@ -19,7 +19,7 @@ def sweep_command(args) -> int:
     from .report import summary_text
     from .run import run_study
     run = run_study(args.study, args.out, executor=args.executor, workers=args.workers,
-                    scheduler=args.scheduler, resume=args.resume)
+                    scheduler=args.scheduler, resume=args.resume, figures=not args.no_figures)
     print(f"{run.ran} of {run.units} units run now ({run.where}); {run.wall_s:.1f} s wall")
     print(summary_text(run.rows, run.metrics, args.study, args.out))
     if run.tuned is not None:
@@ -34,5 +34,5 @@ def sweep_command(args) -> int:
         from .sensitivity import indices_text
         print(indices_text(run.sensitivity))
         print(f"wrote {run.folder / 'sensitivity.json'}")
-    print(f"wrote {run.summary}")
+    print(f"wrote {run.summary}" + ("" if args.no_figures else f" and {run.folder / 'figures'}/"))
     return 0

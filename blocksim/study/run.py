@@ -55,10 +55,11 @@ def compile_lock():
 
 def run_study(path, out, executor: str | None = None, workers: int | None = None,
               scheduler: str | None = None, resume: bool = False, progress: bool = True,
-              processes: bool = True) -> StudyRun:
+              processes: bool = True, figures: bool = False) -> StudyRun:
     """Run the study of file `path` into folder `out` (docs/studies.md). executor, workers,
     scheduler: replace the file's; resume: finish the study in `out`, running only its missing
-    units; processes: with a Dask LocalCluster, worker processes (False: threads, as in tests)."""
+    units; processes: with a Dask LocalCluster, worker processes (False: threads, as in tests);
+    figures: also draw DIR/figures (study/figures.py)."""
     started = time.perf_counter()
     study = load_study(path)
     executor = executor or ("dask" if scheduler else study.executor)
@@ -109,6 +110,9 @@ def run_study(path, out, executor: str | None = None, workers: int | None = None
         indices = sobol_indices([f.path for f in study.factors], rows,
                                 metric_columns(rows, runner.metrics), study.seed, study.file)
         write_atomic(folder.path / "sensitivity.json", json.dumps(indices, indent=2) + "\n")
+    if figures:
+        from .figures import study_figures
+        study_figures(study, rows, runner.metrics, folder.path, indices)
     ran = tuned.batches if tuned is not None else len(pending)
     return StudyRun(folder.path, summary, rows, runner.metrics, ran,
                     ran if tuned is not None else len(units), where,
