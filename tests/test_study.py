@@ -369,3 +369,23 @@ def test_the_figures_of_a_grid_study_and_of_a_saltelli_one(tmp_path):
         run_study(path, tmp_path / "salt", progress=False, figures=True)
     assert sorted(p.name for p in (tmp_path / "salt" / "figures").iterdir()) == [
         "distributions.png", "distributions.svg", "sobol_indices.png", "sobol_indices.svg"]
+
+
+def test_the_sweep_command_runs_prints_its_table_and_replays_a_member(tmp_path):
+    path = write(tmp_path)
+
+    def sweep(*extra):
+        return subprocess.run([sys.executable, str(ROOT / "cli.py"), "sweep", str(path), "--out",
+                               str(tmp_path / "out"), *extra], capture_output=True, text=True,
+                              timeout=300, cwd=ROOT)
+    done = sweep("--no-figures")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("3 of 3 units run now (threads: in this process); ")
+    assert lines[1] == "8 members: 8 ok"
+    assert lines[2].split() == ["metric", "min", "median", "p99", "max"]
+    assert lines[-1] == f"wrote {tmp_path / 'out' / 'summary.csv'}"
+    again = sweep("--replay", "6")
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == ("member 6: its row again, bit for bit (every factor, seed, status and "
+                            "metric column; this study promises bit for bit)\n")
