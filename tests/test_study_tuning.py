@@ -48,6 +48,9 @@ def test_tuning_finds_the_best_feasible_candidate_one_batch_run_per_generation(t
                       set={"simulation.stop_time": 3})
     again = blocksim.simulate(d).metrics
     assert again["rms_x"][0] == tuned.best["rms_x[0]"]
+    # a candidate replays from its stored values
+    from blocksim.study import replay
+    assert replay(path, tmp_path / "out", 17).identical
 
 
 def test_a_candidate_outside_its_limits_scores_above_every_feasible_one():

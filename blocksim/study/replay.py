@@ -61,7 +61,7 @@ def replay(path, out, member: int) -> Replay:
     study = load_study(path)
     runner = UnitRunner(study)
     total = study.members
-    if not 0 <= member < total:
+    if not 0 <= member < total and study.optimize is None:
         raise BlocksimError(f"--replay {member}: the study has members 0..{total - 1}")
     folder = StudyFolder(out, manifest_of(study, runner.base.resolved_yaml(), total,
                                           len(split(total, study.unit_size))), resume=True)
@@ -71,7 +71,11 @@ def replay(path, out, member: int) -> Replay:
     if stored is None:
         raise BlocksimError(f"--replay {member}: {out} has no row of member {member} yet (its "
                             "unit has not run: --resume runs it)")
-    row = json.loads(json.dumps(runner.run(Unit(-1, member, member + 1))[0]))
+    if study.optimize is None:
+        row = runner.run(Unit(-1, member, member + 1))[0]
+    else:       # a tuning's candidates were drawn by the search: its stored values, run again
+        row = runner.run_values({f.path: [stored[f.path]] for f in study.factors}, member, 1)[0]
+    row = json.loads(json.dumps(row))
     keys = [k for k in dict.fromkeys([*stored, *row]) if k not in IGNORED]
     differ = [k for k in keys if not _same(stored.get(k, math.nan), row.get(k, math.nan))]
     largest = max((abs(row[k] - stored[k]) for k in differ
