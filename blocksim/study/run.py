@@ -1,7 +1,7 @@
 """A study from its file to its summary: the file checked, the factors checked against the
-diagram, the folder made (or resumed), the first unit run by the driver itself, under a file lock
-in the compiled-code cache (so the diagram is compiled once, into the cache the workers share,
-before any unit is sent), the other units on the executor, rows written as units finish, and
+diagram, the folder made (or resumed), the diagram compiled once by the driver under a file lock
+in the compiled-code cache (its first unit, or for processes and Dask one member of it), into the
+cache the workers share, before any unit is sent, the units on the executor, rows written as units finish, and
 `summary.csv` in member order at the end (and `sensitivity.json`, the Sobol indices, for a
 saltelli study)."""
 from __future__ import annotations
@@ -18,7 +18,7 @@ from .executors import run_units
 from .file import load_study
 from .store import StudyFolder, manifest_of, write_atomic
 from .units import UnitRunner
-from .work import split
+from .work import Unit, split
 
 
 @dataclass
@@ -92,8 +92,14 @@ def run_study(path, out, executor: str | None = None, workers: int | None = None
             where = f"threads: {tuned.batches} generations, one batch run each"
         elif pending:
             with compile_lock():
-                on_done(pending[0], runner.run(pending[0]))
-            where = run_units(executor, str(Path(path).resolve()), pending[1:], runner, on_done,
+                if executor == "threads":
+                    on_done(pending[0], runner.run(pending[0]))
+                    pending_sent = pending[1:]
+                else:           # one member compiles the diagram; the workers run every unit
+                    first = pending[0].start
+                    runner.run(Unit(-1, first, first + 1))
+                    pending_sent = pending
+            where = run_units(executor, str(Path(path).resolve()), pending_sent, runner, on_done,
                               workers or study.workers, scheduler or study.scheduler, processes)
     finally:
         bar.close()
