@@ -389,3 +389,21 @@ def test_the_sweep_command_runs_prints_its_table_and_replays_a_member(tmp_path):
     assert again.returncode == 0, again.stderr
     assert again.stdout == ("member 6: its row again, bit for bit (every factor, seed, status and "
                             "metric column; this study promises bit for bit)\n")
+
+
+def test_the_study_files_of_docs_studies_md_fit_their_diagrams(tmp_path):
+    """Each ```yaml block of docs/studies.md, put in a folder beside examples/'s files as the
+    docs' relative paths expect, loads and fits its diagram."""
+    import re
+
+    from blocksim.study.units import UnitRunner
+    text = (ROOT / "docs" / "studies.md").read_text()
+    blocks = re.findall(r"^```yaml\n(.*?)^```", text, re.S | re.M)
+    assert len(blocks) == 2
+    for name in ("model_error_sweep.yaml", "sweeps"):
+        (tmp_path / name).symlink_to(ROOT / "examples" / name)
+    (tmp_path / "studies").mkdir()
+    for k, block in enumerate(blocks):
+        path = tmp_path / "studies" / f"doc{k}.yaml"
+        path.write_text(block)
+        UnitRunner(load_study(path)).check()
