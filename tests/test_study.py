@@ -407,3 +407,26 @@ def test_the_study_files_of_docs_studies_md_fit_their_diagrams(tmp_path):
         path = tmp_path / "studies" / f"doc{k}.yaml"
         path.write_text(block)
         UnitRunner(load_study(path)).check()
+
+
+def test_kill_9_of_the_driver_then_resume_runs_only_the_missing_units(tmp_path):
+    import os
+    import signal
+    import time
+    path = write(tmp_path, SLOW)
+    out = tmp_path / "out"
+    driver = subprocess.Popen([sys.executable, str(ROOT / "cli.py"), "sweep", str(path), "--out",
+                               str(out), "--no-figures"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and driver.poll() is None:
+        if (out / "parts").is_dir() and len(list((out / "parts").glob("unit-*.csv"))) >= 3:
+            break
+        time.sleep(0.02)
+    os.kill(driver.pid, signal.SIGKILL)
+    driver.wait(timeout=60)
+    done = len(list((out / "parts").glob("unit-*.csv")))
+    assert 3 <= done < 8 and not (out / "summary.csv").exists()
+    resumed = run_study(path, out, resume=True, progress=False)
+    assert (resumed.ran, resumed.units) == (8 - done, 8)
+    same_rows(resumed.rows, run_study(path, tmp_path / "whole", progress=False).rows)
