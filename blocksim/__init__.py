@@ -18,12 +18,16 @@ _ANALYSIS = ("frequency_response", "linearize", "trim")
 
 def __getattr__(name: str):
     """linearize, trim and frequency_response, imported when first used: blocksim.analysis
-    brings SciPy's linalg and optimize (about 0.5 s), which a run does not need."""
+    brings SciPy's linalg and optimize (about 0.5 s), which a run does not need; likewise
+    blocksim.study (studies: sweeps, Monte Carlo; docs/studies.md)."""
     if name in _ANALYSIS:
         from . import analysis
         return getattr(analysis, name)
+    if name == "study":               # studies (and Dask, when a study asks for it)
+        import importlib
+        return importlib.import_module(f"{__name__}.study")
     raise AttributeError(f"module 'blocksim' has no attribute '{name}'")
 
 
 __all__ = ["Diagram", "Result", "Simulator", "frequency_response", "linearize", "load", "simulate",
-           "trim", "__version__"]
+           "study", "trim", "__version__"]

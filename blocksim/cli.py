@@ -1,5 +1,5 @@
 """The command line: simulate, check, blocks, metrics, plot, animate, draw, report, serve,
-compare, identify, linearize, trim.
+compare, identify, sweep, linearize, trim.
 
 Heavy modules (numba kernels, matplotlib) are imported only by the commands that use them, so
 `blocksim blocks` and `--help` answer at once.
@@ -129,6 +129,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--markdown", action="store_true",
                    help="the config keys as Markdown (the text of docs/identify.md), no config run")
     p.set_defaults(func=cmd_identify)
+
+    p = sub.add_parser("sweep", help="run a study (sweep, Monte Carlo) of a study file; rows "
+                       "stream to --out, summary.csv at the end (docs/studies.md)")
+    p.add_argument("study", help="study file (YAML), e.g. examples/studies/w1_model_error.yaml")
+    p.add_argument("--out", required=True, help="folder of the study (new or empty; with --resume "
+                   "or --replay: the study's folder)")
+    p.add_argument("--executor", choices=["threads", "processes", "dask"],
+                   help="where units run (replaces the file's executor; default threads)")
+    p.add_argument("--workers", type=int, help="worker processes (processes, a dask LocalCluster)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="a running Dask scheduler, e.g. tcp://10.0.0.5:8786 (implies --executor dask)")
+    p.add_argument("--resume", action="store_true",
+                   help="finish the study in --out: run only the units without rows there")
+    p.add_argument("--replay", type=int, metavar="MEMBER",
+                   help="run one member alone and compare it with its row in --out")
+    p.add_argument("--no-figures", action="store_true",
+                   help="no figures (distributions, heat map, Sobol indices) in --out/figures")
+    p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("linearize", help="linearise a diagram at an operating point; model, "
                        "margins and Bode plot in --out")
@@ -549,6 +567,12 @@ def cmd_identify(args) -> int:
     if folder is not None:
         folder.commit()
     return 0
+
+
+def cmd_sweep(args) -> int:
+    """Run, resume or replay a study (blocksim.study)."""
+    from .study.cli import sweep_command
+    return sweep_command(args)
 
 
 def cmd_linearize(args) -> int:

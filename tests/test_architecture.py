@@ -19,7 +19,8 @@ MAY_IMPORT = {
     "diagram": {"errors", "blocks", "expressions", "reading", "solvers"},
     "engine": {"errors", "blocks", "diagram", "reading", "solvers", "version"},
     "analysis": {"errors", "reading", "diagram", "engine", "blocks", "models", "solvers"},
-    "blocksim": {"analysis", "diagram", "engine", "version"},
+    "blocksim": {"analysis", "diagram", "engine", "study", "version"},
+    "study": {"errors", "models", "diagram", "engine", "reading", "plotting", "version"},
     "identification": {"errors", "models", "engine", "reading", "blocksim"},
     "plotting": {"errors", "blocks", "engine"},
     "compare": {"errors", "plotting"},
@@ -27,7 +28,7 @@ MAY_IMPORT = {
     "drawing": {"errors", "plotting", "blocksim"},
     "web": {"errors", "engine", "plotting", "drawing", "blocksim"},
     "cli": {"errors", "reading", "blocks", "diagram", "engine", "identification", "plotting", "compare",
-            "animation", "drawing", "web", "analysis", "blocksim"},
+            "animation", "drawing", "web", "analysis", "study", "blocksim"},
 }
 """Which layer may import which: a layer is a subpackage of blocksim or a top-level module
 ("blocksim" is the package's face, blocksim/__init__.py). The same table is drawn in

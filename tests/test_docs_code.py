@@ -42,6 +42,8 @@ def commands():
 def test_every_yaml_diagram_in_the_docs_runs(text):
     if "plugins:" in text:
         pytest.skip("a diagram with blocks of its own: tests/test_user_blocks.py runs it beside them")
+    if text.startswith("study: 1"):
+        pytest.skip("a study file: tests/test_study.py checks the docs' study files")
     d = blocksim.load(text)
     r = blocksim.simulate(d)
     assert len(r.t) > 1 and all(len(r[name]) == len(r.t) for name in r.names)

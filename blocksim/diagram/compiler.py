@@ -84,6 +84,15 @@ class CompiledDiagram:
                        values={n: self.blocks[n].member_values(v, start, stop)
                                for n, v in self.values.items()})
 
+    def numbered_from(self, first: int) -> "CompiledDiagram":
+        """The same diagram and values with its members numbered from `first` (the index of
+        member 0 in a larger whole, such as a study's): what a member's noise streams are keyed
+        by, so a member run alone or in any batch draws the same numbers."""
+        if first == self.first_member:
+            return self
+        return replace(self, first_member=int(first),
+                       values={n: Params(v.items(), v.batch, first) for n, v in self.values.items()})
+
     def with_values(self, changes: dict[tuple[str, str], Any]) -> "CompiledDiagram":
         """The same diagram with new values for some array parameters: {(block, param): value
         for every member, or BatchValue of one per member}. Checked as the file's values are

@@ -309,6 +309,12 @@ def _kind_and_name(item, where) -> tuple[str, str]:
     return kind, name
 
 
+def metric_names(spec) -> list[str]:
+    """The names of a diagram's metrics, in the order of its metrics: section."""
+    return [_kind_and_name(item, spec.where.get(f"metrics[{k}]"))[1]
+            for k, item in enumerate(spec.metrics)]
+
+
 def _window(item, name, where, whole: tuple[float, float]) -> tuple[float, float]:
     """The metric's window (from, to) in s, `whole` where a bound is not given; a bound that is
     not a finite number is refused."""

@@ -123,7 +123,9 @@ class Simulator:
 
     batch: {dotted key: [value per member]} as for simulate().
     threads: how many threads a batch run may use (default: simulation.threads, else one per
-    core). A compiled fixed-step batch, whose members are independent runs on one time grid, is
+    core). first_member: the index of member 0 in a larger whole (a study's members), which
+    keys the members' noise streams (WhiteNoise, MeasurementNoise): member m draws the same
+    numbers alone as in any batch that numbers it m. A compiled fixed-step batch, whose members are independent runs on one time grid, is
     split into that many parts of consecutive members, each its own Simulation run on its own
     thread (the compiled loop releases the GIL); the parts' logs are joined in member order, so
     the numbers are those of one unsplit run, bit for bit. An adaptive batch with
@@ -138,7 +140,7 @@ class Simulator:
     """
 
     def __init__(self, diagram: Diagram, batch: dict[str, list] | None = None,
-                 threads: int | str | None = None, **settings: Any):
+                 threads: int | str | None = None, first_member: int = 0, **settings: Any):
         self.diagram = diagram
         self.keywords = dict(settings)
         self.settings = diagram.settings.changed(settings, diagram.spec.parameters) if settings \
@@ -151,7 +153,7 @@ class Simulator:
         self.values_set: dict[str, Any] = {}     # set_parameters' values, for the run's record
         self._saved: dict[str, Any] = {}         # ... those shared by every member: saved diagram
         self._followed: set | None = None        # block parameters the workspace values move
-        self.whole = diagram.compile(batch)
+        self.whole = diagram.compile(batch).numbered_from(first_member)
         self._logged = logged_signals(self.whole, self.log)
         check_metrics(self.whole, self._logged, (float(self.settings.start), float(self.settings.stop)))
         # the run's steps and log grid (run_settings), then the whole batch's memory, are checked
@@ -211,7 +213,8 @@ class Simulator:
                           for m in range(1, self.batch)]
 
     def set_parameters(self, values: dict[str, Any] | None = None,
-                       batch: dict[str, list] | None = None) -> None:
+                       batch: dict[str, list] | None = None,
+                       first_member: int | None = None) -> None:
         """New values of block parameters for the next runs, without compiling anything again:
         values = {"block.param": value for every member}, batch = {"block.param": [value per
         member]} (as many as the Simulator's batch); a workspace parameter ("parameters.X")
@@ -220,7 +223,8 @@ class Simulator:
         structure (a method, a period, a limit appearing where there was none) raises a
         ParameterError saying to load the diagram again, and leaves the Simulator as it was.
         The blocks, wiring and compiled code stay; each run() after this one uses the new
-        values (Drake: new numeric parameters in the same Context)."""
+        values (Drake: new numeric parameters in the same Context). first_member: a new index
+        of member 0 (as for the constructor)."""
         changes: dict[tuple[str, str], Any] = {}
         workspace: dict[str, list] = {}
         given = {key: [value] * self.batch for key, value in (values or {}).items()}
@@ -248,9 +252,11 @@ class Simulator:
                 followed[(b, p)] = self.diagram.spec.blocks[b].params[p]
             for key, value in followed.items():
                 changes.setdefault(key, value)
-        if not changes:
+        if not changes and first_member in (None, self.whole.first_member):
             return
-        whole = self.whole.with_values(changes)
+        whole = self.whole.with_values(changes) if changes else self.whole
+        if first_member is not None:
+            whole = whole.numbered_from(first_member)
         self.parts = self._parts(whole)
         self.whole = whole
         if workspace:
