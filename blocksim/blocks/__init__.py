@@ -5,6 +5,7 @@ from . import trajectories  # noqa: F401  (joint-space trajectory generators)
 from . import control  # noqa: F401  (PID)
 from . import robot  # noqa: F401  (Manipulator, InverseDynamics and the model-based robot blocks)
 from . import kinematics  # noqa: F401  (robot kinematics: the Singularity block)
+from . import closed_chain  # noqa: F401  (closed-chain plants: the five-bar linkage)
 from .base import REGISTRY, Block, Kernels, Param, SampleTime, register
 
 __all__ = ["REGISTRY", "Block", "Kernels", "Param", "SampleTime", "register"]
