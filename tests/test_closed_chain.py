@@ -31,7 +31,7 @@ def reference():
 
 def five_bar_chain():
     mech = preset("five_bar")
-    return mech, mech.chain([mech.robots_of()], 1)
+    return mech, mech.chain()
 
 
 def test_assembly_gives_the_issue_configuration_and_tool_point():

@@ -270,24 +270,14 @@ class ClosedChain(Block):
             return np.ascontiguousarray(np.broadcast_to(default, (v.batch, width)))
         return np.ascontiguousarray(self.param_as_row(key, width, v))
 
-    def member_chains(self, v):
-        """(the members' branch models, their index per member): one entry per distinct masses."""
-        mech = self.chain_of(v)
-        masses = self._rows("masses", mech.n, v, mech.link_masses())
-        keys, members, index = {}, [], []
-        for b in range(v.batch):
-            key = masses[b].tobytes()
-            if key not in keys:
-                keys[key] = len(members)
-                members.append(mech.robots_of(masses[b]))
-            index.append(keys[key])
-        return members, index
+    def masses_of(self, v):
+        """(B, n) the members' link masses (kg), or None for the file's."""
+        return None if v.masses is None else self._rows("masses", self.chain_of(v).n, v, 0.0)
 
     def initial_configuration(self, v):
         """(q0, qd0) (B, n): the actuated joints' values, the passive ones assembled."""
         mech = self.chain_of(v)
-        members, _ = self.member_chains(v)
-        chain = mech.chain(members[:1], 1)
+        chain = mech.chain()                      # the geometry: the same for every member
         qa = self._rows("q0", self.na, v, 0.0)
         qda = self._rows("qd0", self.na, v, 0.0)
         q0, qd0 = np.zeros((v.batch, self.n)), np.zeros((v.batch, self.n))
@@ -308,8 +298,8 @@ class ClosedChain(Block):
         """A start near a singular configuration (the passive joints' constraint Jacobian or
         Jc M^-1 Jc^T nearly rank-deficient)."""
         mech = self.mech
-        members, _ = self.member_chains(self.p)
-        chain = mech.chain(members[:1], 1)
+        masses = self.masses_of(self.p)
+        chain = mech.chain(None if masses is None else masses[:1])
         q0 = self.initial_configuration(self.p)[0][0]
         passive, schur = mech.singularity_measures(chain, q0)
         out = []
@@ -322,9 +312,10 @@ class ClosedChain(Block):
 
     def record(self, v):
         mech = self.chain_of(v)
-        members, index = self.member_chains(v)
-        rows = [members[i] for i in index] if len(members) > 1 else members
-        chain = mech.chain(rows, v.batch)
+        try:
+            chain = mech.chain(self.masses_of(v), v.batch)
+        except BlocksimError as err:
+            raise err.located(block=self.name)
         q0, qd0 = self.initial_configuration(v)
         damping = self._rows("damping", mech.n, v, mech.viscous)
         if v.damping is None and v.batch > 1:

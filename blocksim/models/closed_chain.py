@@ -342,32 +342,41 @@ class ClosedChain:
         self.loop_table = np.array([(lp.a, lp.b, lp.rows) for lp in self.loops], dtype=np.int64)
 
     # ------------------------------------------------------------------ the Chain of members
-    def robots_of(self, masses=None):
-        """The branches' RobotModels with the link masses `masses` (n,) kg (None: the file's):
-        each link's mass and inertia scaled together, its centre of mass kept (the same shape)."""
-        if masses is None:
-            return [r for _, r in self.branches]
-        out = []
-        for j, (_, r) in enumerate(self.branches):
-            part = np.asarray(masses[self.offsets[j]:self.offsets[j + 1]], dtype=float)
-            file_masses = np.array([r.standard_parameters()[10 * i] for i in range(r.n)])
-            with np.errstate(divide="ignore", invalid="ignore"):
-                factor = np.where(file_masses > 0, part / file_masses, 1.0)
-            out.append(r.scaled(factor) if np.any(factor != 1.0) else r)
-        return out
-
     def link_masses(self) -> np.ndarray:
         """(n,) the file's link masses (kg), q order."""
         return np.concatenate([[r.standard_parameters()[10 * i] for i in range(r.n)]
                                for _, r in self.branches])
 
-    def chain(self, members, batch: int):
-        """The numba Chain of the members' branch models (`members`: a list, per member, of the
-        branches' RobotModels; one entry when all members are equal) with Data for batch B."""
-        models = tuple(md.stack_model([mem[j] for mem in members], False)
-                       for j in range(len(self.branches)))
+    def chain(self, masses=None, batch: int = 1):
+        """The numba Chain for batch B: one Model per branch, with one row per member of
+        `masses` ((B, n) kg, q order; one row when None, the file's masses, or when every member
+        has the same), and Data for B members. A member's link of mass m is the file's link
+        with its mass and inertia scaled by m / m_file together, the centre of mass kept (the same
+        shape, another density: `RobotModel.scaled`)."""
+        inertia = python_twin(md.inertia)
+        file_masses = self.link_masses()
+        if masses is not None:
+            masses = np.asarray(masses, dtype=float).reshape(-1, self.n)
+            if np.all(masses == masses[:1]):
+                masses = masses[:1]
+            empty = file_masses == 0.0
+            if np.any(masses[:, empty] != 0.0):
+                i = int(np.nonzero(empty)[0][0])
+                raise ParameterError(f"masses: link {self.joint_names[i]} has no mass in the file, "
+                                     "so there is no body to scale")
+        models = []
+        for j, (_, r) in enumerate(self.branches):
+            model = md.stack_model([r], False)
+            if masses is not None:
+                a, b = self.offsets[j], self.offsets[j + 1]
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    factor = np.where(file_masses[a:b] > 0, masses[:, a:b] / file_masses[a:b], 1.0)
+                model = (model[0], np.ascontiguousarray(np.repeat(model[1], len(masses), axis=0)))
+                for k in range(len(masses)):
+                    inertia(model, k)[:] *= factor[k][:, None]
+            models.append(model)
         datas = tuple(md.make_data(r.n, batch) for _, r in self.branches)
-        return models, datas, self.offsets.copy(), self.loop_table.copy()
+        return tuple(models), datas, self.offsets.copy(), self.loop_table.copy()
 
     def scratch(self) -> np.ndarray:
         return np.zeros(work_size(self.n, self.m))
