@@ -38,8 +38,9 @@ ClosedChainParams = namedtuple(
     "ClosedChainParams", "chain work act damping alpha beta tol acc lam saved q0 qd0 e0")
 """The ClosedChain's record: chain (models, datas, offsets, loops) of `models.closed_chain`; work
 (scratch of one member); act (na,) int64 the actuated joints' columns in q; damping (B or 1, n)
-N m s/rad; alpha, beta (1/s) the Baumgarte gains (0 without Baumgarte); tol (rad, rad/s) the
-largest projection that leaves the state as it is (negative: no projection); acc (B, n), lam
+N m s/rad; alpha, beta (B,) 1/s the members' Baumgarte gains (0 without Baumgarte); tol (B,) rad
+and rad/s the largest projection that leaves the state as it is (negative: no projection); acc
+(B, n), lam
 (B, m) scratch for qdd and lambda; saved (2 n,) scratch of one member's state; q0, qd0 (B, n)
 the assembled initial state; e0 (B,) J its energy T + V."""
 
@@ -51,8 +52,8 @@ def _solve(t, xc, u, p):
     q = xc[:, :n]
     qd = xc[:, n:2 * n]
     for b in range(xc.shape[0]):
-        cc.accelerations(p.chain, p.work, b, q, qd, u[0], p.act, p.damping, p.alpha, p.beta,
-                         p.acc, p.lam)
+        cc.accelerations(p.chain, p.work, b, q, qd, u[0], p.act, p.damping, p.alpha[b],
+                         p.beta[b], p.acc, p.lam)
     return q, qd
 
 
@@ -135,7 +136,7 @@ def closed_chain_update(t, xc, xd, u, p):
         move = 0.0
         for i in range(2 * n):
             move = max(move, abs(xc[b, i] - p.saved[i]))
-        if move <= p.tol:
+        if move <= p.tol[b]:
             for i in range(2 * n):
                 xc[b, i] = p.saved[i]
         else:
@@ -326,9 +327,14 @@ class ClosedChain(Block):
             T, V = energy(chain, b, q0, qd0)
             e0[b] = T + V
         baumgarte = v.drift == "baumgarte"
-        alpha = float(np.ravel(v.alpha)[0]) if v.alpha is not None else (10.0 if baumgarte else 0.0)
-        beta = float(np.ravel(v.beta)[0]) if v.beta is not None else (10.0 if baumgarte else 0.0)
-        tol = float(np.ravel(v.projection_tol)[0]) if v.drift == "projection" else -1.0
+
+        def per_member(value, default):
+            return np.full(v.batch, default) if value is None else \
+                np.ascontiguousarray(np.broadcast_to(value.reshape(v.batch), (v.batch,)))
+
+        alpha = per_member(v.alpha, 10.0 if baumgarte else 0.0)
+        beta = per_member(v.beta, 10.0 if baumgarte else 0.0)
+        tol = per_member(v.projection_tol, 0.0) if v.drift == "projection" else np.full(v.batch, -1.0)
         return kernel_params(ClosedChainParams, chain=chain, work=mech.scratch(),
                              act=mech.actuated.copy(), damping=damping, alpha=alpha, beta=beta,
                              tol=tol, acc=np.zeros((v.batch, mech.n)),
