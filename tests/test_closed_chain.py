@@ -173,3 +173,23 @@ def test_bad_values_are_refused():
                                    "masses": [0.5, 0.0, 0.5, 0.4]}, in_widths={"tau": 2})
     with pytest.raises(blocksim.errors.WidthError, match="chain 'five_bar' has 2 actuated joints"):
         BlockCheck("ClosedChain", {"chain": "five_bar", "q0": [-1.66, -1.48]}, in_widths={"tau": 3})
+
+
+def test_the_example_checks_and_runs_through_the_cli(tmp_path):
+    import json
+    import subprocess
+
+    def cli(*args):
+        proc = subprocess.run([sys.executable, str(ROOT / "cli.py"), *map(str, args)],
+                              capture_output=True, text=True, timeout=600, cwd=ROOT)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return proc.stdout
+
+    assert EXAMPLE.read_text().startswith("# Purpose: ")
+    assert "is valid" in cli("check", EXAMPLE)
+    cli("simulate", EXAMPLE, "--set", "simulation.stop_time=0.3", "--out", tmp_path / "run",
+        "--plot")
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())["default"]
+    assert metrics["energy_balance"][0] < 1e-10 and metrics["loop_gap"][0] < 1e-12
+    for name in ("joint_angles", "lambda", "phi", "tool_path", "energy_balance"):
+        assert list((tmp_path / "run").rglob(f"{name}.*")), name
