@@ -69,3 +69,7 @@ def test_a_projection_within_its_tolerance_does_not_restart_the_adaptive_solver(
     assert 90 <= every.stats["nfev"] - none.stats["nfev"] <= 130
     assert_same(quiet, none, 0.0)
     assert np.max(every["plant.phi_norm"]) < 1e-11
+    # the compiled adaptive loop sees the reset through the projection count, as the scheduler
+    compiled = go(**{"plant.projection_tol": 0.0, "simulation.mode": "compiled"})
+    assert compiled.stats["nfev"] == every.stats["nfev"]
+    assert_same(compiled, every, 0.0)
