@@ -193,3 +193,43 @@ def test_the_example_checks_and_runs_through_the_cli(tmp_path):
     assert metrics["energy_balance"][0] < 1e-10 and metrics["loop_gap"][0] < 1e-12
     for name in ("joint_angles", "lambda", "phi", "tool_path", "energy_balance"):
         assert list((tmp_path / "run").rglob(f"{name}.*")), name
+
+
+MODIFIED_DH = """\
+    name: five_bar_modified
+    gravity: [0.0, -9.81, 0.0]
+    branches:
+      left:
+        convention: modified
+        base: {xyz: [0.0, 0.0, 0.0]}
+        tool: {xyz: [0.25, 0.0, 0.0]}
+        links:
+          - {name: th1, a: 0.0, mass: 0.5, com: [0.1, 0, 0], inertia: [0, I1, I1], viscous: 0.02}
+          - {name: ph1, a: 0.2, mass: 0.4, com: [0.125, 0, 0], inertia: [0, I2, I2], viscous: 0.02}
+      right:
+        convention: modified
+        base: {xyz: [0.2, 0.0, 0.0]}
+        tool: {xyz: [0.25, 0.0, 0.0]}
+        links:
+          - {name: th2, a: 0.0, mass: 0.5, com: [0.1, 0, 0], inertia: [0, I1, I1], viscous: 0.02}
+          - {name: ph2, a: 0.2, mass: 0.4, com: [0.125, 0, 0], inertia: [0, I2, I2], viscous: 0.02}
+    loops:
+      - {name: tip, between: [left, right], rows: xy}
+    actuated: [th1, th2]
+    assembly: {ph1: 0.6, ph2: -0.6}
+"""
+
+
+def test_branches_in_modified_dh_with_a_tool_frame_give_the_same_mechanism(tmp_path):
+    """The five-bar written in Craig's convention (frames on the joints, the tip as a tool
+    frame): the same assembly, accelerations and lambda as the preset's standard DH."""
+    text = MODIFIED_DH.replace("I1", repr(0.5 * 0.2 ** 2 / 12)).replace("I2", repr(0.4 * 0.25 ** 2 / 12))
+    path = tmp_path / "five_bar_modified.yaml"
+    path.write_text(textwrap.dedent(text))
+    params = {"q0": [-1.5, -1.3], "qd0": [0.7, -1.1]}
+    a = BlockCheck("ClosedChain", {"chain": "five_bar", **params}, in_widths={"tau": 2})
+    b = BlockCheck("ClosedChain", {"chain": str(path), **params}, in_widths={"tau": 2})
+    np.testing.assert_allclose(b.xc, a.xc, rtol=0, atol=1e-14)
+    for x, y in zip(a.output(0.2, [0.1, -0.05]), b.output(0.2, [0.1, -0.05])):
+        np.testing.assert_allclose(y, x, rtol=0, atol=1e-12)
+    assert abs(a.output(0.2, [0.1, -0.05])[1][0, 1]) > 0.5      # a moving passive joint
