@@ -85,14 +85,14 @@ def closed_chain_output(t, xc, xd, u, y, p):
             y[3][b, i] = p.lam[b, i]
         worst = cc.constraints(p.chain, p.work, b, q, qd, False)
         m = p.lam.shape[1]
-        phi = cc._views(p.work, n, m)[14]
+        phi = cc._views(p.work, n, m)[cc.VIEW_PHI]
         s = 0.0
         for i in range(m):
             s += phi[i] * phi[i]
         y[4][b, 0] = math.sqrt(s) if worst > 0.0 else 0.0
         j = loops[0, 0]
         q1, qd1 = cc._branch_state(p.chain, j, q, qd, b)
-        pose = cc._views(p.work, n, m)[7]
+        pose = cc._views(p.work, n, m)[cc.VIEW_SCRATCH]
         kin.tool_pose(models[j], md.member(models[j], b), q1, 0, pose, 0)
         for i in range(3):
             y[5][b, i] = pose[i]

@@ -59,14 +59,18 @@ class AssemblyError(ParameterError):
 
 def work_size(n: int, m: int) -> int:
     """Length of one member's scratch for n joints and m constraint rows (`_views`)."""
-    return 2 * n * n + 2 * m * n + 2 * m * m + 6 * n + 6 * n + 5 * m + 3 * n + 12
+    return 2 * n * n + 2 * m * n + 2 * m * m + 6 * n + 3 * n + 5 * m + 12
+
+
+#: Positions in `_views`' tuple of the fields read outside this module's kernels: Jc, the
+#: one-branch scratch (a tool pose fits), Jcdot qd, phi.
+VIEW_JC, VIEW_SCRATCH, VIEW_GAMMA, VIEW_PHI = 2, 6, 10, 13
 
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _views(work, n, m):
-    """The scratch fields: M, L (n, n), Jc, X (m, n), S, LS (m, m), Jall (6, n) the branches'
-    Jacobians side by side, Jb (6 n) one branch's, f, u, ones (n), gam, r, lam, phi, Jq (m),
-    a6 (6), tips (2, 3)."""
+    """The scratch fields: M, L (n, n), Jc, X (m, n), S, LS (m, m), Jb (6 n) one branch's
+    Jacobian (or tool pose), f, u, ones (n), gam, r, lam, phi, Jq (m), a6 (6), tips (2, 3)."""
     o = 0
     M = work[o:o + n * n].reshape((n, n))
     o += n * n
@@ -80,8 +84,6 @@ def _views(work, n, m):
     o += m * m
     LS = work[o:o + m * m].reshape((m, m))
     o += m * m
-    Jall = work[o:o + 6 * n].reshape((6, n))
-    o += 6 * n
     Jb = work[o:o + 6 * n]
     o += 6 * n
     f = work[o:o + n]
@@ -96,7 +98,7 @@ def _views(work, n, m):
     o += 5 * m
     a6 = work[o:o + 6]
     tips = work[o + 6:o + 12].reshape((2, 3))
-    return M, L, Jc, X, S, LS, Jall, Jb, f, u, ones, gam, r, lam, phi, Jq, a6, tips
+    return M, L, Jc, X, S, LS, Jb, f, u, ones, gam, r, lam, phi, Jq, a6, tips
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -123,7 +125,7 @@ def constraints(chain, work, b, q, qd, jacobians):
     m = 0
     for li in range(loops.shape[0]):
         m += loops[li, 2]
-    M, L, Jc, X, S, LS, Jall, Jb, f, u, ones, gam, r, lam, phi, Jq, a6, tips = _views(work, n, m)
+    M, L, Jc, X, S, LS, Jb, f, u, ones, gam, r, lam, phi, Jq, a6, tips = _views(work, n, m)
     row = 0
     worst = 0.0
     if jacobians:
@@ -170,7 +172,7 @@ def _mass_and_bias(chain, work, b, q, qd, bias):
     m = 0
     for li in range(loops.shape[0]):
         m += loops[li, 2]
-    M, L, Jc, X, S, LS, Jall, Jb, f, u, ones, gam, r, lam, phi, Jq, a6, tips = _views(work, n, m)
+    M, L, Jc, X, S, LS, Jb, f, u, ones, gam, r, lam, phi, Jq, a6, tips = _views(work, n, m)
     for i in range(n):
         ones[i] = 1.0
         for c in range(n):
@@ -200,7 +202,7 @@ def _mass_and_bias(chain, work, b, q, qd, bias):
 @njit(cache=True, error_model="numpy")
 def _schur(work, n, m):
     """X = M^-1 Jc^T (row i: M^-1 Jc[i]) and S = Jc X^T (the Schur complement Jc M^-1 Jc^T)."""
-    M, L, Jc, X, S, LS, Jall, Jb, f, u, ones, gam, r, lam, phi, Jq, a6, tips = _views(work, n, m)
+    M, L, Jc, X, S, LS, Jb, f, u, ones, gam, r, lam, phi, Jq, a6, tips = _views(work, n, m)
     for i in range(m):
         solve_free(M, Jc[i], ones, L, X[i])
     for i in range(m):
@@ -219,7 +221,7 @@ def accelerations(chain, work, b, q, qd, tau, act, damping, alpha, beta, qdd, la
     n = q.shape[1]
     constraints(chain, work, b, q, qd, True)
     m = _mass_and_bias(chain, work, b, q, qd, True)
-    M, L, Jc, X, S, LS, Jall, Jb, f, u, ones, gam, r, lam, phi, Jq, a6, tips = _views(work, n, m)
+    M, L, Jc, X, S, LS, Jb, f, u, ones, gam, r, lam, phi, Jq, a6, tips = _views(work, n, m)
     d = damping[b if damping.shape[0] > 1 else 0]
     for i in range(n):
         f[i] -= d[i] * qd[b, i]
@@ -247,7 +249,7 @@ def accelerations(chain, work, b, q, qd, tau, act, damping, alpha, beta, qdd, la
 @njit(cache=True, error_model="numpy")
 def _correct(work, n, m, rhs, x, b):
     """x[b] -= M^-1 Jc^T S^-1 rhs (the mass-orthogonal correction; M, Jc, X, S in work)."""
-    M, L, Jc, X, S, LS, Jall, Jb, f, u, ones, gam, r, lam, phi, Jq, a6, tips = _views(work, n, m)
+    M, L, Jc, X, S, LS, Jb, f, u, ones, gam, r, lam, phi, Jq, a6, tips = _views(work, n, m)
     solve_free(S, rhs, ones[:m], LS, lam)
     for c in range(n):
         s = 0.0
@@ -263,7 +265,7 @@ def project(chain, work, b, q, qd):
     n = q.shape[1]
     worst = constraints(chain, work, b, q, qd, True)
     m = _mass_and_bias(chain, work, b, q, qd, False)
-    M, L, Jc, X, S, LS, Jall, Jb, f, u, ones, gam, r, lam, phi, Jq, a6, tips = _views(work, n, m)
+    M, L, Jc, X, S, LS, Jb, f, u, ones, gam, r, lam, phi, Jq, a6, tips = _views(work, n, m)
     _schur(work, n, m)
     for it in range(PROJECTION_ITERATIONS):
         if worst == 0.0:
@@ -390,7 +392,7 @@ class ClosedChain:
         qd = np.zeros_like(q) if qd is None else np.asarray(qd, dtype=float).reshape(1, self.n)
         python_twin(constraints)(chain, work, 0, q, np.ascontiguousarray(qd), True)
         views = python_twin(_views)(work, self.n, self.m)
-        return views[14].copy(), views[2].copy(), views[11].copy()
+        return (views[VIEW_PHI].copy(), views[VIEW_JC].copy(), views[VIEW_GAMMA].copy())
 
     def assemble(self, chain, q_actuated):
         """The full q (n,) with the actuated joints at q_actuated (rad) and the passive joints
