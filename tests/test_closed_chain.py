@@ -233,3 +233,19 @@ def test_branches_in_modified_dh_with_a_tool_frame_give_the_same_mechanism(tmp_p
     for x, y in zip(a.output(0.2, [0.1, -0.05]), b.output(0.2, [0.1, -0.05])):
         np.testing.assert_allclose(y, x, rtol=0, atol=1e-12)
     assert abs(a.output(0.2, [0.1, -0.05])[1][0, 1]) > 0.5      # a moving passive joint
+
+
+def test_assembly_from_a_tool_point_finds_the_issue_configuration():
+    blk = BlockCheck("ClosedChain", {"chain": "five_bar", "q0": [-1.5, -1.5],
+                                     "tool0": [0.1, -0.419942191]}, in_widths={"tau": 2})
+    assert np.max(np.abs(blk.xc[0, :4] - Q0_ISSUE)) < 1e-8
+    with pytest.raises(AssemblyError, match=r"loop 'tip' cannot be closed with its point at "
+                                            r"\(0\.1, -0\.6\) m: "):
+        BlockCheck("ClosedChain", {"chain": "five_bar", "q0": [-1.5, -1.5], "tool0": [0.1, -0.6]},
+                   in_widths={"tau": 2})
+    with pytest.raises(ParameterError, match="'tool0' needs 2 values, got 3"):
+        BlockCheck("ClosedChain", {"chain": "five_bar", "q0": [-1.5, -1.5],
+                                   "tool0": [0.1, -0.4, 0.0]}, in_widths={"tau": 2})
+    with pytest.raises(ParameterError, match="'tool0' needs 2 values, got 1"):
+        BlockCheck("ClosedChain", {"chain": "five_bar", "q0": [-1.5, -1.5], "tool0": 0.1},
+                   in_widths={"tau": 2})

@@ -179,8 +179,9 @@ class ClosedChain(Block):
     W_motor = int tau . qd_act dt and the damper loss W_damper = int qd^T D qd dt (J), so that
     E - E0 = W_motor - W_damper holds along the run (output `balance`).
     Initial state: the actuated joints at q0 (rad) and qd0 (rad/s), the passive ones assembled
-    by Newton from the file's guess (its branch) and their rates from Jc qd = 0; a configuration
-    that does not close is an error naming the loop; redundant loop rows are refused.
+    by Newton from the file's guess (its branch) and their rates from Jc qd = 0; or, with tool0,
+    every joint assembled to put the first loop's point there (q0 the actuated joints' start); a
+    configuration that does not close is an error naming the loop; redundant rows are refused.
     Drift control (`drift`): projection (default) of q onto phi = 0 and qd onto Jc qd = 0 at every
     major step (a reset of the continuous state at the step's updates, after its outputs and
     log; a move of at most `projection_tol` is left undone, so an adaptive run is not restarted);
@@ -198,7 +199,10 @@ class ClosedChain(Block):
         "chain": Param(units="-", doc="preset name (five_bar) or closed-chain YAML file, relative "
                        "to the diagram", kind="str"),
         "q0": Param(units="rad", doc="initial angles of the actuated joints (the file's order); "
-                    "the passive joints are assembled"),
+                    "the passive joints are assembled. With tool0: the actuated joints' starting "
+                    "values for the assembly"),
+        "tool0": Param(None, "m", "initial point of the first loop (x, y for a planar loop; x, y, "
+                       "z): every joint assembled to put it there (default: from q0)"),
         "qd0": Param(0.0, "rad/s", "initial rates of the actuated joints"),
         "masses": Param(None, "kg", "link masses, one per joint in q order (mass and inertia scale "
                         "together, the com stays); per batch member. Default: the file's"),
@@ -243,11 +247,14 @@ class ClosedChain(Block):
         if np.any(v.projection_tol < 0) or v.projection_tol.ndim > 1:
             raise ParameterError("'projection_tol' must be a scalar >= 0", block=self.name)
         for key, width in (("q0", len(mech.actuated)), ("qd0", len(mech.actuated)),
-                           ("masses", mech.n), ("damping", mech.n)):
+                           ("masses", mech.n), ("damping", mech.n), ("tool0", mech.loops[0].rows)):
             value = getattr(v, key)
-            if value is not None and value.ndim == 2 and value.shape[1] not in (1, width):
-                raise ParameterError(f"'{key}' needs 1 or {width} values, got {value.shape[1]}",
-                                     block=self.name)
+            if value is None:
+                continue
+            count = 1 if value.ndim == 1 else int(np.prod(value.shape[1:]))
+            if value.ndim > 2 or count not in ((width,) if key == "tool0" else (1, width)):
+                need = f"{width}" if key == "tool0" else f"1 or {width}"
+                raise ParameterError(f"'{key}' needs {need} values, got {count}", block=self.name)
 
     def resolve_widths(self, in_widths):
         if in_widths.get("tau") not in (None, self.na):
@@ -281,13 +288,16 @@ class ClosedChain(Block):
         chain = mech.chain()                      # the geometry: the same for every member
         qa = self._rows("q0", self.na, v, 0.0)
         qda = self._rows("qd0", self.na, v, 0.0)
+        rows = mech.loops[0].rows
+        tool = None if v.tool0 is None else self._rows("tool0", rows, v, 0.0)
         q0, qd0 = np.zeros((v.batch, self.n)), np.zeros((v.batch, self.n))
         found = {}
         for b in range(v.batch):
-            key = (qa[b].tobytes(), qda[b].tobytes())
+            key = (qa[b].tobytes(), qda[b].tobytes(), None if tool is None else tool[b].tobytes())
             if key not in found:
                 try:
-                    q = mech.assemble(chain, qa[b])
+                    q = mech.assemble(chain, qa[b]) if tool is None else \
+                        mech.assemble_at_tool(chain, tool[b], qa[b])
                     mech.check_rank(chain, q)
                 except BlocksimError as err:
                     raise err.located(block=self.name)

@@ -340,6 +340,7 @@ class ClosedChain:
         self.assembly_guess = np.asarray(assembly_guess, dtype=float).copy()
         self.gravity = self.branches[0][1].gravity
         self.viscous = np.concatenate([r.viscous for _, r in self.branches])
+        self.revolute = np.array([t == "revolute" for _, r in self.branches for t in r.joint_types])
         self.offsets = np.cumsum([0] + [r.n for _, r in self.branches]).astype(np.int64)
         self.loop_table = np.array([(lp.a, lp.b, lp.rows) for lp in self.loops], dtype=np.int64)
 
@@ -424,31 +425,67 @@ class ClosedChain:
             start += lp.rows
         return self.loops[-1]
 
-    def _newton(self, chain, q):
-        """(q, max |phi|) after damped Newton on the passive joints from q."""
+    def _newton(self, chain, q, columns=None, tool=None):
+        """(q, max |residual|) after damped Newton from q on the joints `columns` (default: the
+        passive ones) for phi = 0, and with `tool` ((rows,) m) for the first loop's branch-a tip
+        at it too; revolute joints that moved are wrapped into (-pi, pi]."""
+        columns = self.passive if columns is None else columns
         q = q.copy()
-        phi, Jc, _ = self.residual(chain, q)
-        err = np.max(np.abs(phi))
+
+        def equations(q):
+            phi, Jc, _ = self.residual(chain, q)
+            if tool is None:
+                return phi, Jc[:, columns]
+            rows = len(tool)
+            j = self.loops[0].a
+            a, b = self.offsets[j], self.offsets[j + 1]
+            robot = self.branches[j][1]
+            J = np.zeros((rows, self.n))
+            J[:, a:b] = robot.jacobian(q[a:b])[:rows]
+            gap = robot.fk(q[a:b])[:rows, 3] - tool
+            return np.concatenate([phi, gap]), np.vstack([Jc, J])[:, columns]
+
+        res, J = equations(q)
+        err = np.max(np.abs(res))
         for _ in range(60):
             if err <= 1e-15:
                 break
-            step = np.linalg.lstsq(Jc[:, self.passive], -phi, rcond=None)[0]
+            step = np.linalg.lstsq(J, -res, rcond=None)[0]
             t = 1.0
             while t > 1e-4:
                 trial = q.copy()
-                trial[self.passive] += t * step
-                phi_t, Jc_t, _ = self.residual(chain, trial)
-                err_t = np.max(np.abs(phi_t))
+                trial[columns] += t * step
+                res_t, J_t = equations(trial)
+                err_t = np.max(np.abs(res_t))
                 if err_t < err:
                     break
                 t *= 0.5
             else:
                 break
-            q, phi, Jc, err = trial, phi_t, Jc_t, err_t
+            q, res, J, err = trial, res_t, J_t, err_t
         if not np.all(np.isfinite(q)):
             return q, math.inf
-        q[self.passive] = np.angle(np.exp(1j * q[self.passive]))      # into (-pi, pi]
-        return q, float(np.max(np.abs(self.residual(chain, q)[0])))
+        turn = columns[self.revolute[columns]]
+        q[turn] = np.angle(np.exp(1j * q[turn]))
+        return q, float(np.max(np.abs(equations(q)[0])))
+
+    def assemble_at_tool(self, chain, tool, q_actuated_guess):
+        """The full q (n,) that closes the loops with the first loop's point at `tool` (m, its
+        rows: x-y for a planar loop): Newton on every joint from the actuated joints at
+        q_actuated_guess and the passive ones at the file's guess, which choose the branch.
+        Raises AssemblyError naming the loop when the point is out of reach from there."""
+        q = self.assembly_guess.copy()
+        q[self.actuated] = np.asarray(q_actuated_guess, dtype=float).reshape(-1)
+        tool = np.asarray(tool, dtype=float).reshape(-1)[:self.loops[0].rows]
+        q, err = self._newton(chain, q, np.arange(self.n), tool)
+        if not err <= 1e-12:
+            loop = self.loops[0]
+            raise AssemblyError(
+                f"loop '{loop.name}' cannot be closed with its point at "
+                f"({', '.join(f'{x:.6g}' for x in tool)}) m: {err:.3g} m left after Newton from "
+                f"the actuated joints at {self._actuated_text(q)} (out of reach, or a guess too "
+                "far from the branch)", where=loop.where)
+        return q
 
     def rates(self, chain, q, qd_actuated):
         """The full qd (n,) with the actuated rates qd_actuated (rad/s) and the passive rates
