@@ -20,7 +20,7 @@ from blocksim.errors import ParameterError
 CONTRACT_MODULES = {f"blocksim.blocks.{m}" for m in
                     ("sources", "math", "routing", "continuous", "discrete", "sinks", "control",
                      "trajectories", "sensors", "actuators", "friction", "foc", "robot",
-                     "kinematics")}
+                     "kinematics", "closed_chain")}
 
 MORE_CONFIGS = {
     "PID": [{}, {"Kd": 0.1}, {"period": 0.01, "Ki": 2.0, "Kd": 0.1, "antiwindup": "clamping",
@@ -74,6 +74,9 @@ MORE_CONFIGS = {
     "Jacobian": [{"robot": "two_link"}],
     "Energy": [{"robot": "two_link_point_mass", "payload_mass": 0.5}],
     "Singularity": [{"robot": "two_link"}, {"robot": "two_link", "part": "position"}],
+    "ClosedChain": [{"chain": "five_bar", "q0": [-1.66, -1.48]},
+                    {"chain": "five_bar", "q0": [-1.66, -1.48], "drift": "baumgarte",
+                     "alpha": 5.0, "beta": 5.0, "masses": [0.5, 0.4, 0.6, 0.3]}],
     "CartesianTrajectory": [{"robot": "kr6_like", "q0": [0.3, -1.2, 0.9, 0.4, 0.7, -0.2],
                              "end": [0.3, 0.15, 0.85], "duration": 0.2, "t0": 0.1},
                             {"robot": "kr6_like", "q0": [0.3, -1.2, 0.9, 0.4, 0.7, -0.2],

@@ -8,6 +8,7 @@ from . import kinematics  # noqa: F401  (robot kinematics: the Singularity block
 from . import interaction  # noqa: F401  (collision detection: momentum observer, residuals, detector)
 from . import elastic  # noqa: F401  (ElasticManipulator: elastic joints and backlash)
 from . import contact  # noqa: F401  (interaction: contact wall, impedance, admittance)
+from . import closed_chain  # noqa: F401  (closed-chain plants: the five-bar linkage)
 from .base import REGISTRY, Block, Kernels, Param, SampleTime, register
 
 __all__ = ["REGISTRY", "Block", "Kernels", "Param", "SampleTime", "register"]

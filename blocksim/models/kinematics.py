@@ -155,50 +155,56 @@ def _cross(a0, a1, a2, b0, b1, b2):
 
 
 @njit(cache=True, error_model="numpy")
-def bias_acceleration_into(jtype, xtree, tool, q, qd, out):
-    """out[k] (6,) = Jdot(q[k], qd[k]) qd[k]: the tool origin's linear and the tool's angular
-    acceleration (m/s^2, rad/s^2, base frame) at joint rates qd[k] and zero joint accelerations.
+def chain_bias_acceleration(jtype, xtree, tool, q, qd, b, poses, out):
+    """out (6,) = Jdot(q[b], qd[b]) qd[b]: the tool origin's linear and the tool's angular
+    acceleration (m/s^2, rad/s^2, base frame) at joint rates qd[b] and zero joint accelerations.
     Outward from the base, with w, alpha body i's angular velocity and acceleration and a its
     origin's acceleration, r = o_i - o_(i-1): a += alpha x r + w x (w x r), then a revolute
     joint adds alpha += w x z_i qd_i, w += z_i qd_i, a prismatic one a += 2 w x z_i qd_i; last
-    the tool origin, fixed in body n."""
+    the tool origin, fixed in body n. poses (n + 2, 12) scratch (as chain_jacobian's)."""
     n = jtype.shape[0]
-    poses = np.empty((n + 2, 12))
+    chain_body_poses(jtype, xtree, q, b, poses)
+    rbk._compose(poses[n - 1], tool, poses[n])
+    w0 = w1 = w2 = 0.0
+    al0 = al1 = al2 = 0.0
+    a0 = a1 = a2 = 0.0
+    o0 = o1 = o2 = 0.0
+    for i in range(n + 1):
+        P = poses[i]
+        r0, r1, r2 = P[9] - o0, P[10] - o1, P[11] - o2
+        c0, c1, c2 = _cross(al0, al1, al2, r0, r1, r2)
+        d0, d1, d2 = _cross(w0, w1, w2, r0, r1, r2)
+        e0, e1, e2 = _cross(w0, w1, w2, d0, d1, d2)
+        a0 += c0 + e0
+        a1 += c1 + e1
+        a2 += c2 + e2
+        o0, o1, o2 = P[9], P[10], P[11]
+        if i == n:
+            break
+        z0, z1, z2 = P[2], P[5], P[8]
+        f0, f1, f2 = _cross(w0, w1, w2, z0, z1, z2)
+        v = qd[b, i]
+        if jtype[i] == 0:
+            al0 += f0 * v
+            al1 += f1 * v
+            al2 += f2 * v
+            w0 += z0 * v
+            w1 += z1 * v
+            w2 += z2 * v
+        else:
+            a0 += 2.0 * f0 * v
+            a1 += 2.0 * f1 * v
+            a2 += 2.0 * f2 * v
+    out[0], out[1], out[2] = a0, a1, a2
+    out[3], out[4], out[5] = al0, al1, al2
+
+
+@njit(cache=True, error_model="numpy")
+def bias_acceleration_into(jtype, xtree, tool, q, qd, out):
+    """out[k] (6,) = Jdot(q[k], qd[k]) qd[k] for every row k (`chain_bias_acceleration`)."""
+    poses = np.empty((jtype.shape[0] + 2, 12))
     for k in range(q.shape[0]):
-        chain_body_poses(jtype, xtree, q, k, poses)
-        rbk._compose(poses[n - 1], tool, poses[n])
-        w0 = w1 = w2 = 0.0
-        al0 = al1 = al2 = 0.0
-        a0 = a1 = a2 = 0.0
-        o0 = o1 = o2 = 0.0
-        for i in range(n + 1):
-            P = poses[i]
-            r0, r1, r2 = P[9] - o0, P[10] - o1, P[11] - o2
-            c0, c1, c2 = _cross(al0, al1, al2, r0, r1, r2)
-            d0, d1, d2 = _cross(w0, w1, w2, r0, r1, r2)
-            e0, e1, e2 = _cross(w0, w1, w2, d0, d1, d2)
-            a0 += c0 + e0
-            a1 += c1 + e1
-            a2 += c2 + e2
-            o0, o1, o2 = P[9], P[10], P[11]
-            if i == n:
-                break
-            z0, z1, z2 = P[2], P[5], P[8]
-            f0, f1, f2 = _cross(w0, w1, w2, z0, z1, z2)
-            v = qd[k, i]
-            if jtype[i] == 0:
-                al0 += f0 * v
-                al1 += f1 * v
-                al2 += f2 * v
-                w0 += z0 * v
-                w1 += z1 * v
-                w2 += z2 * v
-            else:
-                a0 += 2.0 * f0 * v
-                a1 += 2.0 * f1 * v
-                a2 += 2.0 * f2 * v
-        out[k, 0], out[k, 1], out[k, 2] = a0, a1, a2
-        out[k, 3], out[k, 4], out[k, 5] = al0, al1, al2
+        chain_bias_acceleration(jtype, xtree, tool, q, qd, k, poses, out[k])
 
 
 @njit(cache=True, error_model="numpy")
@@ -224,6 +230,14 @@ def jacobian(model, data, k, q, b, out):
     n = q.shape[1]
     chain_jacobian(model[0], md.xtree(model, k), md.tool(model, k), q, b, md.poses(data, n),
                    out.reshape((6, n)))
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def bias_acceleration(model, data, k, q, qd, b, out):
+    """out (6,) = member k's Jdot qd at q[b], qd[b] (`chain_bias_acceleration`); scratch: the
+    poses field of data."""
+    chain_bias_acceleration(model[0], md.xtree(model, k), md.tool(model, k), q, qd, b,
+                            md.poses(data, q.shape[1]), out)
 
 
 @njit(cache=True, error_model="numpy")
