@@ -415,7 +415,7 @@ def check_text(tmp_path, text, seconds=5) -> tuple[int, str]:
 
 
 KINDS = ("max_abs_error, rms_error, iae, ise, phase_lag, amplitude_ratio, overshoot, settling_time, "
-         "peak, rms, energy_drift, final_value, event_times")
+         "peak, rms, energy_drift, final_value, detection_delay, false_alarms, event_times")
 SOLVERS = "euler, heun, midpoint, rk3, rk4, rk23, dopri5, dop853, radau, bdf, lsoda"
 LONG_V = f"'{'v' * 59}... (100,002 characters)"
 """How a value of 100,000 v's is quoted: its start and its length (with the quotes)."""

@@ -145,7 +145,8 @@ def two_link_excitation(**kw):
 
 def test_the_excitation_keeps_its_distance_from_singular_poses(staged):
     """The example's excitation keeps the position Jacobian's smallest singular value >= 0.4 m/rad;
-    the same optimisation without the constraint comes to 0.33 m/rad of the stretched-out arm."""
+    the same optimisation without the constraint comes nearer the stretched-out arm (0.29 to
+    0.33 m/rad: where SLSQP stops depends on the BLAS's rounding, so the test asks for < 0.36)."""
     out, metrics = staged
     ex = metrics["excitation"]
     assert ex["min_singular_value"] == 0.4 and ex["singular_min"] >= 0.4 * (1 - 1e-3)
@@ -155,7 +156,7 @@ def test_the_excitation_keeps_its_distance_from_singular_poses(staged):
     assert free.singular_min is None
     reached = cad.smallest_singular_value(free.excitation.evaluate(_fine_grid(free.excitation))[0],
                                           "position").min()
-    assert reached == pytest.approx(0.3275, abs=1e-3)
+    assert reached < 0.36
 
 
 def test_an_excitation_rest_pose_nearer_a_singular_pose_than_the_minimum_is_refused():

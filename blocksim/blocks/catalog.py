@@ -18,7 +18,8 @@ FAMILIES = (
     ("sources", "Sources"), ("trajectories", "Trajectories"), ("math", "Math"),
     ("routing", "Routing"), ("continuous", "Continuous"), ("discrete", "Discrete"),
     ("control", "Control"), ("robot", "Robot"), ("kinematics", "Robot kinematics"),
-    ("elastic", "Elastic joints"), ("closed_chain", "Closed chains"), ("actuators", "Actuators"), ("interaction", "Interaction"),
+    ("elastic", "Elastic joints"), ("closed_chain", "Closed chains"), ("actuators", "Actuators"),
+    ("interaction", "Interaction"),
     ("friction", "Joint friction"), ("foc", "Field-oriented control"), ("sensors", "Sensors"),
     ("sinks", "Sinks"), ("plugins", "Plugins (blocks of your own)"),
 )
