@@ -372,6 +372,21 @@ def shared_references(refs: list[str], results: dict) -> dict[str, bool]:
     return shared
 
 
+def scope_signals(scope: dict, results: dict):
+    """(runs, signals, widths) of a scope: the runs with batch members expanded ({label:
+    Result}), the scope's signal names, and each signal's widest element count over the runs; a
+    signal some run did not log is a BlocksimError naming the run and the closest name."""
+    from .errors import BlocksimError, did_you_mean
+    signals = [str(s) for s in scope.get("signals", [])]
+    runs = expand_members(results)
+    for label, r in runs.items():
+        for s in signals:
+            if s not in r:
+                raise BlocksimError(f"no logged signal '{s}' in run '{label}'{did_you_mean(s, r.names)};"
+                                    f" logged: {', '.join(r.names)}")
+    return runs, signals, {s: max(_series(r, s).shape[1] for r in runs.values()) for s in signals}
+
+
 def scope_figure(scope: dict, results: dict, units: dict[str, str] | None = None, index: int = 0,
                  joints: tuple[str, ...] | None = None):
     """One figure for a scope: a subplot per signal element, variants overlaid; returns the Figure.
@@ -382,17 +397,8 @@ def scope_figure(scope: dict, results: dict, units: dict[str, str] | None = None
     when there is one per joint (default: from the runs' diagram; "joint k" without names).
     The legend sits outside the axes, to the right, so it never hides data.
     """
-    from .errors import BlocksimError
     units = units or {}
-    signals = list(scope.get("signals", []))
-    results = expand_members(results)
-    for label, r in results.items():
-        for s in signals:
-            if s not in r:
-                from .errors import did_you_mean
-                raise BlocksimError(f"no logged signal '{s}' in run '{label}'{did_you_mean(s, r.names)};"
-                                    f" logged: {', '.join(r.names)}")
-    widths = {s: max(_series(r, s).shape[1] for r in results.values()) for s in signals}
+    results, signals, widths = scope_signals(scope, results)
     n_rows = max(widths.values())
     if joints is None:
         joints = robot_joint_names(next(iter(results.values())))

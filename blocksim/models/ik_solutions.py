@@ -178,25 +178,29 @@ def _closed_form(model, arm, pose, q_near):
     if not raw:
         return IKSolutions(np.empty((0, 6)), (), True, "closed form, spherical wrist",
                            "the pose is out of reach")
-    found, labels = [], []
-    outside = 0
-    for q in raw:
-        q = _refine(model, pose, q)
-        if not _reproduces(model, pose, q):
-            continue
+    raw = [_refine(model, pose, q) for q in raw]
+    found, labels, note = _kept(model, [q for q in raw if _reproduces(model, pose, q)], len(raw),
+                                q_near, lambda q: ag.labels(arm, *ag.posture(arm, model, q)))
+    return _sorted(found, labels, q_near, True, "closed form, spherical wrist", note, model.n)
+
+
+def _kept(model, branches, count, q_near, label_of):
+    """(solutions, labels, note) of the branches that reproduce the pose: each moved within the
+    joint limits nearest q_near, dropped when it has no such angles, kept once; the note says
+    how many of all `count` branches lie outside the limits."""
+    found, labels, outside = [], [], 0
+    for q in branches:
         ql = within_limits(model, q, q_near)
         if ql is None:
             outside += 1
-            continue
-        if any(_wrapped_gap(model, ql, f) < SAME for f in found):
-            continue
-        found.append(ql)
-        labels.append(ag.labels(arm, *ag.posture(arm, model, ql)))
+        elif not any(_wrapped_gap(model, ql, f) < SAME for f in found):
+            found.append(ql)
+            labels.append(label_of(ql))
     note = ""
     if outside:
-        note = (f"{outside} of the {len(raw)} branches lie outside the joint limits"
-                if found else f"all {len(raw)} branches lie outside the joint limits")
-    return _sorted(found, labels, q_near, True, "closed form, spherical wrist", note, model.n)
+        note = (f"{outside} of the {count} branches lie outside the joint limits"
+                if found else f"all {count} branches lie outside the joint limits")
+    return found, labels, note
 
 
 def planar_arm(model):
@@ -237,29 +241,17 @@ def _planar(model, planar, pose, q_near, position_only):
     q2s = sp.rotation_to_distance(w[1], tool - p[1], p[0] - p[1], delta)
     if not q2s:
         return IKSolutions(np.empty((0, 2)), (), True, method, "the position is out of reach")
-    found, labels, outside = [], [], 0
+    reached = []
     for q2 in q2s:
         moved = sp.rotation(w[1], q2) @ (tool - p[1]) + p[1]
         q1 = sp.rotation_angle(w[0], moved - p[0], target - p[0])
         q = np.array([float(q_near[0]) if q1 is None else q1, q2])   # folded onto axis 1: any q1
         T = model.fk(q)
-        if position_only:
-            T, pose = T[:3, 3], target
-        if float(np.max(np.abs(T - pose))) > REPRODUCES:
-            continue
-        ql = within_limits(model, q, q_near)
-        if ql is None:
-            outside += 1
-            continue
-        if any(_wrapped_gap(model, ql, f) < SAME for f in found):
-            continue
-        found.append(ql)
-        labels.append((None, planar_elbow(model, w, p, ql), None))
-    note = ""
-    if outside:
-        note = (f"{outside} of the {len(q2s)} branches lie outside the joint limits"
-                if found else f"all {len(q2s)} branches lie outside the joint limits")
-    elif not found:
+        if float(np.max(np.abs(T[:3, 3] - target if position_only else T - pose))) <= REPRODUCES:
+            reached.append(q)
+    found, labels, note = _kept(model, reached, len(q2s), q_near,
+                                lambda q: (None, planar_elbow(model, w, p, q), None))
+    if not found and not note:
         note = "no branch has the pose's orientation (a two-link arm fixes q1 + q2 by it)"
     return _sorted(found, labels, q_near, True, method, note, 2)
 

@@ -5,7 +5,7 @@ static figures (plotting.py), and the trace values packed for the page (page_dat
 from __future__ import annotations
 
 from ..plotting import (VARIANT_STYLE_CYCLE, REFERENCE_COLOUR, _series, error_scope,
-                        expand_members, is_reference, row_labels, shared_references)
+                        is_reference, row_labels, scope_signals, shared_references)
 from .decimate import minmax_indices
 from .page_data import Packer
 
@@ -42,15 +42,7 @@ def figure_spec(scope: dict, results: dict, units: dict, joints, packer: Packer,
     """One figure: {title, rows: [{label, title}], traces: [...]}; each trace names its label,
     signal, block(s), port, element, variant, row, colour and dash, and where its values are in
     the page's data (its time vector, its kept sample indices when decimated, its values)."""
-    from ..errors import BlocksimError, did_you_mean
-    signals = [str(s) for s in scope.get("signals", [])]
-    runs = expand_members(results)
-    for label, r in runs.items():
-        for s in signals:
-            if s not in r:
-                raise BlocksimError(f"no logged signal '{s}' in run '{label}'"
-                                    f"{did_you_mean(s, r.names)}; logged: {', '.join(r.names)}")
-    widths = {s: max(_series(r, s).shape[1] for r in runs.values()) for s in signals}
+    runs, signals, widths = scope_signals(scope, results)
     n_rows = max(widths.values())
     rows = row_labels([[s for s in signals if widths[s] > i] for i in range(n_rows)], units,
                       joints, scope.get("ylabel"))
