@@ -273,13 +273,9 @@ def check_metrics(cd, logged, span: tuple[float, float] | None = None) -> None:
             continue
         _needs_signal(item, kind, name, where)
         lo, hi = _window(item, name, where, span or (0.0, 0.0))
-        if span is not None:
-            miss = (f"starts at {lo:g} s, after the run ends at {span[1]:g} s" if lo > span[1]
-                    else f"ends at {hi:g} s, before the run starts at {span[0]:g} s"
-                    if hi < span[0] else f"starts at {lo:g} s, after it ends at {hi:g} s"
-                    if lo > hi else "")
-            if miss:
-                raise ParameterError(f"metric {shown(name)}: its window {miss}", where=where)
+        miss = _missed_span(lo, hi, span) if span is not None else None
+        if miss:
+            raise ParameterError(f"metric {shown(name)}: its window {miss}", where=where)
         if kind in ("detection_delay", "false_alarms"):
             try:
                 _onset(item, kind, kind == "detection_delay")
@@ -293,6 +289,17 @@ def check_metrics(cd, logged, span: tuple[float, float] | None = None) -> None:
             if f"{block}.{port}" not in logged:
                 raise ParameterError(f"metric {shown(name)} reads {key} {shown(item[key])}, which is not "
                                      f"logged (add it to log.signals)", where=where)
+
+
+def _missed_span(lo: float, hi: float, span: tuple[float, float]) -> str | None:
+    """How the window [lo, hi] (s) holds no time of the run's span (start, stop), or None."""
+    if lo > span[1]:
+        return f"starts at {lo:g} s, after the run ends at {span[1]:g} s"
+    if hi < span[0]:
+        return f"ends at {hi:g} s, before the run starts at {span[0]:g} s"
+    if lo > hi:
+        return f"starts at {lo:g} s, after it ends at {hi:g} s"
+    return None
 
 
 def _kind_and_name(item, where) -> tuple[str, str]:

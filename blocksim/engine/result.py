@@ -101,21 +101,21 @@ class Result:
         folder.mkdir(parents=True, exist_ok=True)
         arrays = {"t": self.t}
         arrays.update({n: (d if self.batched else d[0]) for n, d in self._signals.items()})
-        _atomic(folder / "signals.npz", lambda fh: np.savez_compressed(fh, **arrays))
+        atomic_write(folder / "signals.npz", lambda fh: np.savez_compressed(fh, **arrays))
         if "csv" in formats:
-            _atomic(folder / "signals.csv", self._write_csv, text=True)
+            atomic_write(folder / "signals.csv", self._write_csv, text=True)
         writers = {"mat": exports.write_mat, "parquet": exports.write_parquet}
         for f in formats:
             if f in writers:
-                _atomic(folder / exports.FILE_NAMES[f], lambda fh, w=writers[f]: w(self, fh))
-        _atomic(folder / "metrics.json",
+                atomic_write(folder / exports.FILE_NAMES[f], lambda fh, w=writers[f]: w(self, fh))
+        atomic_write(folder / "metrics.json",
                 lambda fh: fh.write(json.dumps(self.metrics, indent=2) + "\n"), text=True)
         if self.diagram is not None:
-            _atomic(folder / "diagram.yaml", lambda fh: fh.write(self.diagram), text=True)
+            atomic_write(folder / "diagram.yaml", lambda fh: fh.write(self.diagram), text=True)
         meta = dict(self.metadata)
         meta.update(stats=self.stats, interrupted=self.interrupted, stopped_by=self.stopped_by,
                     batch=self.batch, events=[vars(e) for e in self.events[:10000]])
-        _atomic(folder / "run.json",
+        atomic_write(folder / "run.json",
                 lambda fh: fh.write(json.dumps(meta, indent=2, default=_jsonable) + "\n"),
                 text=True)
         return folder
@@ -161,8 +161,10 @@ class Result:
         return res
 
 
-def _atomic(path: Path, write, text: bool = False) -> None:
-    """write(file) into a temporary file beside path, then rename it onto path (one step)."""
+def atomic_write(path: Path, write, text: bool = False) -> None:
+    """write(file) into a temporary file beside path, then rename it onto path (one step): a
+    reader sees the old file or the new one, never half of one; the temporary file is removed
+    when writing fails."""
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         with (tmp.open("w", newline="", encoding="utf-8") if text else tmp.open("wb")) as fh:

@@ -18,10 +18,10 @@ import hashlib
 import io
 import json
 import math
-import os
 import re
 from pathlib import Path
 
+from ..engine.result import atomic_write
 from ..errors import BlocksimError
 from ..reading.located_yaml import os_reason
 from ..version import __version__
@@ -49,14 +49,8 @@ def manifest_of(study: Study, resolved_diagram: str, members: int, units: int) -
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write `text` beside `path` and rename it into place: a reader sees the old file or the
-    new one, never half of one."""
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "w", newline="") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    """Write `text` to `path` atomically (engine.result.atomic_write)."""
+    atomic_write(path, lambda fh: fh.write(text), text=True)
 
 
 class StudyFolder:
