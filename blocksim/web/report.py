@@ -12,6 +12,7 @@ import html
 import json
 from pathlib import Path
 
+from ..engine.result import atomic_write
 from ..errors import BlocksimError, require_extra
 from .decimate import DEFAULT_MAX_POINTS
 from .page_data import Packer
@@ -170,7 +171,7 @@ def write_report(run_dir, out=None, plotly: str = "inline", cap: int = DEFAULT_M
     if plotly == "shared":
         js, _ = plotly_js()
         shared = out.parent / SHARED_PLOTLY
-        if not shared.is_file() or shared.read_text() != js:
-            shared.write_text(js)
-    out.write_text(text, encoding="utf-8")
+        if not shared.is_file() or shared.read_text(encoding="utf-8") != js:
+            atomic_write(shared, lambda fh: fh.write(js), text=True)
+    atomic_write(out, lambda fh: fh.write(text), text=True)
     return out
