@@ -1,15 +1,25 @@
 """The compiled adaptive loop: a run under an embedded explicit Runge-Kutta pair (rk23, dopri5,
-dop853) without zero crossings, as one numba function of the generated module (run_adaptive).
+dop853), zero crossings included, as one numba function of the generated module (run_adaptive).
 
 It is the scheduler's loop (engine/scheduler.py) for such a run, rendered: the phases of a major
 step in MAJOR_STEP's order at each major time (the next sample hit, a source's breakpoint, the
-stop time), then the solver restarted there and stepped to the next one with the error control of
-solvers/explicit.AdaptiveRungeKutta (its step-size rules and dense output are the numba functions
-of solvers/step_control.py, which the Python solver calls too), the log grid filled from the dense
-output. The block calls are the ones the module's outputs, derivatives and updates make (the same
-rendering, written once each into the loop), so the run is the scheduler's loop's over the same
-module, step for step and bit for bit; Python is entered between chunks of steps only, for the
-progress bar and Ctrl-C.
+stop time, an event), then the solver restarted there and stepped to the next one with the error
+control of solvers/explicit.AdaptiveRungeKutta (its step-size rules and dense output are the
+numba functions of solvers/step_control.py, which the Python solver calls too), the log grid
+filled from the dense output. The block calls are the ones the module's outputs, derivatives,
+updates and zero_crossings make (the same rendering, written once each into the loop), so the
+run is the scheduler's loop's over the same module, step for step and bit for bit.
+
+Events: after every accepted step the crossing functions are evaluated at its end and compared
+with their baseline (Simulation.crossed's rule); a crossing is located on the step's dense output
+by the crossing search of solvers/events.py, the one the scheduler's loop runs, its trial
+evaluations made through the loop's output site; the log is filled up to the event, the outputs
+of the event's major step computed (the modes switch there), and the loop returns to Python
+(_serve) for what only the blocks' Python methods do: on_event (resets, mode switches, a
+terminal event), the stop condition at the start, and the probe a moment later of a function
+that sits exactly on zero (Simulation._baseline, _modes_ahead). These come once or twice per
+event; Python is otherwise entered between chunks of steps only, for the progress bar and
+Ctrl-C.
 
 State carried between chunks: fstate = [t, t1 (the bound of the interval being integrated),
 h_next (NaN before the first step), t_old], istate = ISTATE's fields.
@@ -24,19 +34,24 @@ import numpy as np
 from ..errors import SolverError
 from ..solvers import SOLVERS, make_solver
 from ..solvers.base import BOUND_SNAP_FRACTION, MIN_STEP_SPACINGS
+from ..solvers.events import SEARCH_FLOATS, SEARCH_INTS
 from .major_step import phase_handlers
 from .progress import Progress
 from .run_output import RunOutput
 from .source_text import block, indent, unpack_tuples, unpacked
 
 ISTATE = ("n", "n_floor", "mode", "have_f", "log_pos", "nfev", "nsteps", "nrejected",
-          "major_steps", "next_break", "tick_next", "floor_next", "reason")
+          "major_steps", "next_break", "tick_next", "floor_next", "reason", "resume", "first",
+          "have_gprev", "leaving")
 """The integer state of a run in run_adaptive, by index: the tick of t (-1 off the tick grid,
 after a breakpoint), the tick counted from when off the grid, 0 at a major step or 1 between
 steps inside an interval, whether f(t, x) is known (FSAL), the log position, the solver's
 counters, the major steps, the next breakpoint's index, the tick and floor tick of the
-interval's end, and why the solver failed (0: the tolerance, 1: a non-finite state or
-derivative)."""
+interval's end, why the solver failed (0: the tolerance, 1: a non-finite state or
+derivative), where a major step resumes after Python's part of it (0: from its start, 1: after
+its events at t, 2: after the modes of the step ahead), whether the next major step is the
+first, whether the crossing functions have a baseline, and whether one of them leaves zero at
+t (the modes of the step ahead are then set a moment later)."""
 _I = {name: k for k, name in enumerate(ISTATE)}
 
 CHUNK_SECONDS = 0.2
@@ -45,12 +60,17 @@ CHUNK_SECONDS = 0.2
 DONE, FINISHED, NOT_FINITE, UNDERFLOW, BAD_DERIVATIVE = 0, 1, 2, 3, 4
 """run_adaptive's status: the chunk's steps done, the stop time reached, a state became NaN/Inf
 at a major step, step size underflow, the derivative at the current state is not finite."""
+EVENT, EVENTS_AT_T, MODES_AHEAD, BASELINE = 5, 6, 7, 8
+"""run_adaptive's requests to Python (_serve), after which it goes on: the reactions of a
+located event (its outputs computed), a major step's events at t, the modes of the step ahead,
+the baseline of a crossing function exactly zero at a step's end."""
+SERVICES = (EVENT, EVENTS_AT_T, MODES_AHEAD, BASELINE)
 
 
 def renderable(plan) -> bool:
-    """Whether the plan's module holds run_adaptive: continuous states and no zero crossings
-    (events stay with the scheduler's loop for now)."""
-    return plan.n_xc > 0 and not plan.crossings
+    """Whether the plan's module holds run_adaptive: continuous states (a run without them
+    steps on its log grid in the scheduler's loop)."""
+    return plan.n_xc > 0
 
 
 def supports(plan, solver) -> bool:
@@ -62,12 +82,12 @@ def supports(plan, solver) -> bool:
 
 def render(gen) -> str:
     """run_adaptive's source for Generator `gen`: ADAPTIVE_LOOP with the major step's phases
-    (MAJOR_STEP, in order), the outputs, the stage outputs and derivatives and the log copies
-    filled in. Every block call is written once: one output site serves the major steps and the
-    log samples, one evaluation site every derivative of a step (numba's compile time grows with
-    call sites)."""
+    (MAJOR_STEP, in order), the outputs, the zero-crossing functions, the stage outputs and
+    derivatives and the log copies filled in. Every block call is written once: one output site
+    serves the major steps, the log samples and the crossing functions' evaluations, one
+    evaluation site every derivative of a step (numba's compile time grows with call sites)."""
     frame = {"outputs": lambda: [], "advance": lambda: []}
-    renders = {"events_at_t": gen._render_events_at_t,
+    renders = {"events_at_t": _render_events_at_t,
                "log": lambda: ["if log_pos < n_log and log_times[log_pos] == t:"]
                + indent(gen.record_body(), 4) + ["    log_pos += 1"],
                "updates": gen.update_body,
@@ -77,12 +97,20 @@ def render(gen) -> str:
                                 "    status = 1", "    break"]}
     phases = phase_handlers("compiled adaptive loop",
                             lambda name: frame.get(name) or renders.get(name))
-    major = []
-    for name, rendering in phases[1:-1]:
-        major += [f"# {name}"] + rendering()
-    if phases[0][0] != "outputs" or phases[-1][0] != "advance":
-        raise NotImplementedError("the adaptive loop's frame puts outputs first and the advance "
-                                  "last")
+    if phases[0][0] != "outputs" or phases[-1][0] != "advance" or phases[1][0] != "events_at_t":
+        raise NotImplementedError("the adaptive loop's frame puts outputs first, the events at t "
+                                  "next and the advance last")
+    # the phases after the events at t run once per major step: not again when Python has set
+    # the modes of the step ahead (resume 2), which comes after them
+    after = ["resume = 0"]
+    for name, rendering in phases[2:-1]:
+        after += [f"# {name}"] + rendering()
+    after += ["# the modes of the step ahead, when a crossing function leaves zero at t "
+              "(Simulation._modes_ahead)",
+              "if leaving != 0:", "    leaving = 0", "    if has_modes:", "        resume = 2",
+              "        status = 7", "        break"]
+    major = ["# events_at_t"] + phases[1][1]() + ["if resume <= 1:"] + indent(after, 4) + \
+        ["resume = 0"]
     plan = gen.plan
     reads = [f"s[{i}]" for i in plan.stage_held] + [f"xd[:, {a}:{b}]" for a, b in plan.stage_xd]
     return ADAPTIVE_LOOP.format(
@@ -90,12 +118,28 @@ def render(gen) -> str:
         stash=unpacked(block(["at = 0"] + [f"at = stash(held, at, {r})" for r in reads], 16)),
         unchanged=unpacked(block(["at = 0"] + [f"at = unchanged(held, at, {r})" for r in reads]
                                  + ["if at < 0:", "    have_f = 0"], 16)),
-        outputs=unpacked(block(gen.output_body("major", "te", minor="all"), 12)),
+        outputs=unpacked(block(gen.output_body("major", "te", minor="all"), 16)),
+        crossings=unpacked(block(gen.zero_crossing_body("te") or ["pass"], 20)),
         major=unpacked(block(major, 16)),
         record=unpacked(block(gen.record_body(), 12)),
         evaluate=unpacked(block(gen.output_body(None, "te") + gen.derivative_body("te", "K[row]"),
                                 8)),
         snap=repr(BOUND_SNAP_FRACTION), spacings=MIN_STEP_SPACINGS)
+
+
+def _render_events_at_t() -> list[str]:
+    """The events at t of a major step: g at t against its baseline; Python runs the phase
+    (Simulation._phase_events_at_t: the stop condition at the start, the blocks' reactions, the
+    baseline's probe a moment later) when there is something to run, at the first major step,
+    at a crossing caused by a jump at t, and at a function exactly zero or just fired."""
+    return ["if resume == 0 and n_zc > 0:",
+            "    if first != 0 or have_gprev == 0 or crossed_into(g_prev, g, directions, "
+            "ev_mask) or baseline_needed(g, g_prev):",
+            "        resume = 1",
+            "        status = 6",
+            "        break",
+            "    copy2d(g_prev, g)",
+            "    leaving = 0"]
 
 
 ADAPTIVE_LOOP = """
@@ -104,18 +148,27 @@ ADAPTIVE_LOOP = """
 def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil, stop_tick,
                  t_stop, breaks, break_ticks, log_times, xc, xd, s, p, logs, A, b, c, E, E3,
                  P_rows, A_dense, c_dense, exponent, error_order, rtol, atol, max_step, K, xsol,
-                 x_old, x_new, Q, zero, held):
+                 x_old, x_new, Q, zero, held, g, g_prev, g_new, g_end, ev_mask, directions,
+                 zc_tol, has_modes, search_fs, search_is, g_lo, g_hi, cand, sgn):
     \"\"\"At most `budget` solver steps of the run (engine/adaptive_loop.py); returns the status.
 
     mode 0: a major step at t (the outputs, the phases after them, the next major time, the
-    solver's restart); mode 2: a log sample inside the last step, from its dense output; mode 1:
-    the solver, task by task, each evaluation of the derivatives at (te, xc) into K[row] through
-    the one evaluation site below. xc holds the state being evaluated; the solver's state is xsol.
-    Rows of K: the stages, FSAL, the dense output's extra stages, f(t, x) (ROW_F), a scratch row.
-    held: what the stages read at the end of the last interval (RunPlan.stage_held).\"\"\"
+    solver's restart); mode 2: a log sample inside the last step, from its dense output; mode 3:
+    the zero-crossing functions g at te (the outputs of every varying block, then g), on the
+    last step's dense output; mode 4: the outputs of an event's major step, before Python runs
+    the blocks' reactions; mode 1: the solver, task by task, each evaluation of the derivatives
+    at (te, xc) into K[row] through the one evaluation site below. xc holds the state being
+    evaluated; the solver's state is xsol. Rows of K: the stages, FSAL, the dense output's extra
+    stages, f(t, x) (ROW_F), a scratch row. held: what the stages read at the end of the last
+    interval (RunPlan.stage_held). g_prev: the crossing functions' baseline; g_new: their values
+    at the end of the last step; g_end: at a located event, before its reactions; ev_mask: the
+    event's functions. search_*, g_lo, g_hi, cand, sgn: the crossing search's state
+    (solvers/events.py). resume: 1 after Python ran a major step's events at t, 2 after it set
+    the modes of the step ahead.\"\"\"
 {unpack}
     n_stages = b.shape[0]
     n_main = n_stages + 1
+    n_zc = g.shape[1]
     ROW_F = K.shape[0] - 2
     ROW_TMP = K.shape[0] - 1
     stages = K.reshape((K.shape[0], -1))
@@ -129,38 +182,47 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
     n, n_floor, mode, have_f, log_pos = istate[0], istate[1], istate[2], istate[3], istate[4]
     nfev, nsteps, nrejected, major_steps = istate[5], istate[6], istate[7], istate[8]
     next_break, tick_next, floor_next, reason = istate[9], istate[10], istate[11], istate[12]
+    resume, first, have_gprev, leaving = istate[13], istate[14], istate[15], istate[16]
     task = 10
     status = 0
     done = 0
     major = False
     rejected = False
-    h = h_taken = t_new = hh = h0 = d1 = error = te = 0.0
+    locating = False
+    log_incl = False
+    log_after = 9
+    h = h_taken = t_new = hh = h0 = d1 = error = te = t_ev = log_end = 0.0
     clipped = False
     i = r = row = at = 0
     while True:
         if mode != 1:
-            if mode == 0:
-                te = t
-                major = True
-                if n >= 0:
-                    rate_hits(n, per, off, hits)
+            if mode != 0 or resume == 0:
+                if mode == 0 or mode == 4:
+                    te = t
+                    major = True
+                    if n >= 0:
+                        rate_hits(n, per, off, hits)
+                    else:
+                        for q in range(hits.shape[0]):
+                            hits[q] = False
                 else:
-                    for q in range(hits.shape[0]):
-                        hits[q] = False
-            else:
-                te = log_times[log_pos]
-                major = False
-                if te == t:
-                    copy1d(xc_flat, xsol_flat)
-                elif te == t_old:
-                    copy1d(xc_flat, x_old_flat)
-                elif P_rows.shape[0] > 0:
-                    power_series_at(te, t_old, hh, x_old_flat, Q, xc_flat)
-                else:
-                    hermite_at(te, t_old, hh, x_old_flat, xsol_flat, stages[0], stages[ROW_F],
-                               xc_flat)
-            # the outputs: every block at a major step, the varying ones at a log sample
+                    if mode == 2:
+                        te = log_times[log_pos]
+                    major = False
+                    if te == t:
+                        copy1d(xc_flat, xsol_flat)
+                    elif te == t_old:
+                        copy1d(xc_flat, x_old_flat)
+                    elif P_rows.shape[0] > 0:
+                        power_series_at(te, t_old, hh, x_old_flat, Q, xc_flat)
+                    else:
+                        hermite_at(te, t_old, hh, x_old_flat, xsol_flat, stages[0],
+                                   stages[ROW_F], xc_flat)
+                # the outputs: every block at a major step, the varying ones at a log sample
 {outputs}
+                if mode == 0 or mode == 3:
+                    # the zero-crossing functions
+{crossings}
             if mode == 0:
 {major}
                 # advance: the next major time (the next sample hit, the stop time, or a
@@ -193,13 +255,19 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
                 mode = 1
                 task = 10
                 continue
+            if mode == 4:                    # Python runs the event's reactions
+                status = 5
+                break
+            if mode == 3:                    # g is read by the task that asked for it
+                mode = 1
+                continue
             # the log sample
 {record}
             log_pos += 1
-            if not (log_pos < n_log and (log_times[log_pos] < min(t, t1)
-                                         or (t < t1 and log_times[log_pos] == t))):
+            if not (log_pos < n_log and (log_times[log_pos] < log_end
+                                         or (log_incl and log_times[log_pos] == log_end))):
                 mode = 1
-                task = 9
+                task = log_after
             continue
         # ---- the solver, task by task ----
         if task == 10:                               # a new step
@@ -245,15 +313,14 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
                 t = t_new
                 nsteps += 1
                 done += 1
-                task = 9
-                if log_pos < n_log and (log_times[log_pos] < min(t, t1)
-                                        or (log_times[log_pos] == t and t < t1)):
-                    hh = t - t_old
-                    if P_rows.shape[0] > 0 and A_dense.shape[0] > 0:
-                        r = 0
-                        task = 8
-                    else:
-                        task = 11
+                hh = t - t_old
+                locating = False
+                if n_zc > 0:                         # g at the step's end
+                    te = t
+                    mode = 3
+                    task = 12
+                else:
+                    task = 13
                 continue
             nrejected += 1
             rejected = True
@@ -261,24 +328,120 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
             reason = 0 if math.isfinite(error) else 1
             task = 3
             continue
+        if task == 12:                               # a crossing in the step: locate it
+            copy2d(g_new, g)
+            if have_gprev != 0 and crossed_into(g_prev, g_new, directions, ev_mask):
+                locating = True
+                if P_rows.shape[0] > 0 and A_dense.shape[0] > 0:
+                    r = 0
+                    task = 8
+                else:
+                    task = 11
+            else:
+                task = 13
+            continue
+        if task == 13:                               # no event: the log samples of the step
+            log_end = min(t, t1)
+            log_incl = t < t1
+            log_after = 9
+            task = 9
+            if log_pos < n_log and (log_times[log_pos] < log_end
+                                    or (log_incl and log_times[log_pos] == log_end)):
+                if P_rows.shape[0] > 0 and A_dense.shape[0] > 0:
+                    r = 0
+                    task = 8
+                else:
+                    task = 11
+            continue
         if task == 11:                               # the dense output, then the log samples
             for j in range(P_rows.shape[0]):
                 memberwise_stage_sum(zero, hh, P_rows[j], stages, P_rows.shape[1], Q[j])
-            mode = 2
+            if locating:
+                task = 14
+            else:
+                mode = 2
+            continue
+        if task == 14:                               # the crossing search's start
+            if crossing_search_begin(t_old, t, g_prev, g_new, directions,
+                                     zc_tol * max(1.0, abs(t)), search_fs, search_is, g_lo,
+                                     g_hi, cand, sgn):
+                task = 15
+            else:
+                t_ev = t
+                crossed_into(g_prev, g_new, directions, ev_mask)
+                task = 16
+            continue
+        if task == 15:                               # the search, one trial at a time
+            if crossing_search_next(search_fs, search_is, g_lo, g_hi, cand, sgn, g) == 1:
+                te = search_fs[8]
+                mode = 3
+            else:
+                t_ev = search_fs[1]
+                crossing_mask(g_hi, cand, sgn, ev_mask)
+                task = 16
+            continue
+        if task == 16:                               # the log samples before the event
+            log_end = t_ev
+            log_incl = False
+            log_after = 17
+            task = 17
+            if log_pos < n_log and log_times[log_pos] < log_end:
+                mode = 2
+            continue
+        if task == 17:                               # the state at the event, and g there
+            if t_ev == t:
+                copy1d(xc_flat, xsol_flat)
+            elif t_ev == t_old:
+                copy1d(xc_flat, x_old_flat)
+            elif P_rows.shape[0] > 0:
+                power_series_at(t_ev, t_old, hh, x_old_flat, Q, xc_flat)
+            else:
+                hermite_at(t_ev, t_old, hh, x_old_flat, xsol_flat, stages[0], stages[ROW_F],
+                           xc_flat)
+            if not (all_finite(xc) and all_finite(xd)):
+                t = t_ev
+                status = 2
+                break
+            task = 18
+            if t_ev != t:
+                te = t_ev
+                mode = 3
+            else:
+                copy2d(g, g_new)
+            continue
+        if task == 18:                               # the event's major step
+            copy2d(g_end, g)
+            if t_ev == t1:
+                n = tick_next
+                n_floor = floor_next
+            else:
+                n = -1
+                n_floor = -2                         # Python reads the tick before t_ev
+            t = t_ev
+            have_f = 0
+            mode = 4
+            task = 10
             continue
         if task == 9:                                # the step is done
             copy1d(xc_flat, xsol_flat)
             if not (all_finite(xc) and all_finite(xd)):
                 status = 2
                 break
+            task = 10
             if t >= t1:
                 t = t1
                 n = tick_next
                 n_floor = floor_next
                 mode = 0
+                if n_zc > 0:
+                    copy2d(g_prev, g_new)
                 # what the stages read, to tell a quiet hit at the major step
 {stash}
-            task = 10
+            elif n_zc > 0:
+                if any_zero(g_new):                  # Python probes the baseline
+                    status = 8
+                    break
+                copy2d(g_prev, g_new)
             continue
         # an evaluation: its state into xc, its time te and its row of K
         if task == 0:                                # f(t, x) at the solver's restart
@@ -332,6 +495,7 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
     istate[0], istate[1], istate[2], istate[3], istate[4] = n, n_floor, mode, have_f, log_pos
     istate[5], istate[6], istate[7], istate[8] = nfev, nsteps, nrejected, major_steps
     istate[9], istate[10], istate[11], istate[12] = next_break, tick_next, floor_next, reason
+    istate[13], istate[14], istate[15], istate[16] = resume, first, have_gprev, leaving
     return status
 """
 
@@ -371,18 +535,22 @@ def run(backend, sim) -> RunOutput | None:
     fstate = np.array([float(s.start), float(s.start), h_first, np.nan])
     istate = np.zeros(len(ISTATE), dtype=np.int64)
     istate[_I["tick_next"]] = istate[_I["floor_next"]] = -1
+    istate[_I["first"]] = 1
     int_stop = stop_tick if isinstance(stop_tick, int) else -1    # -1: the stop is off the grid
     exponent = -1.0 / (tab.error_order + 1)
+    ev = _EventArrays(ctx.g, sim.zc_directions)
 
     def args(budget):
         return (budget, fstate, istate, per, off, hits, num0, dnum, den,
                 stop_ceil, int_stop, float(s.stop), breaks, break_ticks, plan.log_grid,
                 ctx.xc, ctx.xd, backend.s, backend.p, logs, tab.A, tab.b, tab.c, tab.E, E3,
                 P_rows, A_dense, c_dense, exponent, tab.error_order, float(s.rtol),
-                float(s.atol), float(s.max_step), K, *arrays, Q, zero, held)
+                float(s.atol), float(s.max_step), K, *arrays, Q, zero, held, ctx.g, ev.g_prev,
+                ev.g_new, ev.g_end, ev.mask, ev.directions, float(s.zero_crossing_tol),
+                sim._has_modes, ev.search_fs, ev.search_is, ev.g_lo, ev.g_hi, ev.cand, ev.sign)
 
     progress = Progress(s.start, s.stop, s.progress)
-    status, interrupted, budget = DONE, False, 16
+    status, interrupted, stopped, budget = DONE, False, False, 16
     try:
         loop = backend.loop_entry("run_adaptive", args(0))
         while status == DONE:
@@ -392,6 +560,10 @@ def run(backend, sim) -> RunOutput | None:
             started = _time.perf_counter()
             status = loop(*args(budget))
             elapsed = _time.perf_counter() - started
+            if status in SERVICES:
+                stopped = _serve(sim, status, fstate, istate, hits, ev)
+                status = FINISHED if stopped else DONE
+                continue
             budget = max(16, int(budget * min(4.0, CHUNK_SECONDS / max(elapsed, 1e-6))))
             progress.update(float(fstate[0]), force=True)
     except KeyboardInterrupt:
@@ -399,7 +571,8 @@ def run(backend, sim) -> RunOutput | None:
     finally:
         progress.close()
     counters = {name: int(istate[_I[name]]) for name in ISTATE}
-    sim.recorder.count = counters["log_pos"]
+    if not stopped:               # a terminal event's last sample is the recorder's own
+        sim.recorder.count = counters["log_pos"]
     t = float(fstate[0])
     if interrupted:
         sim.log_final_state(t, arrays[0])
@@ -409,9 +582,66 @@ def run(backend, sim) -> RunOutput | None:
         _fail(sim, status, counters["reason"], t, float(fstate[3]), arrays[0])
     t_log, data = sim.recorder.finished()
     stats = {"major_steps": counters["major_steps"], "nfev": counters["nfev"],
-             "nsteps": counters["nsteps"], "nrejected": counters["nrejected"], "events": 0,
-             "mode": "compiled"}
-    return RunOutput(t_log, data, [], stats, interrupted, None)
+             "nsteps": counters["nsteps"], "nrejected": counters["nrejected"],
+             "events": len(sim.events), "mode": "compiled"}
+    return RunOutput(t_log, data, sim.events, stats, interrupted, sim.stopped_by)
+
+
+class _EventArrays:
+    """The compiled loop's zero-crossing arrays for a run with g of shape (B, n_zc) (no
+    crossings: n_zc = 0): the baseline g_prev, g at the last step's end (g_new) and at a located
+    event (g_end), the event's mask, the directions, and the crossing search's state."""
+
+    def __init__(self, g: np.ndarray, directions: np.ndarray):
+        shape = g.shape
+        self.g_prev, self.g_new, self.g_end = (np.zeros(shape) for _ in range(3))
+        self.g_lo, self.g_hi, self.sign = (np.zeros(shape) for _ in range(3))
+        self.mask = np.zeros(shape, dtype=np.bool_)
+        self.cand = np.zeros(shape, dtype=np.bool_)
+        self.directions = np.ascontiguousarray(directions, dtype=np.int64)
+        self.search_fs = np.zeros(len(SEARCH_FLOATS))
+        self.search_is = np.zeros(len(SEARCH_INTS), dtype=np.int64)
+
+
+def _serve(sim, status: int, fstate, istate, hits, ev: _EventArrays) -> bool:
+    """What run_adaptive asked Python for (status in SERVICES), with the scheduler's own methods
+    on the run's arrays, which the loop shares: the blocks' reactions to a located event
+    (on_event, a Python method), a major step's events at t (Simulation._phase_events_at_t),
+    the modes of the step ahead (Simulation._modes_ahead), the baseline of a function exactly
+    zero at a step's end (Simulation._baseline). True when a block stopped the run (the log's
+    last sample is then taken here, as the scheduler's loop takes it)."""
+    from .scheduler import _Step
+    t = float(fstate[0])
+    sim.recorder.count = int(istate[_I["log_pos"]])
+    events_before = len(sim.events)
+    if status == EVENTS_AT_T:
+        step = _Step(t, None, hits.copy(), None, True, None)
+        step.first = bool(istate[_I["first"]])
+        step.g_prev = ev.g_prev.copy() if istate[_I["have_gprev"]] else None
+        if not sim._phase_events_at_t(step):
+            return True
+        ev.g_prev[:] = step.g_prev
+        istate[_I["first"]] = 0
+        istate[_I["have_gprev"]] = 1
+        istate[_I["leaving"]] = int(step.leaving)
+    elif status == MODES_AHEAD:
+        sim._modes_ahead(t)
+    elif status == BASELINE:
+        ev.g_prev[:] = sim._baseline(t, ev.g_new.copy())[0]
+    else:                                     # EVENT: the reactions of a located event
+        mask = ev.mask.copy()
+        if sim.fire_events(t, mask):
+            sim.backend.outputs_major(t, hits)
+            sim._finish_log(t)
+            return True
+        ev.g_prev[:] = np.where(mask, np.nan, ev.g_end)
+        if istate[_I["n"]] < 0 and istate[_I["n_floor"]] == -2:
+            istate[_I["n_floor"]] = sim.plan.timebase.tick_at_or_before(t)
+        istate[_I["mode"]] = 0
+        istate[_I["resume"]] = 0
+    if len(sim.events) != events_before:      # an event fired: the solver restarts (no FSAL)
+        istate[_I["have_f"]] = 0
+    return False
 
 
 def _fail(sim, status: int, reason: int, t: float, h: float, x: np.ndarray) -> None:

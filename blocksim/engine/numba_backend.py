@@ -50,7 +50,7 @@ from .source_text import unpacked as _unpacked
 CHUNK_SECONDS = 0.2
 """Wall time between returns to Python in the compiled fixed-step loop (progress, Ctrl-C)."""
 
-GENERATOR_VERSION = 11
+GENERATOR_VERSION = 12
 """Bumped whenever the generated code's form changes, so old cache entries are not reused."""
 
 
@@ -200,8 +200,9 @@ class Generator:
         return [f"copy_to_log(logs[{j}], log_pos, s[{slot}])"
                 for j, (_, slot) in enumerate(self.plan.log)]
 
-    def zero_crossing_body(self) -> list[str]:
-        return [f"{self._fn(self.kernels[name].zero_crossings)}({self._args(name, 'g')})"
+    def zero_crossing_body(self, t: str = "t") -> list[str]:
+        """The zero-crossing calls at time `t`, writing into the (B, n_zc) array named g."""
+        return [f"{self._fn(self.kernels[name].zero_crossings)}({self._args(name, 'g', t)})"
                 for name in self.plan.crossings]
 
     # ---- the phases of a major step in the fixed-step loop (engine/major_step.py) ---------------
@@ -270,6 +271,10 @@ class Generator:
                  "initial_step_probe, power_series_at, step_after_accept, step_after_reject)",
                  "from blocksim.engine.loops import all_finite, copy1d, copy_to_log, rate_hits, stash, "
                  "unchanged"]
+        if adaptive_loop.renderable(self.plan):
+            lines.append("from blocksim.solvers.events import (any_zero, baseline_needed, copy2d, "
+                         "crossed_into, crossing_mask, crossing_search_begin, "
+                         "crossing_search_next)")
         for (module, name), alias in sorted(self.imports.items(), key=lambda kv: kv[1]):
             lines.append(f"from {module} import {name} as {alias}")
         for header, stmts in functions:

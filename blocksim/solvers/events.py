@@ -252,3 +252,52 @@ def find_first_crossing(gfun: Callable[[float], np.ndarray], t0: float, t1: floa
     mask = np.empty(g0.shape, dtype=np.bool_)
     crossing_mask(g_hi, cand, sign, mask)
     return float(fs[_HI]), (mask.reshape(-1) if squeeze else mask)
+
+
+@numba.njit(cache=True, error_model="numpy")
+def crossed_into(g0, g1, directions, mask):
+    """mask (B, m) = the sign changes from g0 to g1 in each function's direction (directions
+    (m,): +1 rising, -1 falling, 0 either; a NaN never crosses); True when there is one. The
+    compiled loop's twin of Simulation.crossed."""
+    B, m = g0.shape
+    found = False
+    for b in range(B):
+        for j in range(m):
+            a, c, d = g0[b, j], g1[b, j], directions[j]
+            rising = a < 0 and c >= 0
+            falling = a > 0 and c <= 0
+            hit = rising if d > 0 else (falling if d < 0 else (rising or falling))
+            mask[b, j] = hit
+            found |= hit
+    return found
+
+
+@numba.njit(cache=True, error_model="numpy")
+def baseline_needed(g, g_prev):
+    """Whether a major step's baseline of g needs the probe a moment later (Simulation._baseline):
+    a component exactly zero, or one an event has just fired (NaN in g_prev)."""
+    B, m = g.shape
+    for b in range(B):
+        for j in range(m):
+            if g[b, j] == 0.0 or np.isnan(g_prev[b, j]):
+                return True
+    return False
+
+
+@numba.njit(cache=True, error_model="numpy")
+def any_zero(g):
+    """Whether a component of g (B, m) is exactly zero."""
+    B, m = g.shape
+    for b in range(B):
+        for j in range(m):
+            if g[b, j] == 0.0:
+                return True
+    return False
+
+
+@numba.njit(cache=True, error_model="numpy", inline="always")
+def copy2d(dst, src):
+    """dst[:, :] = src for (B, m) arrays."""
+    for b in range(dst.shape[0]):
+        for j in range(dst.shape[1]):
+            dst[b, j] = src[b, j]

@@ -1,0 +1,113 @@
+"""Events in the compiled adaptive loop (engine/adaptive_loop.py): a run with zero crossings
+under rk23, dopri5 or dop853 locates them inside compiled code with the crossing search the
+interpreted run uses (solvers/events.py), and takes the interpreted run's steps, events, logs
+and counters to the last bit: resets, held modes switched at the event, a mode that switches a
+moment after t, a terminal event, and a batch whose members cross at different times."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import blocksim
+from blocksim.solvers.events import find_first_crossing
+from test_compiled_adaptive import assert_same_run
+
+pytestmark = pytest.mark.usefixtures("compiled_cache")
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+# a Sign held through the stages (its crossing switches it), a Relay reading it, a hard-limited
+# Integrator of the sine (its clamp is a reset at the event), y = the integral of the sign, and
+# a stop when y leaves the dead zone [-0.03, 1] (DeadZone's output becomes nonzero)
+SWITCHES = """
+blocksim: 1
+blocks:
+  s:    {type: Sine, amplitude: 1.0, frequency: 1.0, phase: 0.3}
+  sg:   {type: Sign}
+  rl:   {type: Relay, switch_on: 0.5, switch_off: -0.5}
+  x:    {type: Integrator, lower: -0.05, upper: 0.12}
+  y:    {type: Integrator}
+  stop: {type: StopSimulation}
+  band: {type: DeadZone, start: -0.03, end: 1.0}
+connections: [s -> sg, sg -> rl, s -> x, sg -> y, y -> band, band -> stop]
+simulation: {stop_time: 2.0, solver: dopri5, rtol: 1.0e-8, atol: 1.0e-10}
+log: {signals: [sg.out, rl.out, x.out, y.out], every: 0.001}
+"""
+
+
+def both(diagram, **settings):
+    """(interpreted Result, compiled Result, compiled Simulator)."""
+    a = blocksim.Simulator(diagram, mode="interpreted", **settings).run()
+    sim = blocksim.Simulator(diagram, mode="compiled", **settings)
+    return a, sim.run(), sim
+
+
+def assert_same_events(a, b):
+    assert [(e.t, e.block, e.index, e.member) for e in b.events] == \
+        [(e.t, e.block, e.index, e.member) for e in a.events]
+    assert b.stopped_by == a.stopped_by
+
+
+def test_the_bouncing_ball_bounces_in_compiled_code_bit_for_bit():
+    """Resets through the Integrator's state port and a limit: every impact at the interpreted
+    run's time, the same log and counters, in run_adaptive."""
+    a, b, sim = both(blocksim.load(EXAMPLES / "bouncing_ball.yaml"))
+    assert sim.parts[0].backend.loop == "run_adaptive" and b.stats["mode"] == "compiled"
+    assert len(a.events) >= 8
+    assert_same_events(a, b)
+    assert_same_run(a, b)
+    # the first impact at sqrt(2 h / g) (h = 1 m, g = 9.81 m/s^2)
+    assert abs(b.events[0].t - np.sqrt(2 / 9.81)) < 1e-9
+
+
+@pytest.mark.parametrize("solver", ["dopri5", "rk23", "dop853"])
+def test_held_modes_clamps_and_a_terminal_event_as_interpreted(tmp_path, solver):
+    """The Sign switches at each zero of sin(2 pi t + 0.3), the Relay follows, x is clamped at
+    its limits, and the run stops where y = the integral of the sign falls below -0.03."""
+    path = tmp_path / "switches.yaml"
+    path.write_text(SWITCHES)
+    a, b, sim = both(blocksim.load(path), solver=solver)
+    assert sim.parts[0].backend.loop == "run_adaptive"
+    assert_same_events(a, b)
+    assert_same_run(a, b)
+    assert b.stopped_by == "stop"
+    # y = t while the sign is +1, up to its fall at t_f = (pi - 0.3) / (2 pi) = 0.452 s, then
+    # y = 2 t_f - t: -0.03 at 2 t_f + 0.03 = 0.934 s, before the next rise at 0.952 s
+    fall = (np.pi - 0.3) / (2 * np.pi)
+    assert abs(b.t[-1] - (2 * fall + 0.03)) < 1e-8
+    assert [e.t for e in b.events if e.block == "sg"] == pytest.approx([fall], abs=1e-10)
+    assert [e.block for e in b.events if e.block != "x"][-1] == "stop"
+
+
+def test_a_batch_whose_members_cross_at_different_times(tmp_path):
+    """Two members with different sine phases: each event is its own member's, located in the
+    shared steps as the interpreted run locates it."""
+    path = tmp_path / "switches.yaml"
+    path.write_text(SWITCHES)
+    diagram = blocksim.load(path)
+    a = blocksim.simulate(diagram, batch={"s.phase": [0.3, 1.1]}, mode="interpreted")
+    b = blocksim.simulate(diagram, batch={"s.phase": [0.3, 1.1]}, mode="compiled")
+    assert {e.member for e in b.events} == {0, 1}
+    assert_same_events(a, b)
+    assert_same_run(a, b)
+
+
+def test_the_compiled_search_is_the_interpreted_one():
+    """find_first_crossing drives the numba search the compiled loop runs: on g = (t - 0.3)^3
+    (a triple root, where regula falsi is slow) the bracket ends within xtol of 0.3 s."""
+    def g(t):
+        return np.array([[(t - 0.3) ** 3]])
+    t_event, mask = find_first_crossing(g, 0.0, 1.0, g(0.0), g(1.0), np.zeros(1), 1e-12)
+    assert 0.3 <= t_event <= 0.3 + 1e-12 and mask.tolist() == [[True]]
+
+
+def test_w1_with_exact_coulomb_friction_in_compiled_code_bit_for_bit():
+    """W1 (pid_ff) with the plant's Coulomb friction exact (the sign's crossings located, qd set
+    to 0 at each, the joint then sticking or breaking away) under dopri5."""
+    diagram = blocksim.load(EXAMPLES / "two_link_pid_vs_ff.yaml", variant="pid_ff",
+                            set={"plant.friction_smoothing": 0.0})
+    a, b, sim = both(diagram, solver="dopri5", rtol=1e-6, atol=1e-8)
+    assert sim.parts[0].backend.loop == "run_adaptive"
+    assert len(a.events) == 2 and {e.index for e in a.events} == {0, 1}
+    assert_same_events(a, b)
+    assert_same_run(a, b)
