@@ -269,6 +269,209 @@ def w1_dopri5_numba(ff=True, stop=2.0, rtol=1e-6, atol=1e-8, log_h=1e-3):
 
 
 @njit(cache=True)
+def _w1_exact_rhs(t, x, modes, out):
+    """W1's rates (pid_ff) with the plant's Coulomb friction exact: Fc sign(qd) + Fv qd, the sign
+    held at each joint's mode (+-1) between events; a joint with mode 0 slips with the live
+    sign of qd, and at rest (qd = 0 exactly) sticks while the torque that holds it (the other
+    joint moving) is within Fc, else breaks away with Fc opposing that torque."""
+    s, c = math.sin(math.pi * t), math.cos(math.pi * t)
+    pi2 = math.pi ** 2
+    qd0, qd1_ = A[0] * (1 - c), A[1] * (1 - c)
+    vd0, vd1 = A[0] * math.pi * s, A[1] * math.pi * s
+    ad0, ad1 = A[0] * pi2 * c, A[1] * pi2 * c
+    e0, e1 = qd0 - x[0], qd1_ - x[1]
+    t0 = KP[0] * e0 + KI[0] * x[4] + KD[0] * (vd0 - x[2])
+    t1 = KP[1] * e1 + KI[1] * x[5] + KD[1] * (vd1 - x[3])
+    m11, m12, m22, c1, c2, g1, g2 = _p2(qd0, qd1_, vd0, vd1)
+    t0 += m11 * ad0 + m12 * ad1 + c1 + g1
+    t1 += m12 * ad0 + m22 * ad1 + c2 + g2
+    m11, m12, m22, c1, c2, g1, g2 = _p2(x[0], x[1], x[2], x[3])
+    r1 = t0 - c1 - g1 - FV[0] * x[2]          # the torques before Coulomb friction
+    r2 = t1 - c2 - g2 - FV[1] * x[3]
+    stuck1 = modes[0] == 0.0 and x[2] == 0.0
+    stuck2 = modes[1] == 0.0 and x[3] == 0.0
+    f1 = FC[0] * (modes[0] if modes[0] != 0.0 else (1.0 if x[2] > 0 else -1.0))
+    f2 = FC[1] * (modes[1] if modes[1] != 0.0 else (1.0 if x[3] > 0 else -1.0))
+    a1 = a2 = 0.0
+    if stuck1 and stuck2:                      # both held: each breaks away on its own torque
+        stuck1, stuck2 = abs(r1) <= FC[0], abs(r2) <= FC[1]
+        f1 = FC[0] * (1.0 if r1 > 0 else -1.0)
+        f2 = FC[1] * (1.0 if r2 > 0 else -1.0)
+    if stuck1 and not stuck2:                  # joint 1 held, joint 2 moving
+        a2 = (r2 - f2) / m22
+        hold = r1 - m12 * a2
+        if abs(hold) <= FC[0]:
+            a1 = 0.0
+        else:
+            stuck1 = False
+            f1 = FC[0] * (1.0 if hold > 0 else -1.0)
+    elif stuck2 and not stuck1:
+        a1 = (r1 - f1) / m11
+        hold = r2 - m12 * a1
+        if abs(hold) <= FC[1]:
+            a2 = 0.0
+        else:
+            stuck2 = False
+            f2 = FC[1] * (1.0 if hold > 0 else -1.0)
+    if not stuck1 and not stuck2:
+        det = m11 * m22 - m12 * m12
+        a1 = (m22 * (r1 - f1) - m12 * (r2 - f2)) / det
+        a2 = (m11 * (r2 - f2) - m12 * (r1 - f1)) / det
+    out[0], out[1] = x[2], x[3]
+    out[2], out[3] = a1, a2
+    out[4], out[5] = e0, e1
+
+
+@njit(cache=True)
+def _dp_dense(x, K, hh, theta, Q, out):
+    """Shampine's dense output of a Dormand-Prince step at theta in [0, 1] (Q: its (n, 4)
+    coefficients from the step's stages, computed once per step)."""
+    for i in range(x.shape[0]):
+        out[i] = x[i] + hh * theta * (Q[i, 0] + theta * (Q[i, 1] + theta * (Q[i, 2]
+                                                                          + theta * Q[i, 3])))
+
+
+@njit(cache=True)
+def w1_coulomb_dopri5_numba(stop=2.0, rtol=1e-6, atol=1e-8, log_h=1e-3, max_step=0.04,
+                            xtol=1e-12):
+    """W1 (pid_ff) with exact Coulomb friction in numba under Dormand-Prince 5(4) with SciPy's
+    step-size control and steps of at most max_step (s): each joint speed's zero crossing located
+    on the step's dense output by the Illinois method to xtol (s, relative to max(1, t)); at the
+    event qd = 0 and the joint's held sign is dropped (mode 0: it sticks or breaks away), then set
+    to the sign it leaves with; the solver restarts there (f evaluated anew, the step size
+    kept). The 1 ms log grid is filled from the dense output. Returns (max |e| per joint,
+    steps, evaluations, events, the first event's time)."""
+    n = 6
+    x, x_new, xs, f1 = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    K = np.zeros((7, n))
+    Q = np.zeros((n, 4))
+    modes = np.zeros(2)
+    max_e = np.zeros(2)
+    t, nfev, nsteps, events, first_event = 0.0, 0, 0, 0, -1.0
+    _w1_exact_rhs(t, x, modes, K[0])
+    nfev += 1
+    for i in range(2):                         # the sign each joint leaves rest with
+        modes[i] = 1.0 if K[0, 2 + i] > 0 else (-1.0 if K[0, 2 + i] < 0 else 0.0)
+    _w1_exact_rhs(t, x, modes, K[0])
+    nfev += 1
+    d0, d1 = 0.0, 0.0
+    for i in range(n):
+        sc = atol + rtol * abs(x[i])
+        d0 += (x[i] / sc) ** 2
+        d1 += (K[0, i] / sc) ** 2
+    d0, d1 = math.sqrt(d0 / n), math.sqrt(d1 / n)
+    h0 = 1e-6 if d0 < 1e-5 or d1 < 1e-5 else 0.01 * d0 / d1
+    for i in range(n):
+        xs[i] = x[i] + h0 * K[0, i]
+    _w1_exact_rhs(t + h0, xs, modes, f1)
+    nfev += 1
+    d2 = 0.0
+    for i in range(n):
+        d2 += ((f1[i] - K[0, i]) / (atol + rtol * abs(x[i]))) ** 2
+    d2 = math.sqrt(d2 / n) / h0
+    if d1 <= 1e-15 and d2 <= 1e-15:
+        h1 = max(1e-6, h0 * 1e-3)
+    else:
+        h1 = (0.01 / max(d1, d2)) ** (1 / 5)
+    h = min(100 * h0, h1, stop, max_step)
+    n_log = int(round(stop / log_h)) + 1
+    _w1_log_error(0.0, x, max_e)
+    k_log = 1
+    while t < stop:
+        rejected = False
+        while True:
+            t_new = min(t + min(h, max_step), stop)
+            hh = t_new - t
+            for s in range(1, 6):
+                for i in range(n):
+                    acc = 0.0
+                    for j in range(s):
+                        acc += _DP_A[s, j] * K[j, i]
+                    xs[i] = x[i] + hh * acc
+                _w1_exact_rhs(t + _DP_C[s] * hh, xs, modes, K[s])
+            for i in range(n):
+                acc = 0.0
+                for j in range(6):
+                    acc += _DP_B[j] * K[j, i]
+                x_new[i] = x[i] + hh * acc
+            _w1_exact_rhs(t_new, x_new, modes, K[6])
+            nfev += 6
+            err = 0.0
+            for i in range(n):
+                acc = 0.0
+                for j in range(7):
+                    acc += _DP_E[j] * K[j, i]
+                err += (hh * acc / (atol + rtol * max(abs(x[i]), abs(x_new[i])))) ** 2
+            err = math.sqrt(err / n)
+            if err < 1.0:
+                factor = 10.0 if err == 0.0 else min(10.0, 0.9 * err ** -0.2)
+                if rejected:
+                    factor = min(1.0, factor)
+                h = hh * factor
+                break
+            h = hh * max(0.2, 0.9 * err ** -0.2)
+            rejected = True
+        for i in range(n):
+            for j in range(4):
+                acc = 0.0
+                for r in range(7):
+                    acc += K[r, i] * _DP_P[r, j]
+                Q[i, j] = acc
+        # a joint speed through zero against its held sign: the earliest, located
+        t_end, joint = t_new, -1
+        for i in range(2):
+            g0, g1 = x[2 + i] * modes[i], x_new[2 + i] * modes[i]
+            if not (g0 > 0 and g1 <= 0):
+                continue
+            lo, hi, f_lo, f_hi, side = 0.0, 1.0, g0, g1, 0
+            tol = xtol * max(1.0, t_new) / hh
+            while hi - lo > tol:
+                theta = hi - f_hi * (hi - lo) / (f_hi - f_lo)
+                theta = min(max(theta, lo + 0.25 * tol), hi - 0.25 * tol)
+                _dp_dense(x, K, hh, theta, Q, xs)
+                gm = xs[2 + i] * modes[i]
+                if gm <= 0:
+                    hi, f_hi = theta, gm
+                    if side == 1:
+                        f_lo *= 0.5
+                    side = 1
+                else:
+                    lo, f_lo = theta, gm
+                    if side == -1:
+                        f_hi *= 0.5
+                    side = -1
+            if t + hi * hh < t_end:
+                t_end, joint = t + hi * hh, i
+        while k_log < n_log and (k_log * log_h < t_end or (joint < 0 and k_log * log_h == t_end)):
+            tl = k_log * log_h
+            _dp_dense(x, K, hh, (tl - t) / hh, Q, xs)
+            _w1_log_error(tl, xs, max_e)
+            k_log += 1
+        nsteps += 1
+        if joint < 0:
+            t = t_new
+            for i in range(n):
+                x[i] = x_new[i]
+                K[0, i] = K[6, i]
+            continue
+        # the event: qd = 0, the joint at rest (mode 0) decides, then holds the sign it leaves with
+        _dp_dense(x, K, hh, (t_end - t) / hh, Q, xs)
+        t = t_end
+        for i in range(n):
+            x[i] = xs[i]
+        x[2 + joint] = 0.0
+        modes[joint] = 0.0
+        _w1_exact_rhs(t, x, modes, f1)
+        modes[joint] = 1.0 if f1[2 + joint] > 0 else (-1.0 if f1[2 + joint] < 0 else 0.0)
+        _w1_exact_rhs(t, x, modes, K[0])
+        nfev += 2
+        events += 1
+        if first_event < 0:
+            first_event = t
+    return max_e, nsteps, nfev, events, first_event
+
+
+@njit(cache=True)
 def _w2_rhs(x, v, out):
     """States q1 q2 qd1 qd2 iq1 iq2; v the held motor voltages (V)."""
     m11, m12, m22, c1, c2, g1, g2 = _p2(x[0], x[1], x[2], x[3])
@@ -457,6 +660,8 @@ if __name__ == "__main__":
     print("W1 numba  pid   ", w1_numba(False))
     print("W1 numba  pid_ff", w1_numba(True))
     print("W1 numba  pid_ff dopri5 (max |e|, steps, evaluations)", w1_dopri5_numba(True))
+    print("W1 numba  pid_ff dopri5, exact Coulomb friction (max |e|, steps, evaluations, events, "
+          "first event)", w1_coulomb_dopri5_numba())
     print("W2 numba        ", w2_numba())
     print("W2 python       ", w2_python())
     print("W3 numba        ", w3_reference())

@@ -1,6 +1,7 @@
 """blocksim's reference workloads W1-W3 (benchmarks/README.md) through blocksim and by hand, in one run.
 
-Runs W1 (pid_ff: rk4 1 ms and dopri5 rtol 1e-6), W2 and W3 through blocksim in interpreted and
+Runs W1 (pid_ff: rk4 1 ms and dopri5 rtol 1e-6, and dopri5 with the plant's Coulomb friction
+exact, its crossings located as events), W2 and W3 through blocksim in interpreted and
 compiled mode (B = 1, and B = 1000 per member), next to the hand-written loops of
 benchmarks/references.py (pure Python and numba), alternating the runs, and prints medians and
 ratios blocksim / hand-written numba, three ways: a new Diagram each time (`simulate(load(...))`:
@@ -12,7 +13,7 @@ wall time of a warm `python cli.py simulate` of W1, the import time of blocksim,
 compile time of W1 (a fresh cache folder).
 Peers (bdsim, PathSim, pydrake) are run on W1 when installed, skipped otherwise.
 
-    python benchmarks/run.py [--repeats 5] [--quick]
+    python benchmarks/run.py [--repeats 5] [--quick] [--only LABEL]
 
 Never run in CI. Numbers depend on the machine's load: compare ratios within one run.
 """
@@ -116,7 +117,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="skip B = 1000 and the CLI timings")
+    parser.add_argument("--only", default=None,
+                        help="run only the workloads whose label contains this text (e.g. "
+                             "'exact Coulomb'); implies --quick")
     args = parser.parse_args()
+    args.quick = args.quick or args.only is not None
     n = args.repeats
     print(f"# blocksim benchmarks, {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
           f"{os.cpu_count()} cores, python {platform.python_version()}, load "
@@ -124,9 +129,11 @@ def main() -> None:
 
     # warm everything once (kernels and generated modules compiled, caches filled)
     ref.w1_numba(True), ref.w1_dopri5_numba(True), ref.w2_numba(), ref.w3_reference()
+    ref.w1_coulomb_dopri5_numba()
     hand = {
         "W1 pid_ff": (lambda: ref.w1_numba(True), lambda: ref.w1_python(True)),
         "W1 pid_ff dopri5": (lambda: ref.w1_dopri5_numba(True), None),
+        "W1 pid_ff dopri5 exact Coulomb": (lambda: ref.w1_coulomb_dopri5_numba(), None),
         "W2": (lambda: ref.w2_numba(), lambda: ref.w2_python()),
         "W3": (lambda: ref.w3_reference(), None),
     }
@@ -134,12 +141,19 @@ def main() -> None:
                  ("W1 pid_ff dopri5", W1, "pid_ff", {"simulation.solver": "dopri5",
                                                      "simulation.rtol": 1e-6,
                                                      "simulation.atol": 1e-8}),
+                 # the plant's Coulomb friction with an exact sign: each joint speed's zero
+                 # crossing is an event (located, qd = 0, the joint sticks or breaks away)
+                 ("W1 pid_ff dopri5 exact Coulomb", W1, "pid_ff",
+                  {"simulation.solver": "dopri5", "simulation.rtol": 1e-6,
+                   "simulation.atol": 1e-8, "plant.friction_smoothing": 0.0}),
                  ("W2", W2, None, {}), ("W3", W3, None, {})]
     if not args.quick:        # each member its own steps (simulation.step_control: per_member)
         workloads.append(("W1 pid_ff dopri5 per member", W1, "pid_ff",
                           {"simulation.solver": "dopri5", "simulation.rtol": 1e-6,
                            "simulation.atol": 1e-8, "simulation.step_control": "per_member"}))
     hand["W1 pid_ff dopri5 per member"] = hand["W1 pid_ff dopri5"]
+    if args.only is not None:
+        workloads = [w for w in workloads if args.only in w[0]]
     rows = []
     for label, path, variant, sets in workloads:
         if not path.exists():
@@ -150,7 +164,10 @@ def main() -> None:
         python_t = statistics.median(timed(python_fn, max(1, n // 2))) if python_fn else None
         per_member = "per member" in label
         for mode in ("compiled",) if per_member else ("interpreted", "compiled"):
-            batches = (1000,) if per_member else (1,) if args.quick else (1, 1000)
+            # the event run at B = 1 (an interpreted batch of 1000 would fire its events member
+            # by member in Python for minutes)
+            batches = (1000,) if per_member else (1,) if args.quick or "exact" in label \
+                else (1, 1000)
             for batch in batches:
                 # a compiled fixed-step batch splits across the cores (simulation.threads:
                 # auto); its single-thread time is measured too
