@@ -1,0 +1,547 @@
+"""The compiled stiff loop: a run under radau without zero crossings, as one numba function of the
+generated module (run_stiff).
+
+It is the scheduler's loop (engine/scheduler.py) driving solvers/stiff.Radau, rendered: the phases
+of a major step in MAJOR_STEP's order at each major time (the next sample hit, a source's
+breakpoint, the stop time), then Radau IIA of order 5 (solvers/radau_kernels.py, SciPy's method
+and constants) stepped to the next one, the log grid filled from the collocation polynomial. The
+rules the Python path follows are kept: a major step restarts the solver (the derivative, the
+Jacobian and its step factors afresh, the step size kept) unless it was a quiet hit
+(RunPlan.stage_held), which keeps the solver's history, Jacobian and LU factors; a step cut short
+by a major time gives its proposed size back when the solver goes on (solvers/stiff.Radau). The
+derivatives are the module's `derivatives` function, called at every stage, Jacobian column and
+error refinement; Python is entered between chunks of steps only, for the progress bar and Ctrl-C.
+
+The numbers are SciPy's up to rounding (the LU factors here are this module's, SciPy's LAPACK's or
+SuperLU's there), so the two paths take the same steps as long as no accept/reject decision sits
+on the rounding's edge; the tests hold both to the stiff references.
+
+State carried between chunks: fstate = FSTATE's fields, istate = ISTATE's fields.
+"""
+from __future__ import annotations
+
+import math
+import time as _time
+
+import numpy as np
+
+from ..errors import SolverError
+from ..solvers import make_solver
+from ..solvers.radau_kernels import newton_tolerance
+from .major_step import phase_handlers
+from .progress import Progress
+from .run_output import RunOutput
+from .source_text import block, indent, unpack_tuples, unpacked
+
+FSTATE = ("t", "t1", "h_abs", "t_old", "h_abs_old", "error_norm_old", "cut_from", "h_failed")
+"""The float state of run_stiff: the time, the bound of the interval being integrated, the step
+size to try next (NaN: choose one), the last step's start, the last step's proposed size and
+error norm (NaN: unknown, the one-step controller), the step proposed before a cut at the bound
+(NaN: no cut), the step size at a failure."""
+ISTATE = ("n", "n_floor", "mode", "have_f", "log_pos", "nfev", "nsteps", "nrejected",
+          "major_steps", "next_break", "tick_next", "floor_next", "have_dense", "have_lu",
+          "current_jac", "njev", "nlu", "reason")
+"""The integer state of run_stiff: as engine/adaptive_loop.ISTATE for the first twelve, then
+whether the last step's collocation polynomial predicts the next (0 after a restart), whether
+the LU factors are those of the current step size and Jacobian, whether the Jacobian is the
+current state's, the Jacobian estimates and LU factorisations made, why the solver failed."""
+_F = {name: k for k, name in enumerate(FSTATE)}
+_I = {name: k for k, name in enumerate(ISTATE)}
+
+CHUNK_SECONDS = 0.2
+"""Wall time between returns to Python (progress, Ctrl-C)."""
+
+DONE, FINISHED, NOT_FINITE, UNDERFLOW = 0, 1, 2, 3
+"""run_stiff's status: the chunk's steps done, the stop time reached, a state became NaN/Inf,
+the step size fell below the time's resolution."""
+
+TOO_SMALL, NO_PROGRESS = 0, 1
+"""Why an UNDERFLOW: the step size fell below ten spacings of t (SciPy's Radau gives up), or an
+accepted step moved t by less than that (the solver contract's underflow)."""
+
+
+def supports(plan, solver) -> bool:
+    """Whether run_stiff runs this plan under this solver: radau, continuous states and no zero
+    crossings (events stay with the scheduler's loop)."""
+    return plan.n_xc > 0 and not plan.crossings and getattr(solver, "name", None) == "radau"
+
+
+def render(gen) -> str:
+    """run_stiff's source for Generator `gen`: STIFF_LOOP with the major step's phases (MAJOR_STEP,
+    in order) and the log copies filled in; the outputs, updates and derivatives are the module's
+    own functions, called."""
+    renders = {"outputs": lambda: [], "advance": lambda: [],
+               "events_at_t": gen._render_events_at_t,
+               "log": lambda: ["if log_pos < n_log and log_times[log_pos] == t:"]
+               + indent(gen.record_body(), 4) + ["    log_pos += 1"],
+               "updates": lambda: ["updates(t, hits, xc, xd, s, p)"],
+               "finite_check": lambda: ["if not (all_finite(xc) and all_finite(xd)):",
+                                        "    status = 2", "    break"],
+               "stop": lambda: ["major_steps += 1", "if not t < t_stop:",
+                                "    status = 1", "    break"]}
+    phases = phase_handlers("compiled stiff loop", renders.get)
+    if phases[0][0] != "outputs" or phases[-1][0] != "advance":
+        raise NotImplementedError("the stiff loop's frame puts outputs first and the advance "
+                                  "last")
+    major = []
+    for name, rendering in phases[1:-1]:
+        major += [f"# {name}"] + rendering()
+    plan = gen.plan
+    reads = [f"s[{i}]" for i in plan.stage_held] + [f"xd[:, {a}:{b}]" for a, b in plan.stage_xd]
+    return STIFF_LOOP.format(
+        unpack=unpack_tuples(len(plan.slots), len(gen.params), 4),
+        stash=unpacked(block(["at = 0"] + [f"at = stash(held, at, {r})" for r in reads], 12)),
+        unchanged=unpacked(block(["at = 0"] + [f"at = unchanged(held, at, {r})" for r in reads]
+                                 + ["if at < 0:", "    have_f = 0"], 12)),
+        major=unpacked(block(major, 12)),
+        record=unpacked(block(gen.record_body(), 16)))
+
+
+STIFF_LOOP = """
+
+@njit(cache=True, error_model='numpy', nogil=True)
+def run_stiff(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil, stop_tick,
+              t_stop, breaks, break_ticks, log_times, xc, xd, s, p, logs, rtol, atol, max_step,
+              newton_tol, xsol, x_old, f0, f_tmp, scale, ZE, err, x_new, F, Z, W, dW, Q, J,
+              LU_real, LU_complex, piv_real, piv_complex, f_real, f_complex, jac_factor,
+              y_scale, jac_step, jac_retry, max_diff, f_scale, held):
+    \"\"\"At most `budget` Radau steps of the run (engine/stiff_loop.py); returns the status.
+
+    mode 0: a major step at t (the outputs, the phases after them, the next major time, the
+    solver's restart unless the hit was quiet); mode 1: Radau steps toward t1, the log samples
+    inside each step from its collocation polynomial. xc holds the state being evaluated; the
+    solver's state is xsol, f(t, xsol) is f0. held: what the stages read at the end of the last
+    interval (RunPlan.stage_held).\"\"\"
+{unpack}
+    n_log = log_times.shape[0]
+    n_breaks = breaks.shape[0]
+    n_x = xsol.shape[1]
+    t, t1, h_abs, t_old = fstate[0], fstate[1], fstate[2], fstate[3]
+    h_abs_old, error_norm_old, cut_from = fstate[4], fstate[5], fstate[6]
+    n, n_floor, mode, have_f, log_pos = istate[0], istate[1], istate[2], istate[3], istate[4]
+    nfev, nsteps, nrejected, major_steps = istate[5], istate[6], istate[7], istate[8]
+    next_break, tick_next, floor_next = istate[9], istate[10], istate[11]
+    have_dense, have_lu, current_jac, njev, nlu = (istate[12], istate[13], istate[14],
+                                                   istate[15], istate[16])
+    reason = istate[17]
+    status = 0
+    done = 0
+    at = 0
+    while True:
+        if mode == 0:
+            # ---- a major step at t ----
+            if n >= 0:
+                rate_hits(n, per, off, hits)
+            else:
+                for q in range(hits.shape[0]):
+                    hits[q] = False
+            # outputs
+            outputs(t, hits, True, xc, xd, s, p)
+{major}
+            # advance: the next major time (the next sample hit, the stop time, or a breakpoint
+            # before them)
+            base = n if n >= 0 else n_floor
+            tick = stop_ceil
+            for q in range(per.shape[0]):
+                if base < off[q]:
+                    hit = off[q]
+                else:
+                    hit = off[q] + ((base - off[q]) // per[q] + 1) * per[q]
+                tick = min(tick, hit)
+            if tick >= stop_ceil:
+                t1 = t_stop
+                tick_next = stop_tick
+            else:
+                t1 = (num0 + tick * dnum) / den
+                tick_next = tick
+            floor_next = tick_next
+            while next_break < n_breaks and breaks[next_break] <= t:
+                next_break += 1
+            if next_break < n_breaks and breaks[next_break] < t1:
+                t1 = breaks[next_break]
+                tick_next = -1
+                floor_next = break_ticks[next_break]
+            copy1d(xsol.reshape(-1), xc.reshape(-1))
+            # a quiet hit (RunPlan.stage_held) keeps the solver: its history, Jacobian and LU
+{unchanged}
+            if have_f == 1 and not math.isnan(cut_from) and h_abs < cut_from:
+                # the step cut short by this bound gives its proposed size back (stiff.Radau)
+                h_abs = cut_from
+                h_abs_old = np.nan
+                error_norm_old = np.nan
+                have_lu = 0
+            cut_from = np.nan
+            mode = 1
+            continue
+        # ---- the solver ----
+        if done >= budget:
+            break
+        if have_f == 0:
+            # a (re)start at (t, xsol): f, the first step size, the Jacobian afresh
+            copy1d(xc.reshape(-1), xsol.reshape(-1))
+            derivatives(t, xc, xd, f0, s, p)
+            nfev += 1
+            if math.isnan(h_abs):
+                h0, d1 = initial_step_probe(xsol.reshape(-1), f0.reshape(-1), rtol, atol,
+                                            t1 - t, xc.reshape(-1))
+                derivatives(t + h0, xc, xd, f_tmp, s, p)
+                nfev += 1
+                h_abs = initial_step_choice(xsol.reshape(-1), f0.reshape(-1),
+                                            f_tmp.reshape(-1), rtol, atol, t1 - t, max_step,
+                                            h0, d1, 3)
+            else:
+                h_abs = min(h_abs, max_step, t1 - t)
+            for q in range(jac_factor.shape[0]):
+                for k in range(n_x):
+                    jac_factor[q, k] = np.nan
+            h_abs_old = np.nan
+            error_norm_old = np.nan
+            have_dense = 0
+            have_lu = 0
+            current_jac = 2                  # 2: to be estimated now
+            have_f = 1
+        if current_jac == 2:
+            jacobian_steps(xsol, f0, atol, jac_factor, y_scale, jac_step)
+            for j in range(n_x):
+                perturbed(xsol, j, jac_step, xc)
+                derivatives(t, xc, xd, f_tmp, s, p)
+                nfev += 1
+                jacobian_column(J, j, f_tmp, f0, max_diff, f_scale)
+            for j in range(n_x):
+                if jacobian_retry_steps(xsol, j, max_diff, f_scale, jac_factor, y_scale,
+                                        jac_retry):
+                    perturbed(xsol, j, jac_retry, xc)
+                    derivatives(t, xc, xd, f_tmp, s, p)
+                    nfev += 1
+                    jacobian_retry_column(J, j, f_tmp, f0, max_diff, f_scale, jac_factor,
+                                          jac_step, jac_retry)
+            jacobian_finish(J, jac_step, jac_factor, max_diff, f_scale)
+            njev += 1
+            current_jac = 1
+        # ---- one Radau step from (t, xsol) (scipy.integrate.Radau._step_impl) ----
+        min_step = 10 * (np.nextafter(t, np.inf) - t)
+        h_abs_entry = h_abs
+        if h_abs > max_step:
+            ha = max_step
+            ha_old = np.nan
+            en_old = np.nan
+        elif h_abs < min_step:
+            ha = min_step
+            ha_old = np.nan
+            en_old = np.nan
+        else:
+            ha = h_abs
+            ha_old = h_abs_old
+            en_old = error_norm_old
+        rejected = False
+        accepted = False
+        n_iter = 0
+        rate = np.nan
+        error_norm = 0.0
+        safety = 0.0
+        t_new = t
+        hs = 0.0
+        while not accepted:
+            if ha < min_step:
+                status = 3
+                reason = 0
+                fstate[7] = ha
+                break
+            t_new = t + ha
+            if t_new > t1:
+                t_new = t1
+            hs = t_new - t
+            ha = abs(hs)
+            if have_dense == 1:
+                predicted_stages(t, hs, xsol, t_old, t - t_old, x_old, Q, Z)
+            else:
+                Z[:] = 0.0
+            tolerance_scale(xsol, rtol, atol, scale)
+            converged = False
+            while not converged:
+                if have_lu == 0:
+                    iteration_matrices(J, hs, LU_real, piv_real, LU_complex, piv_complex)
+                    nlu += 2
+                    have_lu = 1
+                # the simplified Newton iterations from the guess Z (solve_collocation_system)
+                transform(TI, Z, W)
+                dW_norm_old = np.nan
+                rate = np.nan
+                k = 0
+                while k < NEWTON_MAXITER:
+                    finite = True
+                    for i in range(3):
+                        stage_state(xsol, Z, i, xc)
+                        derivatives(t + hs * C[i], xc, xd, F[i], s, p)
+                        nfev += 1
+                        finite = finite and all_finite(F[i])
+                    if not finite:
+                        break
+                    dW_norm = newton_increment(F, W, hs, LU_real, piv_real, LU_complex,
+                                               piv_complex, scale, dW, f_real, f_complex)
+                    if not math.isnan(dW_norm_old):
+                        rate = dW_norm / dW_norm_old
+                    if not math.isnan(rate) and (
+                            rate >= 1 or rate ** (NEWTON_MAXITER - k) / (1 - rate) * dW_norm
+                            > newton_tol):
+                        break
+                    add_increment(W, dW, Z)
+                    if dW_norm == 0 or (not math.isnan(rate)
+                                        and rate / (1 - rate) * dW_norm < newton_tol):
+                        converged = True
+                        break
+                    dW_norm_old = dW_norm
+                    k += 1
+                n_iter = min(k, NEWTON_MAXITER - 1) + 1
+                if not converged:
+                    if current_jac == 1:
+                        break
+                    # the Jacobian at the step's start, then the iterations again
+                    jacobian_steps(xsol, f0, atol, jac_factor, y_scale, jac_step)
+                    for j in range(n_x):
+                        perturbed(xsol, j, jac_step, xc)
+                        derivatives(t, xc, xd, f_tmp, s, p)
+                        nfev += 1
+                        jacobian_column(J, j, f_tmp, f0, max_diff, f_scale)
+                    for j in range(n_x):
+                        if jacobian_retry_steps(xsol, j, max_diff, f_scale, jac_factor,
+                                                y_scale, jac_retry):
+                            perturbed(xsol, j, jac_retry, xc)
+                            derivatives(t, xc, xd, f_tmp, s, p)
+                            nfev += 1
+                            jacobian_retry_column(J, j, f_tmp, f0, max_diff, f_scale,
+                                                  jac_factor, jac_step, jac_retry)
+                    jacobian_finish(J, jac_step, jac_factor, max_diff, f_scale)
+                    njev += 1
+                    current_jac = 1
+                    have_lu = 0
+                    if have_dense == 1:
+                        predicted_stages(t, hs, xsol, t_old, t - t_old, x_old, Q, Z)
+                    else:
+                        Z[:] = 0.0
+            if not converged:
+                ha *= 0.5
+                have_lu = 0
+                continue
+            for q in range(xsol.shape[0]):
+                for j in range(n_x):
+                    x_new[q, j] = xsol[q, j] + Z[2, q, j]
+            error_estimate(f0, Z, hs, LU_real, piv_real, ZE, err)
+            error_scale(xsol, x_new, rtol, atol, scale)
+            error_norm = rms_scaled(err, scale)
+            safety = safety_factor(n_iter)
+            if rejected and error_norm > 1:
+                for q in range(xsol.shape[0]):
+                    for j in range(n_x):
+                        xc[q, j] = xsol[q, j] + err[q, j]
+                derivatives(t, xc, xd, f_tmp, s, p)
+                nfev += 1
+                refine_error(f_tmp, ZE, LU_real, piv_real, err)
+                error_norm = rms_scaled(err, scale)
+            if error_norm > 1:
+                factor = predict_factor(ha, ha_old, error_norm, en_old)
+                ha *= max(MIN_FACTOR, safety * factor)
+                have_lu = 0
+                rejected = True
+                nrejected += 1
+            else:
+                accepted = True
+        if status == 3:
+            break
+        recompute_jac = n_iter > 2 and rate > JAC_RECOMPUTE_RATE
+        factor = predict_factor(ha, ha_old, error_norm, en_old)
+        factor = min(MAX_FACTOR, safety * factor)
+        if not recompute_jac and factor < STEP_KEEP_FACTOR:
+            factor = 1.0
+        else:
+            have_lu = 0
+        copy1d(xc.reshape(-1), x_new.reshape(-1))
+        derivatives(t_new, xc, xd, f0, s, p)
+        nfev += 1
+        if recompute_jac:
+            current_jac = 2
+        else:
+            current_jac = 0
+        h_abs_old = h_abs_entry
+        error_norm_old = error_norm
+        h_abs = ha * factor
+        t_old = t
+        copy1d(x_old.reshape(-1), xsol.reshape(-1))
+        copy1d(xsol.reshape(-1), x_new.reshape(-1))
+        dense_coefficients(Z, Q)
+        have_dense = 1
+        finished = t_new >= t1
+        if finished:
+            t_new = t1
+        if t_new - t_old < 10 * (np.nextafter(t_old, np.inf) - t_old) and not finished:
+            status = 3
+            reason = 1
+            fstate[7] = t_new - t_old
+            t = t_old
+            copy1d(xsol.reshape(-1), x_old.reshape(-1))
+            break
+        t = t_new
+        nsteps += 1
+        done += 1
+        cut_from = h_abs_entry if finished and t - t_old < h_abs_entry else np.nan
+        if current_jac == 2:
+            # the Jacobian at the step's end (slow convergence)
+            jacobian_steps(xsol, f0, atol, jac_factor, y_scale, jac_step)
+            for j in range(n_x):
+                perturbed(xsol, j, jac_step, xc)
+                derivatives(t, xc, xd, f_tmp, s, p)
+                nfev += 1
+                jacobian_column(J, j, f_tmp, f0, max_diff, f_scale)
+            for j in range(n_x):
+                if jacobian_retry_steps(xsol, j, max_diff, f_scale, jac_factor, y_scale,
+                                        jac_retry):
+                    perturbed(xsol, j, jac_retry, xc)
+                    derivatives(t, xc, xd, f_tmp, s, p)
+                    nfev += 1
+                    jacobian_retry_column(J, j, f_tmp, f0, max_diff, f_scale, jac_factor,
+                                          jac_step, jac_retry)
+            jacobian_finish(J, jac_step, jac_factor, max_diff, f_scale)
+            njev += 1
+            current_jac = 1
+        # the log samples inside the step, from its collocation polynomial
+        if log_pos < n_log and (log_times[log_pos] < min(t, t1)
+                                or (log_times[log_pos] == t and t < t1)):
+            hh = t - t_old
+            while log_pos < n_log and (log_times[log_pos] < min(t, t1)
+                                       or (log_times[log_pos] == t and t < t1)):
+                te = log_times[log_pos]
+                if te == t:
+                    copy1d(xc.reshape(-1), xsol.reshape(-1))
+                elif te == t_old:
+                    copy1d(xc.reshape(-1), x_old.reshape(-1))
+                else:
+                    dense_at(te, t_old, hh, x_old, Q, xc)
+                outputs(te, hits, False, xc, xd, s, p)
+{record}
+                log_pos += 1
+        copy1d(xc.reshape(-1), xsol.reshape(-1))
+        if not (all_finite(xc) and all_finite(xd)):
+            status = 2
+            break
+        if t >= t1:
+            t = t1
+            n = tick_next
+            n_floor = floor_next
+            mode = 0
+            # what the stages read, to tell a quiet hit at the major step
+{stash}
+    fstate[0], fstate[1], fstate[2], fstate[3] = t, t1, h_abs, t_old
+    fstate[4], fstate[5], fstate[6] = h_abs_old, error_norm_old, cut_from
+    istate[0], istate[1], istate[2], istate[3], istate[4] = n, n_floor, mode, have_f, log_pos
+    istate[5], istate[6], istate[7], istate[8] = nfev, nsteps, nrejected, major_steps
+    istate[9], istate[10], istate[11] = next_break, tick_next, floor_next
+    istate[12], istate[13], istate[14], istate[15], istate[16] = (have_dense, have_lu,
+                                                                  current_jac, njev, nlu)
+    istate[17] = reason
+    return status
+"""
+
+IMPORTS = ("from blocksim.solvers.radau_kernels import (C, JAC_RECOMPUTE_RATE, MAX_FACTOR, "
+           "MIN_FACTOR, NEWTON_MAXITER, STEP_KEEP_FACTOR, TI, add_increment, dense_at, "
+           "dense_coefficients, error_estimate, error_scale, iteration_matrices, jacobian_column, "
+           "jacobian_finish, jacobian_retry_column, jacobian_retry_steps, jacobian_steps, "
+           "newton_increment, perturbed, predict_factor, predicted_stages, refine_error, "
+           "rms_scaled, safety_factor, stage_state, tolerance_scale, transform)")
+"""The generated module's import of the Radau kernels (numba_backend writes it when the module
+holds run_stiff)."""
+
+
+def run(backend, sim) -> RunOutput | None:
+    """The run of Simulation sim (started: initial states and constant outputs set) in the
+    module's run_stiff, chunk by chunk; None when its ticks are beyond exact float integers (the
+    scheduler's loop then runs it). Failures raise the errors the scheduler's loop raises."""
+    s, plan, ctx = sim.settings, backend.plan, backend.context
+    tb = plan.timebase
+    num0, dnum, den = tb.integer_form
+    stop_tick = plan.stop_tick
+    stop_ceil = math.ceil(stop_tick)
+    if max(abs(num0), abs(dnum) * (stop_ceil + 1), den) >= 2 ** 53:
+        return None
+    breaks = np.array(sim.breaks, dtype=float)
+    break_ticks = np.array([tb.tick_at_or_before(bp) for bp in sim.breaks], dtype=np.int64)
+    per = np.array([r.period for r in tb.rates], dtype=np.int64)
+    off = np.array([r.offset for r in tb.rates], dtype=np.int64)
+    hits = np.zeros(len(tb.rates), dtype=np.bool_)
+    B, n_x = ctx.xc.shape
+    states = [np.zeros((B, n_x)) for _ in range(7)]   # xsol, x_old, f0, f_tmp, scale, ZE, err
+    x_new = np.zeros((B, n_x))
+    stages = [np.zeros((3, B, n_x)) for _ in range(5)]          # F, Z, W, dW, Q
+    J = np.zeros((B, n_x, n_x))
+    LU_real = np.zeros((B, n_x, n_x))
+    LU_complex = np.zeros((B, n_x, n_x), dtype=complex)
+    pivots = [np.zeros((B, n_x), dtype=np.int64) for _ in range(2)]
+    f_real = np.zeros((B, n_x))
+    f_complex = np.zeros((B, n_x), dtype=complex)
+    jacobian = [np.full((B, n_x), np.nan)] + [np.zeros((B, n_x)) for _ in range(5)]
+    held = np.zeros(B * (sum(plan.slots[i].width for i in plan.stage_held)
+                         + sum(b - a for a, b in plan.stage_xd)))
+    logs = tuple(sim.recorder.data[name] for name, _ in sim.recorder.sources)
+    fstate = np.full(len(FSTATE), np.nan)
+    fstate[_F["t"]] = fstate[_F["t1"]] = float(s.start)
+    if s.step is not None:
+        fstate[_F["h_abs"]] = float(s.step)
+    istate = np.zeros(len(ISTATE), dtype=np.int64)
+    istate[_I["tick_next"]] = istate[_I["floor_next"]] = -1
+    int_stop = stop_tick if isinstance(stop_tick, int) else -1    # -1: the stop is off the grid
+
+    def args(budget):
+        return (budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil, int_stop,
+                float(s.stop), breaks, break_ticks, plan.log_grid, ctx.xc, ctx.xd, backend.s,
+                backend.p, logs, float(s.rtol), float(s.atol), float(s.max_step),
+                newton_tolerance(float(s.rtol)), *states, x_new, *stages, J, LU_real,
+                LU_complex, *pivots, f_real, f_complex, *jacobian, held)
+
+    progress = Progress(s.start, s.stop, s.progress)
+    status, interrupted, budget = DONE, False, 4
+    try:
+        loop = backend.loop_entry("run_stiff", args(0))
+        while status == DONE:
+            if sim.stop_requested:
+                interrupted = True
+                break
+            started = _time.perf_counter()
+            status = loop(*args(budget))
+            elapsed = _time.perf_counter() - started
+            budget = max(4, int(budget * min(4.0, CHUNK_SECONDS / max(elapsed, 1e-6))))
+            progress.update(float(fstate[_F["t"]]), force=True)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        progress.close()
+    counters = {name: int(istate[_I[name]]) for name in ISTATE}
+    sim.recorder.count = counters["log_pos"]
+    t = float(fstate[_F["t"]])
+    if interrupted:
+        sim.log_final_state(t, states[0])
+    elif status == NOT_FINITE:
+        sim.check_finite(t)
+    elif status == UNDERFLOW:
+        _fail(sim, counters["reason"], t, float(fstate[_F["h_failed"]]), states[0])
+    t_log, data = sim.recorder.finished()
+    stats = {"major_steps": counters["major_steps"], "nfev": counters["nfev"],
+             "nsteps": counters["nsteps"], "nrejected": counters["nrejected"], "events": 0,
+             "njev": counters["njev"], "nlu": counters["nlu"], "mode": "compiled"}
+    return RunOutput(t_log, data, [], stats, interrupted, None)
+
+
+def _fail(sim, reason: int, t: float, h: float, x: np.ndarray) -> None:
+    """Raise the scheduler's error for a Radau run that cannot continue at (t, x): the solver's
+    message, the block blamed as the scheduler's loop blames it."""
+    s = sim.settings
+    solver = make_solver(s.solver, sim.backend.rhs, t, x.copy(), float(s.stop),
+                         rtol=s.rtol, atol=s.atol, max_step=s.max_step)
+    try:
+        why = "the step size fell below the resolution of t" if reason == TOO_SMALL else \
+            "the tolerance cannot be met"
+        solver._fail(f"step size underflow, {why}", h)
+    except SolverError as err:
+        sim.blame_non_finite(solver, err)
+        raise err.located(where=sim.cd.spec.where.get("simulation.solver"))
+
+
+__all__ = ["supports", "render", "run", "STIFF_LOOP", "ISTATE", "FSTATE"]
