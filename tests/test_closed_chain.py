@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import blocksim
-from blocksim.errors import ParameterError
+from blocksim.errors import BlocksimWarning, ParameterError
 from blocksim.models.closed_chain import AssemblyError
 from blocksim.models.closed_chain_file import preset, read_closed_chain
 
@@ -128,12 +128,37 @@ def test_a_configuration_that_cannot_close_is_refused_naming_the_loop(tmp_path):
     assert err.value.block == "blk"
 
 
-def test_a_spatial_loop_over_planar_joints_is_refused_as_redundant(tmp_path):
-    path = write(tmp_path, FILE.replace("ROWS", "xyz"))
+def test_a_spatial_loop_over_planar_joints_drops_its_redundant_row(tmp_path):
+    """The five-bar closed by a spatial 3-row loop: its z row is dependent (no joint moves the
+    tips along z), so it is left out; the motion equals the planar loop's and lambda_z is 0."""
+    spatial = tmp_path / "five_bar_xyz.yaml"
+    spatial.write_text((ROOT / "blocksim" / "models" / "closed_chains" / "five_bar.yaml")
+                       .read_text().replace("rows: xy}", "rows: xyz}"))
+    blk = BlockCheck("ClosedChain", {"chain": str(spatial), "q0": [-1.66, -1.48]},
+                     in_widths={"tau": 2})
+    (param, message), = blk.block.doubtful()
+    assert param == "chain" and message.startswith(
+        "loop 'tip': 1 of its 3 constraint rows is dependent on the others")
+    settings = {"simulation.stop_time": 0.5, "simulation.rtol": 1e-10, "simulation.atol": 1e-10}
+    planar = blocksim.simulate(blocksim.load(EXAMPLE, set=settings))
+    with pytest.warns(BlocksimWarning, match="parameter 'chain': loop 'tip': 1 of its 3 "):
+        r = blocksim.simulate(blocksim.load(EXAMPLE, set={**settings, "plant.chain": str(spatial)}))
+    assert r["plant.lambda"].shape == (51, 3) and np.all(r["plant.lambda"][:, 2] == 0.0)
+    assert np.max(np.abs(r["plant.lambda"][:, :2] - planar["plant.lambda"])) < 1e-12
+    assert np.max(np.abs(r["plant.q"] - planar["plant.q"])) < 1e-13
+    assert np.max(np.abs(planar["plant.lambda"])) > 1.0
+
+
+def test_a_loop_with_no_independent_row_is_refused_naming_it(tmp_path):
+    path = write(tmp_path, FILE.replace("ROWS", "xy") .replace(
+        "      - {name: wrist, between: [left, right], rows: xy}\n",
+        "      - {name: wrist, between: [left, right], rows: xy}\n"
+        "      - {name: again, between: [right, left], rows: xy}\n"))
     with pytest.raises(AssemblyError) as err:
         BlockCheck("ClosedChain", {"chain": str(path), "q0": [-1.66, -1.48]}, in_widths={"tau": 2})
-    assert "loop 'wrist': 1 of its 3 constraint rows are redundant" in str(err.value)
-    assert err.value.where.line == 15
+    assert "loop 'again': none of its 2 constraint rows is independent of the other loops'" \
+        in str(err.value)
+    assert err.value.where.line == 16
 
 
 def test_file_errors_name_the_line(tmp_path):

@@ -9,7 +9,8 @@ its line, as robot files are (`robot_file`).
       left:  {convention: standard, base: {xyz: [0, 0, 0]}, links: [...]}
       right: {convention: standard, base: {xyz: [0.2, 0, 0]}, links: [...]}
     loops:                               # the tool origin of branch a meets that of branch b
-      - {name: tip, between: [left, right], rows: xy}      # rows: xy (planar) | xyz
+      - {name: tip, between: [left, right], rows: xy}      # rows: xy (planar) | xyz; rows that
+                                                           # no joint can move are left out
     actuated: [th1, th2]                 # joint names; the others are passive
     assembly: {ph1: 0.6, ph2: -0.6}      # rad: the passive joints' starting values for Newton,
                                          # which choose the branch (here: the tool below the base)
