@@ -43,7 +43,7 @@ SINGULAR_RATIO = 1e-3
 ClosedChainParams = namedtuple(
     "ClosedChainParams",
     "chain work act damping alpha beta tol run_tol acc lam lam_rows memo saved q0 qd0 e0 passive "
-    "singular")
+    "singular warned")
 """The ClosedChain's record: chain (models, datas, offsets, loops) of `models.closed_chain`; work
 (scratch of one member); act (na,) int64 the actuated joints' columns in q; damping (B or 1, n)
 N m s/rad; alpha, beta (B,) 1/s the members' Baumgarte gains (0 without Baumgarte); tol (B,) rad
@@ -53,7 +53,8 @@ adaptive solver, (0, 0) under a fixed step (`take_run_settings`); acc (B, n), la
 for qdd and lambda (m' rows: the independent constraint rows, `ClosedChain.independent_rows`);
 lam_rows (m',) int64 their places in the output lambda (the others are 0); memo (B, 1 + 2 n + na + n + m) each member's last solve (`_solve`); saved (2 n,) scratch of one member's state; q0, qd0 (B, n)
 the assembled initial state; e0 (B,) J its energy T + V; passive (np,) int64 the passive joints'
-columns in q; singular (B,) the members' singular_ratio (the crossing's threshold)."""
+columns in q; singular (B,) the members' singular_ratio (the crossing's threshold); warned (B,) the members'
+near-singular crossings in this run (Python-side: the warning is the run's first)."""
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -274,11 +275,10 @@ class ClosedChain(Block):
     time; stop also ends the run there (the instant logged). none: no check (the compiled
     adaptive loop runs only without crossings).
     Outputs: q (rad), qd (rad/s), qdd (rad/s^2), lambda (N, world frame: the force on each loop's
-    first branch's tip; x-y for a planar loop), phi_norm (m, |phi|), tool (m, the first loop's
+    first branch's tip; x-y for a planar loop; a pose loop's rows 3-5 the moment, N m), phi_norm (m, |phi|), tool (m, the first loop's
     point, x y z), power (W: motor, damper), work (J: W_motor, W_damper), energy (J, T + V),
     balance (J, E - E0 - W_motor + W_damper). qdd, lambda and power read tau directly.
-    Discrete states: the count of projections that moved the state (projection only), the
-    count of near-singular crossings (singular: warn or stop).
+    Discrete state (projection only): the count of projections that moved the state.
     """
 
     type_name = "ClosedChain"
@@ -348,7 +348,8 @@ class ClosedChain(Block):
                                              or v.projection_tol.ndim > 1):
             raise ParameterError("'projection_tol' must be a scalar >= 0", block=self.name)
         for key, width in (("q0", len(mech.actuated)), ("qd0", len(mech.actuated)),
-                           ("masses", mech.n), ("damping", mech.n), ("tool0", mech.loops[0].rows)):
+                           ("masses", mech.n), ("damping", mech.n),
+                           ("tool0", min(3, mech.loops[0].rows))):
             value = getattr(v, key)
             if value is None:
                 continue
@@ -369,7 +370,7 @@ class ClosedChain(Block):
 
     def configure(self, in_widths, out_widths):
         self.n_xc = 2 * self.n + 2
-        self.n_xd = (1 if self.p.drift == "projection" else 0) + (self.p.singular != "none")
+        self.n_xd = 1 if self.p.drift == "projection" else 0
         self.n_zc = 0 if self.p.singular == "none" else 1
         self.zc_directions = -np.ones(self.n_zc, dtype=np.int64)      # falling: nearing
 
@@ -391,7 +392,7 @@ class ClosedChain(Block):
         chain = mech.chain()                      # the geometry: the same for every member
         qa = self._rows("q0", self.na, v, 0.0)
         qda = self._rows("qd0", self.na, v, 0.0)
-        rows = mech.loops[0].rows
+        rows = min(3, mech.loops[0].rows)
         tool = None if v.tool0 is None else self._rows("tool0", rows, v, 0.0)
         q0, qd0 = np.zeros((v.batch, self.n)), np.zeros((v.batch, self.n))
         found = {}
@@ -468,7 +469,8 @@ class ClosedChain(Block):
                              memo=np.zeros((v.batch, 1 + 3 * mech.n + len(mech.actuated) + mech.m)),
                              saved=np.zeros(2 * mech.n),
                              q0=q0, qd0=qd0, e0=e0, passive=mech.passive.copy(),
-                             singular=per_member(v.singular_ratio, SINGULAR_RATIO))
+                             singular=per_member(v.singular_ratio, SINGULAR_RATIO),
+                             warned=np.zeros(v.batch))
 
     def take_run_settings(self, settings, p=None):
         """The run's (rtol, atol) into the record under an adaptive solver (a projection within
@@ -481,8 +483,7 @@ class ClosedChain(Block):
 
     def state_names(self):
         names = self.mech.joint_names
-        xd = (["projections"] if self.p.drift == "projection" else []) + \
-            ([] if self.p.singular == "none" else ["singular_crossings"])
+        xd = ["projections"] if self.n_xd else []
         return ([f"q[{j}]" for j in names] + [f"qd[{j}]" for j in names]
                 + ["W_motor", "W_damper"], xd)
 
@@ -494,6 +495,7 @@ class ClosedChain(Block):
         xc[:, n:2 * n] = p.qd0
         xc[:, 2 * n:] = 0.0
         xd[...] = 0.0
+        p.warned[:] = 0.0
 
     def _ratios(self, p, xc, b):
         """(passive, schur) singularity ratios of member b at xc (Python, at an event)."""
@@ -506,10 +508,9 @@ class ClosedChain(Block):
         """A member's singularity crossing: counted in its last discrete state; the run's first
         warns (BlocksimWarning, with the time and the ratios); stop ends the run."""
         p = self.own_record(p)
-        first = not np.any(xd[:, -1] > 0)
+        first = not np.any(p.warned > 0)
         members = np.nonzero(mask[:, 0])[0]
-        for b in members:
-            xd[b, -1] += 1.0
+        p.warned[members] += 1.0
         if first and len(members):
             b = int(members[0])
             passive, schur = self._ratios(p, xc, b)

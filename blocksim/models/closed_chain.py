@@ -15,7 +15,11 @@ Jacobians (`kinematics`), Jcdot qd from their bias accelerations. Rows that depe
 (a spatial loop closed over planar joints: no joint moves the tips along z) are left out of the
 kernels' loops (`ClosedChain.independent_rows`, a rank-revealing choice at the assembled start),
 so S stays regular; their multipliers are 0. lambda (N, world frame) is the
-force on branch a's tip (the force on b's tip is -lambda). Solved by the Schur complement:
+force on branch a's tip (the force on b's tip is -lambda). A `pose` loop also welds the tool
+frames: its rows 3-5 hold the orientation error phi_w = 1/2 sum_k r_b,k x r_a,k (r_k the tool
+frames' axes in the world: the rotation vector from b's frame to a's to first order, so its
+rate is w_a - w_b, the Jacobians' angular rows; Siciliano et al., Robotics, 2009, sec. 3.7),
+their multipliers the moment on a's tool frame (N m, world frame). Solved by the Schur complement:
 X = M^-1 Jc^T, S = Jc X, lambda = S^-1 (-gamma - Jc M^-1 f), qdd = M^-1 (f + Jc^T lambda),
 f = B tau - D qd - c - g (Cholesky solves, `plant.solve_free`).
 
@@ -26,8 +30,8 @@ projection removes only the kinetic energy of the constraint-violating motion.
 
 The numba part works on a Chain = (models, datas, offsets, loops): one `model_data` Model and
 Data per branch (tuples), offsets (k + 1,) int64 the first column of each branch in q, loops
-(L, 6) int64 rows (branch a, branch b, the row count r, then the r world axes it holds, 0 x,
-1 y, 2 z; -1 pads). A per-member scratch `work` (work_size(n, m))
+(L, 9) int64 rows (branch a, branch b, the row count r, then the r axes it holds, 0 x, 1 y,
+2 z of the position, 3-5 of the orientation; -1 pads). A per-member scratch `work` (work_size(n, m))
 holds the dense matrices. The Python part (`ClosedChain`) holds the branches' RobotModels, builds
 the Chain, and assembles a configuration (passive joints by Newton from the file's guess, which
 chooses the branch).
@@ -47,8 +51,9 @@ from . import model_data as md
 from .plant import solve_free
 
 #: Rows of a loop by name: the world axes whose components of p_a - p_b it holds at 0, x-y
-#: (planar mechanisms) or x-y-z.
-LOOP_ROWS = {"xy": (0, 1), "xyz": (0, 1, 2)}
+#: (planar mechanisms) or x-y-z; `pose` also the three of the orientation error (axes 3, 4, 5:
+#: the tool frames welded together).
+LOOP_ROWS = {"xy": (0, 1), "xyz": (0, 1, 2), "pose": (0, 1, 2, 3, 4, 5)}
 
 #: A row is dependent on the rows before it when it adds a singular value below this times the
 #: largest |Jc| entry (`ClosedChain.independent_rows`).
@@ -69,7 +74,7 @@ class AssemblyError(ParameterError):
 
 def work_size(n: int, m: int) -> int:
     """Length of one member's scratch for n joints and m constraint rows (`_views`)."""
-    return 2 * n * n + 2 * m * n + 2 * m * m + 6 * n + 3 * n + 5 * m + 12
+    return 2 * n * n + 2 * m * n + 2 * m * m + 6 * n + 3 * n + 5 * m + 30
 
 
 #: Positions in `_views`' tuple of the fields read outside this module's kernels: Jc, the
@@ -80,7 +85,8 @@ VIEW_JC, VIEW_SCRATCH, VIEW_GAMMA, VIEW_PHI = 2, 6, 10, 13
 @njit(cache=True, error_model="numpy", inline="always")
 def _views(work, n, m):
     """The scratch fields: M, L (n, n), Jc, X (m, n), S, LS (m, m), Jb (6 n) one branch's
-    Jacobian (or tool pose), f, u, ones (n), gam, r, lam, phi, Jq (m), a6 (6), tips (2, 3)."""
+    Jacobian (or tool pose), f, u, ones (n), gam, r, lam, phi, Jq (m), a6 (6), tips (2, 12)
+    the two tool poses of a loop (p, R row-major)."""
     o = 0
     M = work[o:o + n * n].reshape((n, n))
     o += n * n
@@ -107,7 +113,7 @@ def _views(work, n, m):
     Jq = work[o + 4 * m:o + 5 * m]
     o += 5 * m
     a6 = work[o:o + 6]
-    tips = work[o + 6:o + 12].reshape((2, 3))
+    tips = work[o + 6:o + 30].reshape((2, 12))
     return M, L, Jc, X, S, LS, Jb, f, u, ones, gam, r, lam, phi, Jq, a6, tips
 
 
@@ -124,6 +130,18 @@ def _branch_state(chain, j, q, qd, b):
         q1[0, i] = q[b, off + i]
         qd1[0, i] = qd[b, off + i]
     return q1, qd1
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _orientation_error(tips, c):
+    """Component c of 1/2 sum_k r_b,k x r_a,k, r_k column k of the tool rotations (tips rows a, b:
+    p then R row-major): the rotation vector from b's tool frame to a's, to first order."""
+    c1, c2 = (c + 1) % 3, (c + 2) % 3
+    s = 0.0
+    for k in range(3):
+        s += tips[1, 3 + 3 * c1 + k] * tips[0, 3 + 3 * c2 + k] \
+            - tips[1, 3 + 3 * c2 + k] * tips[0, 3 + 3 * c1 + k]
+    return 0.5 * s
 
 
 @njit(cache=True, error_model="numpy")
@@ -152,7 +170,7 @@ def constraints(chain, work, b, q, qd, jacobians):
             nb = offsets[j + 1] - off
             q1, qd1 = _branch_state(chain, j, q, qd, b)
             kin.tool_pose(model, k, q1, 0, Jb, 0)
-            for r3 in range(3):
+            for r3 in range(12):
                 tips[side, r3] = Jb[r3]
             if jacobians:
                 sign = 1.0 if side == 0 else -1.0
@@ -170,7 +188,8 @@ def constraints(chain, work, b, q, qd, jacobians):
                         gam[row + i] -= a6[axis]
         for i in range(rows):
             axis = loops[li, 3 + i]
-            phi[row + i] = tips[0, axis] - tips[1, axis]
+            phi[row + i] = tips[0, axis] - tips[1, axis] if axis < 3 else \
+                _orientation_error(tips, axis - 3)
             worst = max(worst, abs(phi[row + i]))
         row += rows
     return worst
@@ -360,7 +379,8 @@ def energy(chain, b, q, qd):
 @dataclass(frozen=True)
 class Loop:
     """A loop closure: the tool origin of branch a (index) coincides with branch b's along the
-    world `axes` (0 x, 1 y, 2 z: (0, 1) planar, (0, 1, 2) spatial). where: its place in the file."""
+    world `axes` (0 x, 1 y, 2 z: (0, 1) planar, (0, 1, 2) spatial; 3-5 the orientation error's
+    components: the tool frames welded). where: its place in the file."""
 
     name: str
     a: int
@@ -397,8 +417,8 @@ class ClosedChain:
         self.viscous = np.concatenate([r.viscous for _, r in self.branches])
         self.revolute = np.array([t == "revolute" for _, r in self.branches for t in r.joint_types])
         self.offsets = np.cumsum([0] + [r.n for _, r in self.branches]).astype(np.int64)
-        self.loop_table = np.array([(lp.a, lp.b, lp.rows) + tuple(lp.axes) + (-1,) * (3 - lp.rows)
-                                    for lp in self.loops], dtype=np.int64).reshape(-1, 6)
+        self.loop_table = np.array([(lp.a, lp.b, lp.rows) + tuple(lp.axes) + (-1,) * (6 - lp.rows)
+                                    for lp in self.loops], dtype=np.int64).reshape(-1, 9)
 
     # ------------------------------------------------------------------ the Chain of members
     def link_masses(self) -> np.ndarray:
@@ -532,7 +552,7 @@ class ClosedChain:
         Raises AssemblyError naming the loop when the point is out of reach from there."""
         q = self.assembly_guess.copy()
         q[self.actuated] = np.asarray(q_actuated_guess, dtype=float).reshape(-1)
-        tool = np.asarray(tool, dtype=float).reshape(-1)[:self.loops[0].rows]
+        tool = np.asarray(tool, dtype=float).reshape(-1)[:min(3, self.loops[0].rows)]
         q, err = self._newton(chain, q, np.arange(self.n), tool)
         if not err <= 1e-12:
             loop = self.loops[0]
@@ -580,6 +600,10 @@ class ClosedChain:
                 dropped.append((lp, lp.rows - len(axes)))
             loops.append(Loop(lp.name, lp.a, lp.b, tuple(axes), lp.where))
             start += lp.rows
+        if len(kept) >= self.n:
+            raise AssemblyError(
+                f"the loops hold {len(kept)} independent constraint rows on {self.n} joints: the "
+                "mechanism cannot move", where=self.loops[-1].where)
         if not dropped:
             return self, np.arange(self.m, dtype=np.int64), []
         reduced = ClosedChain(self.name, self.branches, loops, self.actuated, self.assembly_guess,
