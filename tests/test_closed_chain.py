@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import blocksim
-from blocksim.errors import ParameterError
+from blocksim.errors import BlocksimWarning, ParameterError
 from blocksim.models.closed_chain import AssemblyError
 from blocksim.models.closed_chain_file import preset, read_closed_chain
 
@@ -128,12 +128,80 @@ def test_a_configuration_that_cannot_close_is_refused_naming_the_loop(tmp_path):
     assert err.value.block == "blk"
 
 
-def test_a_spatial_loop_over_planar_joints_is_refused_as_redundant(tmp_path):
-    path = write(tmp_path, FILE.replace("ROWS", "xyz"))
+def test_a_spatial_loop_over_planar_joints_drops_its_redundant_row(tmp_path):
+    """The five-bar closed by a spatial 3-row loop: its z row is dependent (no joint moves the
+    tips along z), so it is left out; the motion equals the planar loop's and lambda_z is 0."""
+    spatial = tmp_path / "five_bar_xyz.yaml"
+    spatial.write_text((ROOT / "blocksim" / "models" / "closed_chains" / "five_bar.yaml")
+                       .read_text().replace("rows: xy}", "rows: xyz}"))
+    blk = BlockCheck("ClosedChain", {"chain": str(spatial), "q0": [-1.66, -1.48]},
+                     in_widths={"tau": 2})
+    (param, message), = blk.block.doubtful()
+    assert param == "chain" and message.startswith(
+        "loop 'tip': 1 of its 3 constraint rows is dependent on the others")
+    settings = {"simulation.stop_time": 0.5, "simulation.rtol": 1e-10, "simulation.atol": 1e-10}
+    planar = blocksim.simulate(blocksim.load(EXAMPLE, set=settings))
+    with pytest.warns(BlocksimWarning, match="parameter 'chain': loop 'tip': 1 of its 3 "):
+        r = blocksim.simulate(blocksim.load(EXAMPLE, set={**settings, "plant.chain": str(spatial)}))
+    assert r["plant.lambda"].shape == (51, 3) and np.all(r["plant.lambda"][:, 2] == 0.0)
+    assert np.max(np.abs(r["plant.lambda"][:, :2] - planar["plant.lambda"])) < 1e-12
+    assert np.max(np.abs(r["plant.q"] - planar["plant.q"])) < 1e-13
+    assert np.max(np.abs(planar["plant.lambda"])) > 1.0
+
+
+WELDED = """\
+    name: welded
+    gravity: [0.0, -9.81, 0.0]
+    branches:
+      left:
+        base: {xyz: [0.0, 0.0, 0.0]}
+        links:
+          - {name: th1, a: 0.2, mass: 0.5, com: [-0.1, 0, 0], inertia: [0, 0.0017, 0.0017], viscous: 0.02}
+          - {name: ph1, a: 0.25, mass: 0.4, com: [-0.125, 0, 0], inertia: [0, 0.0021, 0.0021], viscous: 0.02}
+      right:
+        base: {xyz: [0.2, 0.0, 0.0]}
+        links:
+          - {name: th2, a: 0.2, mass: 0.5, com: [-0.1, 0, 0], inertia: [0, 0.0017, 0.0017], viscous: 0.02}
+          - {name: ph2, a: 0.15, mass: 0.3, com: [-0.075, 0, 0], inertia: [0, 0.0006, 0.0006], viscous: 0.02}
+          - {name: ps2, a: 0.1, mass: 0.2, com: [-0.05, 0, 0], inertia: [0, 0.0002, 0.0002], viscous: 0.02}
+    loops:
+      - {name: weld, between: [left, right], rows: pose}
+    actuated: [th1, th2]
+    assembly: {ph1: 0.6, ph2: -0.3, ps2: -1.0}
+"""
+
+
+def test_a_pose_loop_welds_the_tool_frames_and_keeps_the_energy_balance(tmp_path):
+    """A 2R and a 3R branch with their tool frames welded (position and orientation, 6 rows, of
+    which the planar joints leave x, y and the rotation about z): 2 degrees of freedom. Over 1 s
+    of the example's torques under dop853 at 1e-12 the tips' angles stay equal, the loop closed,
+    and E - E0 = W_motor - W_damper; lambda holds the force x-y and the moment about z."""
+    path = tmp_path / "welded.yaml"
+    path.write_text(textwrap.dedent(WELDED))
+    settings = {"plant.chain": str(path), "plant.q0": [-1.6580627893946132, -1.4835298641951802],
+                "plant.singular": "none", "simulation.stop_time": 1.0}
+    with pytest.warns(BlocksimWarning, match="loop 'weld': 3 of its 6 constraint rows are "):
+        r = blocksim.simulate(blocksim.load(EXAMPLE, set=settings))
+    q, lam = r["plant.q"], r["plant.lambda"]
+    assert q.shape == (101, 5) and lam.shape == (101, 6)
+    assert np.max(np.abs((q[:, 0] + q[:, 1]) - (q[:, 2] + q[:, 3] + q[:, 4]))) < 1e-12
+    assert np.max(r["plant.phi_norm"]) < 1e-12
+    assert np.max(np.abs(r["plant.balance"])) < 1e-10
+    assert np.min(np.ptp(q, axis=0)) > 0.3                        # every joint moves
+    assert np.all(lam[:, 2:5] == 0.0) and np.max(np.abs(lam[:, 5])) > 0.1      # N m about z
+    assert np.max(np.abs(lam[:, :2])) > 1.0
+
+
+def test_a_loop_with_no_independent_row_is_refused_naming_it(tmp_path):
+    path = write(tmp_path, FILE.replace("ROWS", "xy") .replace(
+        "      - {name: wrist, between: [left, right], rows: xy}\n",
+        "      - {name: wrist, between: [left, right], rows: xy}\n"
+        "      - {name: again, between: [right, left], rows: xy}\n"))
     with pytest.raises(AssemblyError) as err:
         BlockCheck("ClosedChain", {"chain": str(path), "q0": [-1.66, -1.48]}, in_widths={"tau": 2})
-    assert "loop 'wrist': 1 of its 3 constraint rows are redundant" in str(err.value)
-    assert err.value.where.line == 15
+    assert "loop 'again': none of its 2 constraint rows is independent of the other loops'" \
+        in str(err.value)
+    assert err.value.where.line == 16
 
 
 def test_file_errors_name_the_line(tmp_path):

@@ -546,6 +546,12 @@ class Block:
         """Fill the initial continuous (B, n_xc) and discrete (B, n_xd) states in place; p: the
         run's parameter record (None: the block's own)."""
 
+    def take_run_settings(self, settings, p=None) -> None:
+        """Before a run: what of the run's settings (`engine.scheduler.RunSettings`: the solver,
+        its fixed step or its rtol and atol) the block's kernels read, written into its record p
+        (None: the block's own) in place. Default: nothing (a block's arithmetic does not depend
+        on the solver)."""
+
     def state_names(self) -> tuple[list[str], list[str]]:
         """Names of the continuous and discrete state elements, for `blocksim check`."""
         return ([f"xc[{i}]" for i in range(self.n_xc)], [f"xd[{i}]" for i in range(self.n_xd)])

@@ -136,6 +136,8 @@ class Simulation:
         self.plan = make_plan(cd, settings, logged) if like is None else like.plan
         self.context = RunContext(self.plan)
         self.records = cd.records()   # the kernels' parameter records of this run's values
+        for name, blk in cd.blocks.items():
+            blk.take_run_settings(settings, *self._extra(name))
         if like is None:
             self.backend = (backend or PythonBackend)(self.plan, self.context, cd.blocks,
                                                       self.records)

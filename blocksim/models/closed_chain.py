@@ -11,8 +11,15 @@ c + g = blockdiag(RNEA(q, qd, 0)) of each branch (`model_data`), D the joint dam
 (N m s/rad, diagonal), B the selection of the actuated joints. A loop (a, b) makes the tool
 origin of branch a coincide with that of branch b: phi = p_a - p_b, its x-y rows (planar, 2) or
 x-y-z (3); Jc = [J_a rows on a's columns, -J_b rows on b's columns] from the branches' geometric
-Jacobians (`kinematics`), Jcdot qd from their bias accelerations. lambda (N, world frame) is the
-force on branch a's tip (the force on b's tip is -lambda). Solved by the Schur complement:
+Jacobians (`kinematics`), Jcdot qd from their bias accelerations. Rows that depend on the others
+(a spatial loop closed over planar joints: no joint moves the tips along z) are left out of the
+kernels' loops (`ClosedChain.independent_rows`, a rank-revealing choice at the assembled start),
+so S stays regular; their multipliers are 0. lambda (N, world frame) is the
+force on branch a's tip (the force on b's tip is -lambda). A `pose` loop also welds the tool
+frames: its rows 3-5 hold the orientation error phi_w = 1/2 sum_k r_b,k x r_a,k (r_k the tool
+frames' axes in the world: the rotation vector from b's frame to a's to first order, so its
+rate is w_a - w_b, the Jacobians' angular rows; Siciliano et al., Robotics, 2009, sec. 3.7),
+their multipliers the moment on a's tool frame (N m, world frame). Solved by the Schur complement:
 X = M^-1 Jc^T, S = Jc X, lambda = S^-1 (-gamma - Jc M^-1 f), qdd = M^-1 (f + Jc^T lambda),
 f = B tau - D qd - c - g (Cholesky solves, `plant.solve_free`).
 
@@ -23,7 +30,8 @@ projection removes only the kinetic energy of the constraint-violating motion.
 
 The numba part works on a Chain = (models, datas, offsets, loops): one `model_data` Model and
 Data per branch (tuples), offsets (k + 1,) int64 the first column of each branch in q, loops
-(L, 3) int64 rows (branch a, branch b, rows 2 or 3). A per-member scratch `work` (work_size(n, m))
+(L, 9) int64 rows (branch a, branch b, the row count r, then the r axes it holds, 0 x, 1 y,
+2 z of the position, 3-5 of the orientation; -1 pads). A per-member scratch `work` (work_size(n, m))
 holds the dense matrices. The Python part (`ClosedChain`) holds the branches' RobotModels, builds
 the Chain, and assembles a configuration (passive joints by Newton from the file's guess, which
 chooses the branch).
@@ -42,8 +50,14 @@ from . import kinematics as kin
 from . import model_data as md
 from .plant import solve_free
 
-#: Rows of a loop by name: the world x-y components (planar mechanisms) or x-y-z.
-LOOP_ROWS = {"xy": 2, "xyz": 3}
+#: Rows of a loop by name: the world axes whose components of p_a - p_b it holds at 0, x-y
+#: (planar mechanisms) or x-y-z; `pose` also the three of the orientation error (axes 3, 4, 5:
+#: the tool frames welded together).
+LOOP_ROWS = {"xy": (0, 1), "xyz": (0, 1, 2), "pose": (0, 1, 2, 3, 4, 5)}
+
+#: A row is dependent on the rows before it when it adds a singular value below this times the
+#: largest |Jc| entry (`ClosedChain.independent_rows`).
+DEPENDENT_ROW = 1e-9
 
 #: Newton iterations of a projection (each one a full Gauss-Newton step: quadratic convergence
 #: takes an O(1e-8) drift to rounding in two or three).
@@ -52,14 +66,15 @@ PROJECTION_ITERATIONS = 6
 
 class AssemblyError(ParameterError):
     """A closed chain that cannot be assembled (a loop does not close at the given actuated
-    joints), or whose loops' constraints are redundant; the message names the loop."""
+    joints), or one of whose loops adds no independent constraint row; the message names the
+    loop."""
 
 
 # ============================================================================ the numba part
 
 def work_size(n: int, m: int) -> int:
     """Length of one member's scratch for n joints and m constraint rows (`_views`)."""
-    return 2 * n * n + 2 * m * n + 2 * m * m + 6 * n + 3 * n + 5 * m + 12
+    return 2 * n * n + 2 * m * n + 2 * m * m + 6 * n + 3 * n + 5 * m + 30
 
 
 #: Positions in `_views`' tuple of the fields read outside this module's kernels: Jc, the
@@ -70,7 +85,8 @@ VIEW_JC, VIEW_SCRATCH, VIEW_GAMMA, VIEW_PHI = 2, 6, 10, 13
 @njit(cache=True, error_model="numpy", inline="always")
 def _views(work, n, m):
     """The scratch fields: M, L (n, n), Jc, X (m, n), S, LS (m, m), Jb (6 n) one branch's
-    Jacobian (or tool pose), f, u, ones (n), gam, r, lam, phi, Jq (m), a6 (6), tips (2, 3)."""
+    Jacobian (or tool pose), f, u, ones (n), gam, r, lam, phi, Jq (m), a6 (6), tips (2, 12)
+    the two tool poses of a loop (p, R row-major)."""
     o = 0
     M = work[o:o + n * n].reshape((n, n))
     o += n * n
@@ -97,7 +113,7 @@ def _views(work, n, m):
     Jq = work[o + 4 * m:o + 5 * m]
     o += 5 * m
     a6 = work[o:o + 6]
-    tips = work[o + 6:o + 12].reshape((2, 3))
+    tips = work[o + 6:o + 30].reshape((2, 12))
     return M, L, Jc, X, S, LS, Jb, f, u, ones, gam, r, lam, phi, Jq, a6, tips
 
 
@@ -114,6 +130,18 @@ def _branch_state(chain, j, q, qd, b):
         q1[0, i] = q[b, off + i]
         qd1[0, i] = qd[b, off + i]
     return q1, qd1
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _orientation_error(tips, c):
+    """Component c of 1/2 sum_k r_b,k x r_a,k, r_k column k of the tool rotations (tips rows a, b:
+    p then R row-major): the rotation vector from b's tool frame to a's, to first order."""
+    c1, c2 = (c + 1) % 3, (c + 2) % 3
+    s = 0.0
+    for k in range(3):
+        s += tips[1, 3 + 3 * c1 + k] * tips[0, 3 + 3 * c2 + k] \
+            - tips[1, 3 + 3 * c2 + k] * tips[0, 3 + 3 * c1 + k]
+    return 0.5 * s
 
 
 @njit(cache=True, error_model="numpy")
@@ -142,22 +170,26 @@ def constraints(chain, work, b, q, qd, jacobians):
             nb = offsets[j + 1] - off
             q1, qd1 = _branch_state(chain, j, q, qd, b)
             kin.tool_pose(model, k, q1, 0, Jb, 0)
-            for r3 in range(3):
+            for r3 in range(12):
                 tips[side, r3] = Jb[r3]
             if jacobians:
                 sign = 1.0 if side == 0 else -1.0
                 kin.jacobian(model, data, k, q1, 0, Jb[:6 * nb])
                 for i in range(rows):
+                    axis = loops[li, 3 + i]
                     for c in range(nb):
-                        Jc[row + i, off + c] += sign * Jb[i * nb + c]
+                        Jc[row + i, off + c] += sign * Jb[axis * nb + c]
                 kin.bias_acceleration(model, data, k, q1, qd1, 0, a6)
                 for i in range(rows):
+                    axis = loops[li, 3 + i]
                     if side == 0:
-                        gam[row + i] = a6[i]
+                        gam[row + i] = a6[axis]
                     else:
-                        gam[row + i] -= a6[i]
+                        gam[row + i] -= a6[axis]
         for i in range(rows):
-            phi[row + i] = tips[0, i] - tips[1, i]
+            axis = loops[li, 3 + i]
+            phi[row + i] = tips[0, axis] - tips[1, axis] if axis < 3 else \
+                _orientation_error(tips, axis - 3)
             worst = max(worst, abs(phi[row + i]))
         row += rows
     return worst
@@ -290,6 +322,44 @@ def project(chain, work, b, q, qd):
 
 
 @njit(cache=True, error_model="numpy")
+def _spread(G):
+    """sqrt(lambda_min / lambda_max) of the symmetric positive semi-definite G (0 when G = 0)."""
+    ev = np.linalg.eigvalsh(G)
+    top = ev[-1]
+    return math.sqrt(max(ev[0], 0.0) / top) if top > 0.0 else 0.0
+
+
+@njit(cache=True, error_model="numpy")
+def singularity_ratios(chain, work, b, q, qd, passive):
+    """(sigma_min / sigma_max of the passive joints' columns of Jc, lambda_min / lambda_max of
+    Jc M^-1 Jc^T) of member b at q[b] (passive (np,) their columns in q): both 1 for a well
+    conditioned loop, 0 at a singular configuration. The first falls to 0 where the passive joints
+    lose control of the loop (the five-bar's distal links aligned: the constraint forces and the
+    passive rates grow without bound there); the second where the constraint rows themselves
+    become dependent."""
+    n = q.shape[1]
+    constraints(chain, work, b, q, qd, True)
+    m = _mass_and_bias(chain, work, b, q, qd, False)
+    M, L, Jc, X, S, LS, Jb, f, u, ones, gam, r, lam, phi, Jq, a6, tips = _views(work, n, m)
+    _schur(work, n, m)
+    k = passive.shape[0]
+    small = min(m, k)
+    G = np.zeros((small, small))
+    for i in range(small):
+        for j in range(small):
+            s = 0.0
+            if m <= k:                          # Jp Jp^T (m, m)
+                for c in range(k):
+                    s += Jc[i, passive[c]] * Jc[j, passive[c]]
+            else:                               # Jp^T Jp (k, k)
+                for c in range(m):
+                    s += Jc[c, passive[i]] * Jc[c, passive[j]]
+            G[i, j] = s
+    schur = _spread(np.ascontiguousarray(S))
+    return _spread(G), schur * schur
+
+
+@njit(cache=True, error_model="numpy")
 def energy(chain, b, q, qd):
     """(kinetic, potential) energy (J) of member b: the sum over the branches (`kinematics.energy`)."""
     models, datas, offsets, loops = chain
@@ -308,14 +378,19 @@ def energy(chain, b, q, qd):
 
 @dataclass(frozen=True)
 class Loop:
-    """A loop closure: the tool origin of branch a (index) coincides with branch b's, in `rows`
-    (2: world x-y, 3: x-y-z). where: its place in the file."""
+    """A loop closure: the tool origin of branch a (index) coincides with branch b's along the
+    world `axes` (0 x, 1 y, 2 z: (0, 1) planar, (0, 1, 2) spatial; 3-5 the orientation error's
+    components: the tool frames welded). where: its place in the file."""
 
     name: str
     a: int
     b: int
-    rows: int
+    axes: tuple[int, ...]
     where: SourceLoc | None = None
+
+    @property
+    def rows(self) -> int:
+        return len(self.axes)
 
 
 class ClosedChain:
@@ -342,7 +417,8 @@ class ClosedChain:
         self.viscous = np.concatenate([r.viscous for _, r in self.branches])
         self.revolute = np.array([t == "revolute" for _, r in self.branches for t in r.joint_types])
         self.offsets = np.cumsum([0] + [r.n for _, r in self.branches]).astype(np.int64)
-        self.loop_table = np.array([(lp.a, lp.b, lp.rows) for lp in self.loops], dtype=np.int64)
+        self.loop_table = np.array([(lp.a, lp.b, lp.rows) + tuple(lp.axes) + (-1,) * (6 - lp.rows)
+                                    for lp in self.loops], dtype=np.int64).reshape(-1, 9)
 
     # ------------------------------------------------------------------ the Chain of members
     def link_masses(self) -> np.ndarray:
@@ -476,7 +552,7 @@ class ClosedChain:
         Raises AssemblyError naming the loop when the point is out of reach from there."""
         q = self.assembly_guess.copy()
         q[self.actuated] = np.asarray(q_actuated_guess, dtype=float).reshape(-1)
-        tool = np.asarray(tool, dtype=float).reshape(-1)[:self.loops[0].rows]
+        tool = np.asarray(tool, dtype=float).reshape(-1)[:min(3, self.loops[0].rows)]
         q, err = self._newton(chain, q, np.arange(self.n), tool)
         if not err <= 1e-12:
             loop = self.loops[0]
@@ -497,40 +573,50 @@ class ClosedChain:
         qd[self.passive] = np.linalg.lstsq(Jc[:, self.passive], rhs, rcond=None)[0]
         return qd
 
-    def check_rank(self, chain, q) -> None:
-        """Refuse redundant constraints: loop by loop, the rows of Jc at q must stay independent
-        (a spatial loop closed over planar joints has a zero z row). Raises AssemblyError naming
-        the first loop that adds a dependent row."""
+    def independent_rows(self, chain, q):
+        """(the chain with only its independent constraint rows, kept (m',) int64 their indices
+        in the full rows, [(loop, dropped rows)]) at q (n,): the rows taken in order, one kept
+        when it raises the rank of those kept before it (a singular value above DEPENDENT_ROW
+        times the largest |Jc| entry); a rank-revealing choice, so that a redundant row (a spatial
+        loop closed over planar joints has a zero z row) leaves S regular. Raises AssemblyError
+        naming a loop none of whose rows is independent."""
         _, Jc, _ = self.residual(chain, q)
-        start = 0
         scale = max(1.0, float(np.max(np.abs(Jc))))
+        kept, loops, dropped, start = [], [], [], 0
         for lp in self.loops:
-            block = Jc[:start + lp.rows]
-            sv = np.linalg.svd(block, compute_uv=False)
-            rank = int(np.sum(sv > 1e-9 * scale))
-            if rank < start + lp.rows:
+            axes = []
+            for i, axis in enumerate(lp.axes):
+                trial = Jc[kept + [start + i]]
+                sv = np.linalg.svd(trial, compute_uv=False)
+                if sv[-1] > DEPENDENT_ROW * scale:
+                    kept.append(start + i)
+                    axes.append(axis)
+            if not axes:
                 raise AssemblyError(
-                    f"loop '{lp.name}': {start + lp.rows - rank} of its {lp.rows} constraint rows "
-                    "are redundant (dependent on the others: the joints cannot move the tips along "
-                    "them), so the multipliers are not unique; close it over fewer rows "
-                    "(rows: xy for a planar loop)", where=lp.where)
+                    f"loop '{lp.name}': none of its {lp.rows} constraint rows is independent of "
+                    "the other loops' (the joints cannot move its tips apart along them): the "
+                    "loop adds no constraint; remove it", where=lp.where)
+            if len(axes) < lp.rows:
+                dropped.append((lp, lp.rows - len(axes)))
+            loops.append(Loop(lp.name, lp.a, lp.b, tuple(axes), lp.where))
             start += lp.rows
+        if len(kept) >= self.n:
+            raise AssemblyError(
+                f"the loops hold {len(kept)} independent constraint rows on {self.n} joints: the "
+                "mechanism cannot move", where=self.loops[-1].where)
+        if not dropped:
+            return self, np.arange(self.m, dtype=np.int64), []
+        reduced = ClosedChain(self.name, self.branches, loops, self.actuated, self.assembly_guess,
+                              self.where)
+        return reduced, np.array(kept, dtype=np.int64), dropped
 
     def singularity_measures(self, chain, q) -> tuple[float, float]:
-        """(sigma_min / sigma_max of the passive joints' constraint Jacobian, of Jc M^-1 Jc^T) at
-        q: near 0 at a singular configuration (the passive joints lose control of the loop, or
-        the constraint forces grow without bound)."""
-        _, Jc, _ = self.residual(chain, q)
-        sv = np.linalg.svd(Jc[:, self.passive], compute_uv=False)
-        Ms = [r.mass_matrix(q[self.offsets[j]:self.offsets[j + 1]])
-              for j, (_, r) in enumerate(self.branches)]
-        M = np.zeros((self.n, self.n))
-        for j, Mb in enumerate(Ms):
-            a, b = self.offsets[j], self.offsets[j + 1]
-            M[a:b, a:b] = Mb
-        S = Jc @ np.linalg.solve(M, Jc.T)
-        ss = np.linalg.svd(S, compute_uv=False)
-        return float(sv[-1] / sv[0]) if sv[0] > 0 else 0.0, float(ss[-1] / ss[0]) if ss[0] > 0 else 0.0
+        """`singularity_ratios` of member 0 of `chain` at q (n,) (set-up code: the kernel's
+        Python twin)."""
+        q = np.ascontiguousarray(np.asarray(q, dtype=float).reshape(1, self.n))
+        passive, schur = python_twin(singularity_ratios)(chain, self.scratch(), 0, q,
+                                                          np.zeros_like(q), self.passive)
+        return float(passive), float(schur)
 
     def __repr__(self):
         return (f"ClosedChain('{self.name}', branches={[b for b, _ in self.branches]}, "

@@ -9,7 +9,9 @@ its line, as robot files are (`robot_file`).
       left:  {convention: standard, base: {xyz: [0, 0, 0]}, links: [...]}
       right: {convention: standard, base: {xyz: [0.2, 0, 0]}, links: [...]}
     loops:                               # the tool origin of branch a meets that of branch b
-      - {name: tip, between: [left, right], rows: xy}      # rows: xy (planar) | xyz
+      - {name: tip, between: [left, right], rows: xy}      # rows: xy (planar) | xyz | pose
+                                                           # (xyz and the orientation: welded);
+                                                           # rows no joint can move are left out
     actuated: [th1, th2]                 # joint names; the others are passive
     assembly: {ph1: 0.6, ph2: -0.6}      # rad: the passive joints' starting values for Newton,
                                          # which choose the branch (here: the tool below the base)
@@ -26,7 +28,7 @@ import numpy as np
 
 from ..errors import ParameterError, SourceLoc, did_you_mean
 from ..reading.located_yaml import loc_of, where_of
-from .closed_chain import LOOP_ROWS, AssemblyError, ClosedChain, Loop
+from .closed_chain import LOOP_ROWS, ClosedChain, Loop
 from .input_values import describe, known_keys, mapping, real, reals, text
 from .robot import RobotModel
 from .robot_file import RobotFileError, read_robot_yaml
@@ -117,9 +119,6 @@ def chain_from_mapping(data, file: str) -> ClosedChain:
             guess[names.index(joint)] = real(value, jloc, f"assembly: {joint}", err)
     name = text(data.get("name", Path(file).stem), at("name"), "name", err)
     chain = ClosedChain(name, branches, loops, actuated, guess, where=loc)
-    if chain.m > chain.n:
-        raise AssemblyError(f"the loops have {chain.m} constraint rows for {chain.n} joints: "
-                            "the mechanism cannot move", where=at("loops"))
     return chain
 
 
