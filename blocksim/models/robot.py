@@ -252,6 +252,8 @@ class RobotModel:
                     err.message += f" (the 'source' of {loc_of(data, 'source', loc)})"
                     err.args = (str(err),)
                 raise
+            if values["overrides"]:
+                model = _overridden(model, values["overrides"])
             return model if values["name"] is None else model.with_options(name=values["name"])
         try:
             return cls._from_rows(values["links"], values["convention"], gravity,
@@ -728,6 +730,26 @@ class RobotModel:
     def __repr__(self):
         kinds = "".join("R" if t == "revolute" else "P" for t in self.joint_types)
         return f"RobotModel({self.name!r}, {self.n} joints {kinds}, gravity={self.gravity.tolist()})"
+
+
+def _overridden(model, overrides):
+    """`model` with a robot file's checked `overrides` ({joint name: ({key: value}, SourceLoc)},
+    `robot_file.override_values`) in place of the URDF's values: a body's mass, com and inertia
+    (what is not given is kept, as `with_link_params` keeps it), the joint's friction and Jm. A
+    name that is not a chain joint is a RobotFileError at its line."""
+    joints = list(model._joints)
+    for name, (values, where) in overrides.items():
+        if name not in model.joint_names:
+            raise RobotFileError(f"overrides: '{name}' is not a joint of the chain"
+                                 f"{did_you_mean(name, model.joint_names)}; the chain's joints: "
+                                 f"{', '.join(model.joint_names)}", where=where)
+        i = model.joint_names.index(name)
+        m0, c0, I0 = inertial_from_params(joints[i].theta)
+        theta = params_from_inertial(values.get("mass", m0), values.get("com", c0),
+                                     values.get("inertia", I0))
+        joints[i] = replace(joints[i], theta=theta, **{k: float(values[k]) for k in
+                            ("viscous", "coulomb_pos", "coulomb_neg", "Jm") if k in values})
+    return model._rebuild(joints)
 
 
 def _describe_error(e, position_only):
