@@ -56,7 +56,7 @@ from ..reading.located_yaml import loc_of
 from .planar2r import Distributed2R, ik_2r
 from .robot_file import (CONVENTIONS, RobotFileError, inertia_tensor, link_values, model_values,
                          pose_matrix, read_robot_yaml, source_path)
-from .urdf import parse_urdf
+from .urdf import URDFError, parse_urdf
 
 __all__ = ["RobotModel", "JointSpec", "IKError", "NO_FEXT", "PARAMETER_ORDER", "RobotFileError"]
 
@@ -216,6 +216,13 @@ class RobotModel:
         `names_at[key]`, when given).
         """
         desc = parse_urdf(path, base_link=base_link, tip_link=tip_link, names_at=names_at)
+        if desc.couplings:
+            c = desc.couplings[0]
+            raise URDFError(f"joint '{c.follower}' on the chain mimics joint '{c.leader}': a chain "
+                            "with mimic joints has fewer independent coordinates than joints, which "
+                            "the blocks' serial-chain kernels do not take; load it in Python with "
+                            "blocksim.models.coupled.CoupledRobot.from_urdf (dynamics in the "
+                            "independent joints)", where=c.where)
         return cls(desc.joints, tool=desc.tool, gravity=gravity, name=desc.name,
                    rotor_inertia=rotor_inertia, friction_smoothing=friction_smoothing,
                    notes=desc.notes)
