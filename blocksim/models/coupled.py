@@ -35,7 +35,8 @@ class CoupledRobot:
 
     Attributes: `full` (the RobotModel of every chain joint), `couplings` (the URDF reader's
     `Coupling`s), `G` (n_full, n) and `b` (n_full,), `n` (independent joints), `joint_names`,
-    `q_lower` / `q_upper` (the independent joints' limits), `gravity`, `rotor_inertia`, `name`,
+    `q_lower` / `q_upper` (the independent joints' limits; a follower's own <limit> is not
+    checked), `gravity`, `rotor_inertia`, `name`,
     `notes`.
     """
 
@@ -65,7 +66,7 @@ class CoupledRobot:
         self.name = full.name
         self.notes = full.notes + tuple(
             f"joint '{c.follower}' follows joint '{c.leader}': q = {c.multiplier:g} q_{c.leader} "
-            f"+ {c.offset:g}" for c in self.couplings)
+            f"{'-' if c.offset < 0 else '+'} {abs(c.offset):g}" for c in self.couplings)
 
     @classmethod
     def from_urdf(cls, path, *, base_link=None, tip_link=None, gravity=_DEFAULT_GRAVITY,
