@@ -156,9 +156,10 @@ MEASUREMENT = {
 
 SECTIONS: dict[str, dict[str, Key]] = {
     "robot": {
-        "cad": Key(_text, "-", "required", "The robot file (DH YAML) or preset to identify: its "
-                   "kinematics and motor data are kept, its masses, inertias and friction are the "
-                   "prior; the identified robot file is written on it."),
+        "cad": Key(_text, "-", "required", "The robot file (DH YAML or one with a URDF source), "
+                   "URDF file or preset to identify: its kinematics and motor data are kept, its "
+                   "masses, inertias and friction are the prior; the identified robot file is "
+                   "written on it (a URDF stays the source, the identified values its overrides)."),
         "plant": Key(_text, "-", "none", "The arm that produces simulated data (the 'true' arm); "
                      "needed by data.diagram and tracking. With a log it is optional: its "
                      "parameters are then scored as 'true' in the validation."),

@@ -131,17 +131,15 @@ def _fixed_width(value):
 
 
 def _template(cfg: YamlMap, base_dir: Path) -> dict:
-    """The CAD robot's file mapping, the template of the identified robot file: a DH table."""
+    """The CAD robot's file mapping, the template of the identified robot file: a DH table, or a
+    URDF source (a URDF file itself, or a robot file naming one) with the source as an absolute
+    path, so the identified file written elsewhere still finds it."""
     source = cfg["robot"]["cad"]
-    where = config_loc(cfg, "robot.cad")
     if Path(source).suffix.lower() == ".urdf":
-        raise IdentifyConfigError("robot.cad must be a DH robot file (YAML with links) or a preset: "
-                                  "the identified robot is written as one", where=where)
-    template, _ = robot_mapping(source, base_dir)
-    if "links" not in template:
-        raise IdentifyConfigError(f"robot.cad '{source}' has no 'links' table (a URDF source); the "
-                                  "identified robot is written as a DH robot file, so give one",
-                                  where=where)
+        return {"source": str((base_dir / source).resolve())}
+    template, folder = robot_mapping(source, base_dir)
+    if "source" in template:
+        template = {**template, "source": str((folder / template["source"]).resolve())}
     return template
 
 

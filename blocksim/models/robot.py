@@ -56,7 +56,7 @@ from ..reading.located_yaml import loc_of
 from .planar2r import Distributed2R, ik_2r
 from .robot_file import (CONVENTIONS, RobotFileError, inertia_tensor, link_values, model_values,
                          pose_matrix, read_robot_yaml, source_path)
-from .urdf import parse_urdf
+from .urdf import URDFError, parse_urdf
 
 __all__ = ["RobotModel", "JointSpec", "IKError", "NO_FEXT", "PARAMETER_ORDER", "RobotFileError"]
 
@@ -216,6 +216,13 @@ class RobotModel:
         `names_at[key]`, when given).
         """
         desc = parse_urdf(path, base_link=base_link, tip_link=tip_link, names_at=names_at)
+        if desc.couplings:
+            c = desc.couplings[0]
+            raise URDFError(f"joint '{c.follower}' on the chain mimics joint '{c.leader}': a chain "
+                            "with mimic joints has fewer independent coordinates than joints, which "
+                            "the blocks' serial-chain kernels do not take; load it in Python with "
+                            "blocksim.models.coupled.CoupledRobot.from_urdf (dynamics in the "
+                            "independent joints)", where=c.where)
         return cls(desc.joints, tool=desc.tool, gravity=gravity, name=desc.name,
                    rotor_inertia=rotor_inertia, friction_smoothing=friction_smoothing,
                    notes=desc.notes)
@@ -252,6 +259,8 @@ class RobotModel:
                     err.message += f" (the 'source' of {loc_of(data, 'source', loc)})"
                     err.args = (str(err),)
                 raise
+            if values["overrides"]:
+                model = _overridden(model, values["overrides"])
             return model if values["name"] is None else model.with_options(name=values["name"])
         try:
             return cls._from_rows(values["links"], values["convention"], gravity,
@@ -728,6 +737,26 @@ class RobotModel:
     def __repr__(self):
         kinds = "".join("R" if t == "revolute" else "P" for t in self.joint_types)
         return f"RobotModel({self.name!r}, {self.n} joints {kinds}, gravity={self.gravity.tolist()})"
+
+
+def _overridden(model, overrides):
+    """`model` with a robot file's checked `overrides` ({joint name: ({key: value}, SourceLoc)},
+    `robot_file.override_values`) in place of the URDF's values: a body's mass, com and inertia
+    (what is not given is kept, as `with_link_params` keeps it), the joint's friction and Jm. A
+    name that is not a chain joint is a RobotFileError at its line."""
+    joints = list(model._joints)
+    for name, (values, where) in overrides.items():
+        if name not in model.joint_names:
+            raise RobotFileError(f"overrides: '{name}' is not a joint of the chain"
+                                 f"{did_you_mean(name, model.joint_names)}; the chain's joints: "
+                                 f"{', '.join(model.joint_names)}", where=where)
+        i = model.joint_names.index(name)
+        m0, c0, I0 = inertial_from_params(joints[i].theta)
+        theta = params_from_inertial(values.get("mass", m0), values.get("com", c0),
+                                     values.get("inertia", I0))
+        joints[i] = replace(joints[i], theta=theta, **{k: float(values[k]) for k in
+                            ("viscous", "coulomb_pos", "coulomb_neg", "Jm") if k in values})
+    return model._rebuild(joints)
 
 
 def _describe_error(e, position_only):

@@ -20,7 +20,9 @@ from ..reading.located_yaml import YamlMap, loc_of, read_yaml, where_of
 LINK_KEYS = {"name", "type", "a", "alpha", "d", "theta", "mass", "com", "inertia", "Jm", "G",
              "gear", "viscous", "coulomb", "B", "Tc", "qlim"}
 MODEL_KEYS = {"name", "description", "convention", "gravity", "rotor_inertia", "friction_smoothing",
-              "tool", "base", "links", "source", "base_link", "tip_link"}
+              "tool", "base", "links", "source", "base_link", "tip_link", "overrides"}
+#: What a URDF source's `overrides` may set per joint (the body it moves, its friction, its rotor).
+OVERRIDE_KEYS = {"mass", "com", "inertia", "viscous", "coulomb", "Jm"}
 CONVENTIONS = ("standard", "modified")
 JOINT_TYPES = ("revolute", "prismatic")
 
@@ -44,8 +46,9 @@ def model_values(data: dict, file: str) -> dict:
     """The checked top-level values of a robot mapping: name and description (text or None),
     convention, gravity (3,) m/s^2 or None, rotor_inertia, friction_smoothing (rad/s, >= 0),
     tool and base (4x4 or None), source (a URDF path, or None), base_link and tip_link (link names
-    of the URDF that bound the chain, or None) and links (the list itself, each link checked by
-    `link_values`). Exactly one of `links` and `source` must be given."""
+    of the URDF that bound the chain, or None), overrides (`override_values` of a URDF source, {}
+    without) and links (the list itself, each link checked by `link_values`). Exactly one of
+    `links` and `source` must be given."""
     err = RobotFileError
     loc = where_of(data, SourceLoc(file))
     known_keys(data, MODEL_KEYS, "robot", loc, err)
@@ -55,7 +58,7 @@ def model_values(data: dict, file: str) -> dict:
 
     out = {"name": None, "description": None, "convention": "standard", "gravity": None,
            "rotor_inertia": False, "friction_smoothing": 0.0, "tool": None, "base": None,
-           "source": None, "links": None, "base_link": None, "tip_link": None}
+           "source": None, "links": None, "base_link": None, "tip_link": None, "overrides": {}}
     for key in ("name", "description", "source", "base_link", "tip_link"):
         if key in data:
             out[key] = text(data[key], at(key), key, err)
@@ -81,6 +84,9 @@ def model_values(data: dict, file: str) -> dict:
             if key in data:
                 raise err(f"'{key}' names a link of a URDF 'source'; a DH table runs from its first "
                           "row to its last", where=at(key))
+        if "overrides" in data:
+            raise err("'overrides' replaces values of a URDF 'source'; a DH table holds them in its "
+                      "rows", where=at("overrides"))
         links = data["links"]
         if not isinstance(links, list) or not links:
             raise err(f"links must be a list of at least one joint, got {describe(links)}", where=at("links"))
@@ -88,6 +94,45 @@ def model_values(data: dict, file: str) -> dict:
     elif any(k in data for k in ("convention", "tool", "base")):
         key = next(k for k in ("convention", "tool", "base") if k in data)
         raise err(f"'{key}' is for DH tables; a URDF source brings its own", where=at(key))
+    elif "overrides" in data:
+        out["overrides"] = override_values(data["overrides"], at("overrides"))
+    return out
+
+
+def override_values(overrides: Any, where: SourceLoc | None) -> dict:
+    """The checked `overrides` of a URDF source: {joint name: ({key: value}, SourceLoc)}, where
+    the keys are those given of mass (kg, >= 0), com ((3,) m) and inertia (3x3 kg m^2 about the
+    com) of the body the joint moves, in its link frame (the URDF child link, with what was
+    merged or lumped into it), viscous (N m s/rad) and coulomb_pos / coulomb_neg (N m, from a
+    scalar Fc or [Tc+, Tc-]) at the joint, and Jm (kg m^2, motor side, >= 0). The joint names are
+    checked against the chain by `RobotModel`."""
+    err = RobotFileError
+    mapping(overrides, where, "overrides", err)
+    out = {}
+    for joint, values in overrides.items():
+        at_joint = loc_of(overrides, joint, where)
+        name = text(joint, at_joint, "overrides: a joint name", err)
+        label = f"overrides: joint '{name}'"
+        mapping(values, at_joint, label, err)
+        known_keys(values, OVERRIDE_KEYS, label, at_joint, err)
+
+        def at(key):
+            return loc_of(values, key, at_joint)
+
+        got = {}
+        if "mass" in values:
+            got["mass"] = real(values["mass"], at("mass"), f"{label}: mass", err, minimum=0.0)
+        if "com" in values:
+            got["com"] = reals(values["com"], at("com"), f"{label}: com", err, sizes=(3,))
+        if "inertia" in values:
+            got["inertia"] = inertia_tensor(values["inertia"], at("inertia"), f"{label}: inertia", err)
+        if "viscous" in values:
+            got["viscous"] = real(values["viscous"], at("viscous"), f"{label}: viscous", err)
+        if "coulomb" in values:
+            got["coulomb_pos"], got["coulomb_neg"] = _coulomb(values, "coulomb", at, label, err)
+        if "Jm" in values:
+            got["Jm"] = real(values["Jm"], at("Jm"), f"{label}: Jm", err, minimum=0.0)
+        out[name] = (got, at_joint)
     return out
 
 

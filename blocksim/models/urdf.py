@@ -15,9 +15,10 @@ mass and inertia, by the parallel-axis theorem). Branches off the chain that mov
 fingers beyond the tip, a second arm on a turning torso) are held at rest -- q = 0, a mimic joint
 at multiplier * its leader's rest + offset -- and lumped into the chain link they hang from, with a
 note; moving branches that do not hang below the chain's first moving joint (another arm on the
-fixed base) do not load the chain and are dropped, with a note. Visual, collision, gazebo and any
-other element are ignored. Not supported, with a `URDFError`: floating and planar joints, mimic
-joints on the chain, off-chain followers of chain joints, closed loops (a link with two parents),
+fixed base) do not load the chain and are dropped, with a note. Mimic joints on the chain stay in
+the chain's joints, each with its `Coupling` to the independent joint it follows (see
+`models.coupled`). Visual, collision, gazebo and any other element are ignored. Not supported, with a `URDFError`: floating and planar joints, mimic
+joints on the chain that follow a joint off it, off-chain followers of chain joints, closed loops (a link with two parents),
 coupled transmissions on the chain. Every number is checked (finite, the right count) and a wrong
 one is reported at its element's line.
 """
@@ -43,16 +44,31 @@ class URDFError(RobotFileError):
     message names the file and the line of the element."""
 
 
+@dataclass(frozen=True)
+class Coupling:
+    """A mimic joint of the chain: q_follower = multiplier * q_leader + offset (rad or m; the
+    multiplier in the ratio of the two joints' units), `leader` an independent chain joint, `where`
+    the <mimic> element."""
+
+    follower: str
+    leader: str
+    multiplier: float
+    offset: float
+    where: SourceLoc
+
+
 @dataclass
 class URDFDescription:
-    """The chain read from a URDF: joints (JointSpec), tool pose in the last link frame, name, and
-    notes on what off the chain was lumped or dropped."""
+    """The chain read from a URDF: joints (JointSpec, every moving chain joint, mimic ones
+    included), tool pose in the last link frame, name, notes on what off the chain was lumped or
+    dropped, and the couplings of the chain's mimic joints (`Coupling`)."""
 
     name: str
     joints: list
     tool: np.ndarray
     link_names: list
     notes: tuple = ()
+    couplings: tuple = ()
 
 
 class _Element(ET.Element):
@@ -479,12 +495,8 @@ def parse_urdf(source, base_link=None, tip_link=None, names_at=None) -> URDFDesc
                         where=names_at.get("tip_link", where))
     path = above_tip[up.index(base_link):] if base_link != tip_link else []
     chain = set(path)
-    for j in path:
-        if joints[j].mimic is not None:
-            raise URDFError(f"joint '{j}' on the chain mimics joint '{joints[j].mimic[0]}': mimic "
-                            "joints inside the chain are not supported (mimic joints off the chain, "
-                            "e.g. gripper fingers beyond tip_link, are)",
-                            where=places.at(joints[j].elem.find("mimic")))
+    couplings = tuple(_coupling(joints[j], joints, chain, places) for j in path
+                      if joints[j].mimic is not None)
     drives = _transmissions(root, joints, chain, places)
 
     def hanging(link, T, skip, held):
@@ -539,7 +551,28 @@ def parse_urdf(source, base_link=None, tip_link=None, names_at=None) -> URDFDesc
         notes.append(f"the moving joints not below the chain's first moving joint are dropped (they "
                      f"do not load the chain): {', '.join(dropped)}")
     return URDFDescription(name=root.get("name", "urdf_robot"), joints=specs, tool=T,
-                           link_names=link_names, notes=tuple(notes))
+                           link_names=link_names, notes=tuple(notes), couplings=couplings)
+
+
+def _coupling(joint: _Joint, joints, chain, places) -> Coupling:
+    """The Coupling of a mimic joint on the chain, followed through mimic joints that follow
+    mimic joints to the independent chain joint it moves with: q = multiplier q_leader + offset."""
+    mult, off, seen, j = 1.0, 0.0, [], joint
+    at = places.at(joint.elem.find("mimic"))
+    while j.mimic is not None:
+        leader, m, o = j.mimic
+        if j.name in seen:
+            raise URDFError(f"mimic joints follow each other in a loop ({' -> '.join(seen + [j.name])})",
+                            where=at)
+        if leader not in chain:
+            raise URDFError(f"joint '{j.name}' on the chain mimics joint '{leader}', which is off the "
+                            "chain: a chain joint can follow only another joint of the chain", where=at)
+        seen.append(j.name)
+        mult, off = mult * m, mult * o + off
+        j = joints[leader]
+    if not j.moves:
+        raise URDFError(f"joint '{joint.name}' mimics the fixed joint '{j.name}'", where=at)
+    return Coupling(joint.name, j.name, mult, off, at)
 
 
 def _with_theta(spec, theta):

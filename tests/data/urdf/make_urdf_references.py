@@ -4,7 +4,8 @@ repository root to rewrite the .npz files beside this script:
     python tests/data/urdf/make_urdf_references.py
 
 Each case is one chain (base_link -> tip_link) of a URDF in this folder or of
-examples/robots/dual_arm.urdf. Pinocchio builds the whole
+examples/robots/dual_arm.urdf (and arm6_mimic_chain, with mimic joints on the chain: see
+`mimic_chain_case`). Pinocchio builds the whole
 tree (a mimic joint as an independent joint); every joint off the chain is then locked
 (`buildReducedModel`) at its rest position -- 0, a mimic joint at multiplier * 0 + offset -- so
 the bodies it carries become fixed bodies of the link they hang from, and the chain's joints
@@ -15,6 +16,7 @@ m/s^2, tau = RNEA with the armature (N m), M = mass matrix with the armature (kg
 the tip_link pose (4x4, m). The tests compare RobotModel to these without needing Pinocchio.
 """
 from pathlib import Path
+import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -104,12 +106,58 @@ def case(file, base, tip, count=6, seed=0):
     return arrays
 
 
+def mimic_chain_case(count=6, seed=0):
+    """examples/robots/arm6_mimic_chain.urdf, base_link -> tcp, its two chain mimic joints as Pinocchio's mimic
+    joints (`mimic=True`): q, qd, qdd of the independent joints (joint_1, 2, 4, 6), tau = RNEA,
+    M = the mass matrix in them, tool (Pinocchio 4.1's ABA does not take mimic joints). No
+    armature (a mimic joint has no velocity of its own to carry one). Pinocchio takes no mimic of a mimic, so
+    joint_5's (0.5 q_3 + 0.3, q_3 = -0.8 q_2 + 0.2) is given to it as -0.4 q_2 + 0.4; the gripper's
+    fingers, off the chain, are independent joints locked at their rest positions as above."""
+    text = (EXAMPLES / "arm6_mimic_chain.urdf").read_text()
+    for finger in ("finger_right_joint", "finger_right_tip_joint"):
+        start = text.index(f'<joint name="{finger}"')
+        end = text.index("</joint>", start)
+        text = text[:start] + re.sub(r"<mimic[^>]*/>", "", text[start:end]) + text[end:]
+    text = text.replace('<mimic joint="joint_3" multiplier="0.5" offset="0.3"/>',
+                        '<mimic joint="joint_2" multiplier="-0.4" offset="0.4"/>')
+    full = pin.buildModelFromXML(text, mimic=True)
+    rest = {"finger_right_joint": 0.005, "finger_right_tip_joint": 0.3}
+    locked = [full.getJointId(n) for n in ("finger_left_joint", *rest)]
+    q_ref = pin.neutral(full)
+    for name, value in rest.items():
+        q_ref[full.joints[full.getJointId(name)].idx_q] = value
+    model = pin.buildReducedModel(full, locked, q_ref)
+    model.gravity.linear = GRAVITY
+    data = model.createData()
+    rng = np.random.default_rng(seed)
+    out = {k: [] for k in ("q", "qd", "qdd", "tau", "M", "tool")}
+    for _ in range(count):
+        q, qd, qdd = (rng.uniform(-2, 2, model.nv) for _ in range(3))
+        tau = pin.rnea(model, data, q, qd, qdd)
+        # a fresh Data: Pinocchio 4.1's CRBA on a model with mimic joints reads values left in
+        # its Data by the calls before (its M then differs from RNEA's columns by up to 0.3)
+        M = pin.crba(model, model.createData(), q)
+        M = np.triu(M) + np.triu(M, 1).T
+        pin.framesForwardKinematics(model, data, q)
+        tool = data.oMf[model.getFrameId("tcp")].homogeneous
+        for k, v in zip(out, (q, qd, qdd, tau, M, tool)):
+            out[k].append(np.array(v, dtype=float))
+    arrays = {k: np.stack(v) for k, v in out.items()}
+    arrays["gravity"] = GRAVITY
+    arrays["joints"] = np.array(["joint_1", "joint_2", "joint_4", "joint_6"])
+    return arrays
+
+
 def main():
     for name, (file, base, tip) in CASES.items():
         arrays = case(file, base, tip)
         np.savez(HERE / f"{name}_reference.npz", **arrays)
         print(f"{name}: {len(arrays['joints'])} joints, {arrays['q'].shape[0]} configurations, "
               f"pinocchio {pin.__version__}")
+    arrays = mimic_chain_case()
+    np.savez(HERE / "arm6_mimic_chain_reference.npz", **arrays)
+    print(f"arm6_mimic_chain: {len(arrays['joints'])} independent joints, {arrays['q'].shape[0]} "
+          f"configurations, pinocchio {pin.__version__}")
 
 
 if __name__ == "__main__":
