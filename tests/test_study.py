@@ -195,7 +195,7 @@ def test_a_member_that_diverges_is_a_row_with_its_status_not_a_failed_study(tmp_
     path = write(tmp_path, "diagram: msd.yaml\nunit_size: 3\nfactors:\n"
                            "  spring.gain: [-4.0, 1.0e8, -9.0]\n")
     run = run_study(path, tmp_path / "out", progress=False)
-    assert [r["status"] for r in run.rows] == ["ok", "failed", "ok"]
+    assert [r["status"] for r in run.rows] == ["ok", "diverged", "ok"]
     assert run.rows[1]["message"].endswith("cannot continue at t = 0.45 s with step size 0.01 s: "
                                            "the state became non-finite (NaN or Inf)")
     assert math.isnan(run.rows[1].get("peak_x[0]", math.nan))
@@ -204,6 +204,52 @@ def test_a_member_that_diverges_is_a_row_with_its_status_not_a_failed_study(tmp_
                                      "  spring.gain: [-4.0, -5.0, -9.0]\n", name="tame.yaml"),
                      tmp_path / "tame", progress=False)
     same_rows([run.rows[0], run.rows[2]], [tame.rows[0], tame.rows[2]])
+
+
+# ----------------------------------------------------------------------------- the store
+
+def test_the_rows_on_disk_are_parquet_parts_and_a_summary_equal_bit_for_bit(tmp_path):
+    import pyarrow.parquet as pq
+
+    from blocksim.study import read_study
+    from blocksim.study.store import from_csv
+    path = write(tmp_path, STUDY.replace("damper.gain: {normal: [-0.4, 0.05]}",
+                                         "spring.gain: [-4.0, 1.0e8]"))
+    run = run_study(path, tmp_path / "out", progress=False)
+    out = tmp_path / "out"
+    parts = sorted((out / "parts").iterdir())
+    assert [p.name for p in parts] == [f"unit-{k:06d}.parquet" for k in range(6)]
+    summary = pq.read_table(out / "summary.parquet")
+    types = {f.name: str(f.type) for f in summary.schema}
+    assert (types["member"], types["seed"], types["status"], types["peak_x[0]"]) == \
+        ("int64", "uint64", "string", "double")
+    assert summary.column("member").to_pylist() == list(range(16))
+    assert summary.column("seed").to_pylist() == [member_seed(7, m) for m in range(16)]
+    # a diverged member's metrics are null in Parquet, NaN in the rows read back
+    diverged = [r["member"] for r in run.rows if r["status"] == "diverged"]
+    assert diverged == [m for m in range(16) if m // 4 % 2 == 1]
+    assert summary.column("peak_x[0]").null_count == len(diverged)
+    stored = read_study(out)
+    assert stored.complete and stored.manifest["members"] == 16
+    assert stored.columns == list(run.rows[0])
+    same_rows(stored.rows, run.rows)
+    from blocksim.study.store import rows_of_parts
+    same_rows(rows_of_parts(out / "parts"), run.rows)
+    same_rows(from_csv((out / "summary.csv").read_text()), run.rows)
+    assert math.isnan(stored.rows[diverged[0]]["peak_x[0]"])
+
+
+def test_without_pyarrow_a_study_says_what_to_install_and_writes_nothing(tmp_path, monkeypatch):
+    from blocksim.errors import MissingExtraError
+    path = write(tmp_path)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    with pytest.raises(MissingExtraError) as err:
+        run_study(path, tmp_path / "out", progress=False)
+    assert str(err.value) == ("a study's rows (Parquet parts and summary.parquet) needs pyarrow, "
+                              "which is not installed: pip install -e '.[data]' (or pip install "
+                              "pyarrow)")
+    assert not (tmp_path / "out").exists()
 
 
 # ----------------------------------------------------------------------------- resume
@@ -223,7 +269,10 @@ def test_resume_after_a_crash_runs_only_the_missing_units(tmp_path, monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         run_study(path, tmp_path / "out", progress=False)
     monkeypatch.setattr(StudyFolder, "write_part", real)
-    assert not (tmp_path / "out" / "summary.csv").exists()
+    assert not (tmp_path / "out" / "summary.parquet").exists()
+    from blocksim.study import read_study
+    unfinished = read_study(tmp_path / "out")
+    assert not unfinished.complete and [r["member"] for r in unfinished.rows] == list(range(6))
     with pytest.raises(BlocksimError, match="is not empty; nothing was written"):
         run_study(path, tmp_path / "out", progress=False)
     resumed = run_study(path, tmp_path / "out", resume=True, progress=False)
@@ -279,7 +328,7 @@ def kill_a_worker_at_half_way(out: Path, units: int, workers) -> list:
     import time
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        parts = sorted((out / "parts").glob("unit-*.csv")) if (out / "parts").is_dir() else []
+        parts = sorted((out / "parts").glob("unit-*.parquet")) if (out / "parts").is_dir() else []
         if len(parts) >= units // 2:
             pids = workers()
             if pids:
@@ -384,7 +433,7 @@ def test_the_sweep_command_runs_prints_its_table_and_replays_a_member(tmp_path):
     assert lines[0].startswith("3 of 3 units run now (threads: in this process); ")
     assert lines[1] == "8 members: 8 ok"
     assert lines[2].split() == ["metric", "min", "median", "p99", "max"]
-    assert lines[-1] == f"wrote {tmp_path / 'out' / 'summary.csv'}"
+    assert lines[-1] == f"wrote {tmp_path / 'out' / 'summary.parquet'}"
     again = sweep("--replay", "6")
     assert again.returncode == 0, again.stderr
     assert again.stdout == ("member 6: its row again, bit for bit (every factor, seed, status and "
@@ -420,13 +469,13 @@ def test_kill_9_of_the_driver_then_resume_runs_only_the_missing_units(tmp_path):
                               stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and driver.poll() is None:
-        if (out / "parts").is_dir() and len(list((out / "parts").glob("unit-*.csv"))) >= 3:
+        if (out / "parts").is_dir() and len(list((out / "parts").glob("unit-*.parquet"))) >= 3:
             break
         time.sleep(0.02)
     os.kill(driver.pid, signal.SIGKILL)
     driver.wait(timeout=60)
-    done = len(list((out / "parts").glob("unit-*.csv")))
-    assert 3 <= done < 8 and not (out / "summary.csv").exists()
+    done = len(list((out / "parts").glob("unit-*.parquet")))
+    assert 3 <= done < 8 and not (out / "summary.parquet").exists()
     resumed = run_study(path, out, resume=True, progress=False)
     assert (resumed.ran, resumed.units) == (8 - done, 8)
     same_rows(resumed.rows, run_study(path, tmp_path / "whole", progress=False).rows)

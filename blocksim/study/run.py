@@ -2,7 +2,7 @@
 diagram, the folder made (or resumed), the diagram compiled once by the driver under a file lock
 in the compiled-code cache (its first unit, or for processes and Dask one member of it), into the
 cache the workers share, before any unit is sent, the units on the executor, rows written as units finish, and
-`summary.csv` in member order at the end (and `sensitivity.json`, the Sobol indices, for a
+`summary.parquet` (and its CSV export) in member order at the end (and `sensitivity.json`, the Sobol indices, for a
 saltelli study)."""
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import BlocksimError
+from ..version import __version__
 from .executors import run_units
 from .file import load_study
 from .store import StudyFolder, manifest_of, write_atomic
@@ -71,9 +71,15 @@ def run_study(path, out, executor: str | None = None, workers: int | None = None
                                           len(units)), resume)
     done = folder.done()
     pending = [u for u in units if u.index not in done]
+    if study.optimize is not None:       # candidates: popsize x parameters per generation
+        t = study.optimize
+        per = t.popsize * len(study.factors)
+        total, initial = (t.generations + 1) * per, len(done) * per
+    else:
+        initial = total - sum(u.size for u in pending)
     from tqdm import tqdm
-    bar = tqdm(total=total, initial=total - sum(u.size for u in pending), unit="member",
-               desc=study.name, disable=None if progress else True, leave=False)
+    bar = tqdm(total=total, initial=initial, unit="member", desc=study.name,
+               disable=None if progress else True, leave=False)
 
     def on_done(unit, rows):
         folder.write_part(unit.index, rows)
@@ -82,14 +88,13 @@ def run_study(path, out, executor: str | None = None, workers: int | None = None
     tuned = None
     try:
         if study.optimize is not None:
-            if resume:
-                raise BlocksimError("--resume does not go with optimize: (a tuning's next "
-                                    "generation depends on all before it); run it again in a "
-                                    "new folder")
             from .tuning import tune
+            stored = (lambda g: folder.part_rows(g) if g in done else None) if resume else None
             with compile_lock():
-                tuned = tune(study, runner, on_done)
-            where = f"threads: {tuned.batches} generations, one batch run each"
+                tuned = tune(study, runner, on_done, stored)
+            where = f"threads: {tuned.batches} generations, one batch run each" + \
+                (f" ({tuned.batches - tuned.ran} read back from their parts)"
+                 if tuned.ran < tuned.batches else "")
         elif pending:
             with compile_lock():
                 if executor == "threads":
@@ -103,6 +108,10 @@ def run_study(path, out, executor: str | None = None, workers: int | None = None
                               workers or study.workers, scheduler or study.scheduler, processes)
     finally:
         bar.close()
+    if tuned is not None or pending:
+        folder.note_run({"executor": "threads" if tuned is not None else executor,
+                         "where": where, "units_run": tuned.ran if tuned is not None
+                         else len(pending), "blocksim": __version__})
     rows = folder.rows()
     summary = folder.write_summary(rows)
     if tuned is not None and tuned.best is not None:
@@ -119,7 +128,7 @@ def run_study(path, out, executor: str | None = None, workers: int | None = None
     if figures:
         from .figures import study_figures
         study_figures(study, rows, runner.metrics, folder.path, indices)
-    ran = tuned.batches if tuned is not None else len(pending)
+    ran = tuned.ran if tuned is not None else len(pending)
     return StudyRun(folder.path, summary, rows, runner.metrics, ran,
                     ran if tuned is not None else len(units), where,
                     time.perf_counter() - started, indices, tuned)
