@@ -431,8 +431,10 @@ def test_the_sweep_command_runs_prints_its_table_and_replays_a_member(tmp_path):
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("3 of 3 units run now (threads: in this process); ")
-    assert lines[1] == "8 members: 8 ok"
-    assert lines[2].split() == ["metric", "min", "median", "p99", "max"]
+    assert lines[1].startswith("compiled: one node type, ") and \
+        lines[1].endswith(": compiled once, on the driver")
+    assert lines[2] == "8 members: 8 ok"
+    assert lines[3].split() == ["metric", "min", "median", "p99", "max"]
     assert lines[-1] == f"wrote {tmp_path / 'out' / 'summary.parquet'}"
     again = sweep("--replay", "6")
     assert again.returncode == 0, again.stderr
@@ -479,3 +481,74 @@ def test_kill_9_of_the_driver_then_resume_runs_only_the_missing_units(tmp_path):
     resumed = run_study(path, out, resume=True, progress=False)
     assert (resumed.ran, resumed.units) == (8 - done, 8)
     same_rows(resumed.rows, run_study(path, tmp_path / "whole", progress=False).rows)
+
+
+# ----------------------------------------------------------------------------- node types
+
+COMPILED = STUDY.replace("seed: 7", "seed: 7\nset: {simulation.mode: compiled}")
+
+
+def cpus_in_numba_cache() -> list[set]:
+    """The CPU names of each compiled whole-run loop in numba's cache index (one set per
+    generated module's run_fixed): which targets it was compiled for."""
+    import pickle
+
+    from blocksim.engine.numba_backend import cache_dir
+    found = []
+    for index in (cache_dir() / "__pycache__").glob("*.run_fixed-*.nbi"):
+        with open(index, "rb") as fh:
+            pickle.load(fh)
+            _, overloads = pickle.loads(fh.read())
+        found.append({key[1][1] for key in overloads})
+    return found
+
+
+@pytest.mark.dask
+def test_a_cluster_of_two_cpu_types_compiles_once_per_type_and_says_which(tmp_path):
+    """Two Dask worker processes on loopback, one of them made another node type by numba's
+    NUMBA_CPU_NAME (the generic target): the driver compiles for its own CPU, the generic worker
+    once for its type, and the manifest and the run say so."""
+    pytest.importorskip("distributed", reason="the dask executor needs pip install -e .[dask]")
+    import llvmlite.binding as ll
+    from distributed import Nanny, Scheduler, SpecCluster
+    path = write(tmp_path, COMPILED)
+    threads = run_study(path, tmp_path / "threads", progress=False)
+    workers = {name: {"cls": Nanny, "options": {"nthreads": 1, "host": "127.0.0.1", "env": env}}
+               for name, env in (("a", {}), ("b", {"NUMBA_CPU_NAME": "generic"}))}
+    with SpecCluster(workers=workers, scheduler={"cls": Scheduler, "options": {
+            "dashboard_address": None, "host": "127.0.0.1"}}) as cluster:
+        b = next(w.worker_address for name, w in cluster.workers.items() if name == "b")
+        run = run_study(path, tmp_path / "dask", scheduler=cluster.scheduler_address,
+                        progress=False)
+    plan = json.loads((tmp_path / "dask" / "manifest.json").read_text())["runs"][-1]["compiled"]
+    host = ll.get_host_cpu_name()
+    assert sorted((p["cpu"], p["on"], p["workers"]) for p in plan) == sorted(
+        [(host, "the driver", 1), ("generic", f"worker {b}", 1)])
+    assert run.compiled.startswith("2 node types, compiled once each: ")
+    assert {host, "generic"} in cpus_in_numba_cache()
+    same_rows(run.rows, threads.rows)
+
+
+def test_cpu_generic_compiles_once_for_every_worker_process_and_says_so(tmp_path):
+    path = write(tmp_path, COMPILED.replace("unit_size: 3", "unit_size: 3\ncpu: generic"))
+    threads = run_study(path, tmp_path / "threads", progress=False, cpu="native")
+    run = run_study(path, tmp_path / "procs", executor="processes", workers=2, progress=False)
+    assert run.compiled.startswith("one node type, generic (")
+    assert run.compiled.endswith(": compiled once, on a worker process")
+    runs = json.loads((tmp_path / "procs" / "manifest.json").read_text())["runs"]
+    assert (runs[-1]["cpu"], [p["cpu"] for p in runs[-1]["compiled"]]) == ("generic", ["generic"])
+    same_rows(run.rows, threads.rows)
+
+
+def test_workers_of_another_blocksim_version_or_cpu_are_refused():
+    from blocksim.study.nodes import check_workers, groups, node_type
+    me = node_type()
+    other = {**me, "blocksim": "0.0.9"}
+    with pytest.raises(BlocksimError, match=r"workers run another blocksim version than this "
+                       r"driver's .*: worker b \(0.0.9\); install the same version"):
+        check_workers({"worker a": me, "worker b": other}, generic=False)
+    with pytest.raises(BlocksimError, match="cpu: generic, but these workers compile for their "
+                       "own CPU .*: worker a; start them with NUMBA_CPU_NAME=generic"):
+        check_workers({"worker a": me}, generic=True)
+    elsewhere = {**me, "cache": "/elsewhere"}
+    assert groups({"c": me, "a": me, "b": elsewhere}) == [["a", "c"], ["b"]]

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..version import __version__
-from .executors import run_units
+from .executors import Compiler, run_units
 from .file import load_study
+from .nodes import compiled_text, node_type, type_name
 from .store import StudyFolder, manifest_of, write_atomic
 from .units import UnitRunner
 from .work import Unit, split
@@ -36,6 +37,7 @@ class StudyRun:
     wall_s: float
     sensitivity: dict | None = None
     tuned: object = None          # study/tuning.py's Tuned, for a study with optimize:
+    compiled: str = ""            # how the diagram was compiled, per node type (study/nodes.py)
 
 
 @contextlib.contextmanager
@@ -55,14 +57,16 @@ def compile_lock():
 
 def run_study(path, out, executor: str | None = None, workers: int | None = None,
               scheduler: str | None = None, resume: bool = False, progress: bool = True,
-              processes: bool = True, figures: bool = False) -> StudyRun:
+              processes: bool = True, figures: bool = False, cpu: str | None = None) -> StudyRun:
     """Run the study of file `path` into folder `out` (docs/studies.md). executor, workers,
     scheduler: replace the file's; resume: finish the study in `out`, running only its missing
     units; processes: with a Dask LocalCluster, worker processes (False: threads, as in tests);
-    figures: also draw DIR/figures (study/figures.py)."""
+    figures: also draw DIR/figures (study/figures.py); cpu: "native" or "generic", replaces the
+    file's (study/nodes.py)."""
     started = time.perf_counter()
     study = load_study(path)
     executor = executor or ("dask" if scheduler else study.executor)
+    cpu = cpu or study.cpu
     runner = UnitRunner(study, threads=None)
     runner.check()
     total = study.members
@@ -85,33 +89,32 @@ def run_study(path, out, executor: str | None = None, workers: int | None = None
         folder.write_part(unit.index, rows)
         bar.update(unit.size)
     where = "nothing to run: every unit is done"
-    tuned = None
+    tuned, compiled = None, []
     try:
         if study.optimize is not None:
             from .tuning import tune
             stored = (lambda g: folder.part_rows(g) if g in done else None) if resume else None
             with compile_lock():
                 tuned = tune(study, runner, on_done, stored)
+            compiled = [{"type": type_name(node_type()), "on": "the driver", "workers": 1}]
             where = f"threads: {tuned.batches} generations, one batch run each" + \
                 (f" ({tuned.batches - tuned.ran} read back from their parts)"
                  if tuned.ran < tuned.batches else "")
         elif pending:
-            with compile_lock():
-                if executor == "threads":
-                    on_done(pending[0], runner.run(pending[0]))
-                    pending_sent = pending[1:]
-                else:           # one member compiles the diagram; the workers run every unit
-                    first = pending[0].start
-                    runner.run(Unit(-1, first, first + 1))
-                    pending_sent = pending
-            where = run_units(executor, str(Path(path).resolve()), pending_sent, runner, on_done,
-                              workers or study.workers, scheduler or study.scheduler, processes)
+            first = pending[0].start
+            compiler = Compiler(lambda: runner.run(Unit(-1, first, first + 1)), compile_lock,
+                                first, cpu == "generic")
+            where = run_units(executor, str(Path(path).resolve()), pending, runner, on_done,
+                              compiler, workers or study.workers, scheduler or study.scheduler,
+                              processes)
+            compiled = compiler.plan
     finally:
         bar.close()
     if tuned is not None or pending:
         folder.note_run({"executor": "threads" if tuned is not None else executor,
-                         "where": where, "units_run": tuned.ran if tuned is not None
-                         else len(pending), "blocksim": __version__})
+                         "where": where, "cpu": cpu, "compiled": compiled,
+                         "units_run": tuned.ran if tuned is not None else len(pending),
+                         "blocksim": __version__})
     rows = folder.rows()
     summary = folder.write_summary(rows)
     if tuned is not None and tuned.best is not None:
@@ -130,5 +133,6 @@ def run_study(path, out, executor: str | None = None, workers: int | None = None
         study_figures(study, rows, runner.metrics, folder.path, indices)
     ran = tuned.ran if tuned is not None else len(pending)
     return StudyRun(folder.path, summary, rows, runner.metrics, ran,
-                    ran if tuned is not None else len(units), where,
-                    time.perf_counter() - started, indices, tuned)
+                    tuned.batches if tuned is not None else len(units), where,
+                    time.perf_counter() - started, indices, tuned,
+                    compiled_text(compiled) if compiled else "")
