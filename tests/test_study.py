@@ -199,6 +199,12 @@ def test_a_member_that_diverges_is_a_row_with_its_status_not_a_failed_study(tmp_
     assert run.rows[1]["message"].endswith("cannot continue at t = 0.45 s with step size 0.01 s: "
                                            "the state became non-finite (NaN or Inf)")
     assert math.isnan(run.rows[1].get("peak_x[0]", math.nan))
+    from blocksim.study.report import summary_text
+    table = summary_text(run.rows, run.metrics, "s.yaml", "out").splitlines()
+    assert table[0] == "3 members: 1 diverged, 2 ok"
+    assert table[-2:] == ["members that did not run:", "  member 1 diverged: "
+                          + run.rows[1]["message"] + "   replay: python cli.py sweep s.yaml "
+                          "--out out --replay 1"]
     # the others ran alone, with the numbers they have in a batch that does not fail
     tame = run_study(write(tmp_path, "diagram: msd.yaml\nunit_size: 3\nfactors:\n"
                                      "  spring.gain: [-4.0, -5.0, -9.0]\n", name="tame.yaml"),
