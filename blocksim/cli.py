@@ -131,7 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_identify)
 
     p = sub.add_parser("sweep", help="run a study (sweep, Monte Carlo) of a study file; rows "
-                       "stream to --out, summary.csv at the end (docs/studies.md)")
+                       "stream to --out, summary.parquet at the end (docs/studies.md)")
     p.add_argument("study", help="study file (YAML), e.g. examples/studies/w1_model_error.yaml")
     p.add_argument("--out", required=True, help="folder of the study (new or empty; with --resume "
                    "or --replay: the study's folder)")
@@ -140,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int, help="worker processes (processes, a dask LocalCluster)")
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="a running Dask scheduler, e.g. tcp://10.0.0.5:8786 (implies --executor dask)")
+    p.add_argument("--cpu", choices=["native", "generic"],
+                   help="what workers compile for: native (once per node type, the default) or "
+                   "generic (one target for a cluster of mixed CPUs; replaces the file's cpu)")
     p.add_argument("--resume", action="store_true",
                    help="finish the study in --out: run only the units without rows there")
     p.add_argument("--replay", type=int, metavar="MEMBER",

@@ -195,15 +195,67 @@ def test_a_member_that_diverges_is_a_row_with_its_status_not_a_failed_study(tmp_
     path = write(tmp_path, "diagram: msd.yaml\nunit_size: 3\nfactors:\n"
                            "  spring.gain: [-4.0, 1.0e8, -9.0]\n")
     run = run_study(path, tmp_path / "out", progress=False)
-    assert [r["status"] for r in run.rows] == ["ok", "failed", "ok"]
+    assert [r["status"] for r in run.rows] == ["ok", "diverged", "ok"]
     assert run.rows[1]["message"].endswith("cannot continue at t = 0.45 s with step size 0.01 s: "
                                            "the state became non-finite (NaN or Inf)")
     assert math.isnan(run.rows[1].get("peak_x[0]", math.nan))
+    from blocksim.study.report import summary_text
+    table = summary_text(run.rows, run.metrics, "s.yaml", "out").splitlines()
+    assert table[0] == "3 members: 1 diverged, 2 ok"
+    assert table[-2:] == ["members that did not run:", "  member 1 diverged: "
+                          + run.rows[1]["message"] + "   replay: python cli.py sweep s.yaml "
+                          "--out out --replay 1"]
     # the others ran alone, with the numbers they have in a batch that does not fail
     tame = run_study(write(tmp_path, "diagram: msd.yaml\nunit_size: 3\nfactors:\n"
                                      "  spring.gain: [-4.0, -5.0, -9.0]\n", name="tame.yaml"),
                      tmp_path / "tame", progress=False)
     same_rows([run.rows[0], run.rows[2]], [tame.rows[0], tame.rows[2]])
+
+
+# ----------------------------------------------------------------------------- the store
+
+def test_the_rows_on_disk_are_parquet_parts_and_a_summary_equal_bit_for_bit(tmp_path):
+    import pyarrow.parquet as pq
+
+    from blocksim.study import read_study
+    from blocksim.study.store import from_csv
+    path = write(tmp_path, STUDY.replace("damper.gain: {normal: [-0.4, 0.05]}",
+                                         "spring.gain: [-4.0, 1.0e8]"))
+    run = run_study(path, tmp_path / "out", progress=False)
+    out = tmp_path / "out"
+    parts = sorted((out / "parts").iterdir())
+    assert [p.name for p in parts] == [f"unit-{k:06d}.parquet" for k in range(6)]
+    summary = pq.read_table(out / "summary.parquet")
+    types = {f.name: str(f.type) for f in summary.schema}
+    assert (types["member"], types["seed"], types["status"], types["peak_x[0]"]) == \
+        ("int64", "uint64", "string", "double")
+    assert summary.column("member").to_pylist() == list(range(16))
+    assert summary.column("seed").to_pylist() == [member_seed(7, m) for m in range(16)]
+    # a diverged member's metrics are null in Parquet, NaN in the rows read back
+    diverged = [r["member"] for r in run.rows if r["status"] == "diverged"]
+    assert diverged == [m for m in range(16) if m // 4 % 2 == 1]
+    assert summary.column("peak_x[0]").null_count == len(diverged)
+    stored = read_study(out)
+    assert stored.complete and stored.manifest["members"] == 16
+    assert stored.columns == list(run.rows[0])
+    same_rows(stored.rows, run.rows)
+    from blocksim.study.store import rows_of_parts
+    same_rows(rows_of_parts(out / "parts"), run.rows)
+    same_rows(from_csv((out / "summary.csv").read_text()), run.rows)
+    assert math.isnan(stored.rows[diverged[0]]["peak_x[0]"])
+
+
+def test_without_pyarrow_a_study_says_what_to_install_and_writes_nothing(tmp_path, monkeypatch):
+    from blocksim.errors import MissingExtraError
+    path = write(tmp_path)
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    with pytest.raises(MissingExtraError) as err:
+        run_study(path, tmp_path / "out", progress=False)
+    assert str(err.value) == ("a study's rows (Parquet parts and summary.parquet) needs pyarrow, "
+                              "which is not installed: pip install -e '.[data]' (or pip install "
+                              "pyarrow)")
+    assert not (tmp_path / "out").exists()
 
 
 # ----------------------------------------------------------------------------- resume
@@ -223,7 +275,10 @@ def test_resume_after_a_crash_runs_only_the_missing_units(tmp_path, monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         run_study(path, tmp_path / "out", progress=False)
     monkeypatch.setattr(StudyFolder, "write_part", real)
-    assert not (tmp_path / "out" / "summary.csv").exists()
+    assert not (tmp_path / "out" / "summary.parquet").exists()
+    from blocksim.study import read_study
+    unfinished = read_study(tmp_path / "out")
+    assert not unfinished.complete and [r["member"] for r in unfinished.rows] == list(range(6))
     with pytest.raises(BlocksimError, match="is not empty; nothing was written"):
         run_study(path, tmp_path / "out", progress=False)
     resumed = run_study(path, tmp_path / "out", resume=True, progress=False)
@@ -279,7 +334,7 @@ def kill_a_worker_at_half_way(out: Path, units: int, workers) -> list:
     import time
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        parts = sorted((out / "parts").glob("unit-*.csv")) if (out / "parts").is_dir() else []
+        parts = sorted((out / "parts").glob("unit-*.parquet")) if (out / "parts").is_dir() else []
         if len(parts) >= units // 2:
             pids = workers()
             if pids:
@@ -382,9 +437,11 @@ def test_the_sweep_command_runs_prints_its_table_and_replays_a_member(tmp_path):
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith("3 of 3 units run now (threads: in this process); ")
-    assert lines[1] == "8 members: 8 ok"
-    assert lines[2].split() == ["metric", "min", "median", "p99", "max"]
-    assert lines[-1] == f"wrote {tmp_path / 'out' / 'summary.csv'}"
+    assert lines[1].startswith("compiled: one node type, ") and \
+        lines[1].endswith(": compiled once, on the driver")
+    assert lines[2] == "8 members: 8 ok"
+    assert lines[3].split() == ["metric", "min", "median", "p99", "max"]
+    assert lines[-1] == f"wrote {tmp_path / 'out' / 'summary.parquet'}"
     again = sweep("--replay", "6")
     assert again.returncode == 0, again.stderr
     assert again.stdout == ("member 6: its row again, bit for bit (every factor, seed, status and "
@@ -420,13 +477,84 @@ def test_kill_9_of_the_driver_then_resume_runs_only_the_missing_units(tmp_path):
                               stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and driver.poll() is None:
-        if (out / "parts").is_dir() and len(list((out / "parts").glob("unit-*.csv"))) >= 3:
+        if (out / "parts").is_dir() and len(list((out / "parts").glob("unit-*.parquet"))) >= 3:
             break
         time.sleep(0.02)
     os.kill(driver.pid, signal.SIGKILL)
     driver.wait(timeout=60)
-    done = len(list((out / "parts").glob("unit-*.csv")))
-    assert 3 <= done < 8 and not (out / "summary.csv").exists()
+    done = len(list((out / "parts").glob("unit-*.parquet")))
+    assert 3 <= done < 8 and not (out / "summary.parquet").exists()
     resumed = run_study(path, out, resume=True, progress=False)
     assert (resumed.ran, resumed.units) == (8 - done, 8)
     same_rows(resumed.rows, run_study(path, tmp_path / "whole", progress=False).rows)
+
+
+# ----------------------------------------------------------------------------- node types
+
+COMPILED = STUDY.replace("seed: 7", "seed: 7\nset: {simulation.mode: compiled}")
+
+
+def cpus_in_numba_cache() -> list[set]:
+    """The CPU names of each compiled whole-run loop in numba's cache index (one set per
+    generated module's run_fixed): which targets it was compiled for."""
+    import pickle
+
+    from blocksim.engine.numba_backend import cache_dir
+    found = []
+    for index in (cache_dir() / "__pycache__").glob("*.run_fixed-*.nbi"):
+        with open(index, "rb") as fh:
+            pickle.load(fh)
+            _, overloads = pickle.loads(fh.read())
+        found.append({key[1][1] for key in overloads})
+    return found
+
+
+@pytest.mark.dask
+def test_a_cluster_of_two_cpu_types_compiles_once_per_type_and_says_which(tmp_path):
+    """Two Dask worker processes on loopback, one of them made another node type by numba's
+    NUMBA_CPU_NAME (the generic target): the driver compiles for its own CPU, the generic worker
+    once for its type, and the manifest and the run say so."""
+    pytest.importorskip("distributed", reason="the dask executor needs pip install -e .[dask]")
+    import llvmlite.binding as ll
+    from distributed import Nanny, Scheduler, SpecCluster
+    path = write(tmp_path, COMPILED)
+    threads = run_study(path, tmp_path / "threads", progress=False)
+    workers = {name: {"cls": Nanny, "options": {"nthreads": 1, "host": "127.0.0.1", "env": env}}
+               for name, env in (("a", {}), ("b", {"NUMBA_CPU_NAME": "generic"}))}
+    with SpecCluster(workers=workers, scheduler={"cls": Scheduler, "options": {
+            "dashboard_address": None, "host": "127.0.0.1"}}) as cluster:
+        b = next(w.worker_address for name, w in cluster.workers.items() if name == "b")
+        run = run_study(path, tmp_path / "dask", scheduler=cluster.scheduler_address,
+                        progress=False)
+    plan = json.loads((tmp_path / "dask" / "manifest.json").read_text())["runs"][-1]["compiled"]
+    host = ll.get_host_cpu_name()
+    assert sorted((p["cpu"], p["on"], p["workers"]) for p in plan) == sorted(
+        [(host, "the driver", 1), ("generic", f"worker {b}", 1)])
+    assert run.compiled.startswith("2 node types, compiled once each: ")
+    assert {host, "generic"} in cpus_in_numba_cache()
+    same_rows(run.rows, threads.rows)
+
+
+def test_cpu_generic_compiles_once_for_every_worker_process_and_says_so(tmp_path):
+    path = write(tmp_path, COMPILED.replace("unit_size: 3", "unit_size: 3\ncpu: generic"))
+    threads = run_study(path, tmp_path / "threads", progress=False, cpu="native")
+    run = run_study(path, tmp_path / "procs", executor="processes", workers=2, progress=False)
+    assert run.compiled.startswith("one node type, generic (")
+    assert run.compiled.endswith(": compiled once, on a worker process")
+    runs = json.loads((tmp_path / "procs" / "manifest.json").read_text())["runs"]
+    assert (runs[-1]["cpu"], [p["cpu"] for p in runs[-1]["compiled"]]) == ("generic", ["generic"])
+    same_rows(run.rows, threads.rows)
+
+
+def test_workers_of_another_blocksim_version_or_cpu_are_refused():
+    from blocksim.study.nodes import check_workers, groups, node_type
+    me = node_type()
+    other = {**me, "blocksim": "0.0.9"}
+    with pytest.raises(BlocksimError, match=r"workers run another blocksim version than this "
+                       r"driver's .*: worker b \(0.0.9\); install the same version"):
+        check_workers({"worker a": me, "worker b": other}, generic=False)
+    with pytest.raises(BlocksimError, match="cpu: generic, but these workers compile for their "
+                       "own CPU .*: worker a; start them with NUMBA_CPU_NAME=generic"):
+        check_workers({"worker a": me}, generic=True)
+    elsewhere = {**me, "cache": "/elsewhere"}
+    assert groups({"c": me, "a": me, "b": elsewhere}) == [["a", "c"], ["b"]]

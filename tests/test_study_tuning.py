@@ -79,3 +79,44 @@ def test_a_bad_optimize_section_is_an_error_at_its_line(tmp_path, text, line, me
         load_study(path)
     assert str(err.value).startswith(f"{path}:{line}: ")
     assert message in str(err.value)
+
+
+def test_resume_continues_a_tuning_from_its_stored_generations_to_the_same_answer(tmp_path, monkeypatch):
+    from blocksim.errors import BlocksimError
+    from blocksim.study.store import StudyFolder
+    path = write(tmp_path, TUNE, QUIET)
+    whole = run_study(path, tmp_path / "whole", progress=False)
+    real = StudyFolder.write_part
+
+    def crash_at_the_third(self, unit, rows):
+        if unit == 2:
+            raise KeyboardInterrupt          # the driver dies in generation 2
+        real(self, unit, rows)
+    monkeypatch.setattr(StudyFolder, "write_part", crash_at_the_third)
+    with pytest.raises(KeyboardInterrupt):
+        run_study(path, tmp_path / "out", progress=False)
+    monkeypatch.setattr(StudyFolder, "write_part", real)
+    assert sorted(p.name for p in (tmp_path / "out" / "parts").iterdir()) == [
+        "unit-000000.parquet", "unit-000001.parquet"]
+    # another search (more generations) is another study
+    path.write_text(TUNE.replace("generations: 4", "generations: 5"))
+    with pytest.raises(BlocksimError, match="holds another study: optimize changed"):
+        run_study(path, tmp_path / "out", resume=True, progress=False)
+    path.write_text(TUNE)
+    resumed = run_study(path, tmp_path / "out", resume=True, progress=False)
+    assert (resumed.ran, resumed.tuned.batches) == (3, 5)
+    assert resumed.where == "threads: 5 generations, one batch run each (2 read back from their parts)"
+    from test_study import same_rows
+    same_rows(resumed.rows, whole.rows)
+    assert resumed.tuned.best["member"] == whole.tuned.best["member"]
+    assert resumed.tuned.best["rms_x[0]"] == whole.tuned.best["rms_x[0]"]
+    assert (tmp_path / "out" / "tuned.yaml").read_text() == \
+        (tmp_path / "whole" / "tuned.yaml").read_text()
+    # a stored generation that is not what the search draws is refused, not mixed in
+    from blocksim.study.store import read_parquet, write_parquet
+    part = tmp_path / "out" / "parts" / "unit-000001.parquet"
+    rows = read_parquet(part)
+    rows[0]["damper.gain"] += 1e-9
+    write_parquet(part, rows)
+    with pytest.raises(BlocksimError, match="generation 1 on disk holds other candidates"):
+        run_study(path, tmp_path / "out", resume=True, progress=False)

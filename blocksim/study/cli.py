@@ -19,8 +19,11 @@ def sweep_command(args) -> int:
     from .report import summary_text
     from .run import run_study
     run = run_study(args.study, args.out, executor=args.executor, workers=args.workers,
-                    scheduler=args.scheduler, resume=args.resume, figures=not args.no_figures)
+                    scheduler=args.scheduler, resume=args.resume, figures=not args.no_figures,
+                    cpu=args.cpu)
     print(f"{run.ran} of {run.units} units run now ({run.where}); {run.wall_s:.1f} s wall")
+    if run.compiled:
+        print(f"compiled: {run.compiled}")
     print(summary_text(run.rows, run.metrics, args.study, args.out))
     if run.tuned is not None:
         t = run.tuned

@@ -17,6 +17,7 @@ from ..errors import ParameterError, SourceLoc
 from ..models.input_values import describe, integer, mapping, text
 from ..reading.located_yaml import YamlMap, loc_of, read_yaml, to_plain, where_of
 from .factors import Factor, read_factor
+from .nodes import CPUS
 from .sampling import member_count
 
 FORMAT = 1
@@ -32,7 +33,7 @@ class StudyFileError(ParameterError):
 E = StudyFileError
 
 KEYS = ("study", "name", "diagram", "variant", "set", "seed", "samples", "sampling", "unit_size",
-        "executor", "workers", "scheduler", "factors", "metrics", "optimize")
+        "executor", "workers", "scheduler", "cpu", "factors", "metrics", "optimize")
 """The top-level keys of a study file, in the order docs/studies.md describes them."""
 
 
@@ -40,7 +41,8 @@ KEYS = ("study", "name", "diagram", "variant", "set", "seed", "samples", "sampli
 class Study:
     """A checked study: the diagram it runs (path, variant, overrides shared by every member),
     its factors, how distributions are sampled and how many draws, the seed every member's
-    values and noise streams derive from, the members per work unit, the executor, the metrics
+    values and noise streams derive from, the members per work unit, the executor, the target
+    workers compile for (cpu: native, each node type its own; generic: one for all), the metrics
     kept (None: every metric of the diagram), and where each key was written."""
 
     file: str
@@ -56,6 +58,7 @@ class Study:
     executor: str = "threads"
     workers: int | None = None
     scheduler: str | None = None
+    cpu: str = "native"
     metrics: tuple[str, ...] | None = None
     optimize: Any = None
     where: dict[str, SourceLoc] = field(default_factory=dict)
@@ -127,6 +130,7 @@ def load_study(path) -> Study:
         integer(doc["workers"], where["workers"], "workers", E, minimum=1),
         scheduler=None if doc.get("scheduler") is None else
         text(doc["scheduler"], where["scheduler"], "scheduler", E),
+        cpu=text(doc.get("cpu", "native"), where.get("cpu"), "cpu", E, choices=CPUS),
         metrics=_metrics(doc, where), optimize=tuning)
     checked = Study(**study)
     drawn = [f for f in factors if f.drawn]

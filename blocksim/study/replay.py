@@ -9,11 +9,10 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..errors import BlocksimError
 from .file import load_study
-from .store import StudyFolder, from_csv, manifest_of
+from .store import StudyFolder, manifest_of, read_study
 from .units import UnitRunner
 from .work import Unit, split
 
@@ -63,10 +62,9 @@ def replay(path, out, member: int) -> Replay:
     total = study.members
     if not 0 <= member < total and study.optimize is None:
         raise BlocksimError(f"--replay {member}: the study has members 0..{total - 1}")
-    folder = StudyFolder(out, manifest_of(study, runner.base.resolved_yaml(), total,
-                                          len(split(total, study.unit_size))), resume=True)
-    summary = Path(out) / "summary.csv"
-    rows = from_csv(summary.read_text()) if summary.is_file() else folder.rows()
+    StudyFolder(out, manifest_of(study, runner.base.resolved_yaml(), total,
+                                 len(split(total, study.unit_size))), resume=True)
+    rows = read_study(out).rows
     stored = next((r for r in rows if r["member"] == member), None)
     if stored is None:
         raise BlocksimError(f"--replay {member}: {out} has no row of member {member} yet (its "

@@ -34,6 +34,11 @@ def summary_text(rows: list[dict], metrics: tuple[str, ...], study_file: str, ou
         lines += [f"  member {r['member']}: {r[first]:.6g}   replay: python cli.py sweep "
                   f"{study_file} --out {out} --replay {r['member']}" for r in worst]
     failed = [r for r in rows if r["status"] != "ok"]
+    if failed:
+        lines.append("members that did not run:")
     for r in failed[:WORST]:
-        lines.append(f"  member {r['member']} {r['status']}: {r['message']}")
+        lines.append(f"  member {r['member']} {r['status']}: {r['message']}   replay: python cli.py "
+                     f"sweep {study_file} --out {out} --replay {r['member']}")
+    if len(failed) > WORST:
+        lines.append(f"  and {len(failed) - WORST} more (their status and message: the summary)")
     return "\n".join(lines)

@@ -2,7 +2,7 @@
 diagram, the folder made (or resumed), the diagram compiled once by the driver under a file lock
 in the compiled-code cache (its first unit, or for processes and Dask one member of it), into the
 cache the workers share, before any unit is sent, the units on the executor, rows written as units finish, and
-`summary.csv` in member order at the end (and `sensitivity.json`, the Sobol indices, for a
+`summary.parquet` (and its CSV export) in member order at the end (and `sensitivity.json`, the Sobol indices, for a
 saltelli study)."""
 from __future__ import annotations
 
@@ -13,9 +13,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import BlocksimError
-from .executors import run_units
+from ..version import __version__
+from .executors import Compiler, run_units
 from .file import load_study
+from .nodes import compiled_text, node_type, type_name
 from .store import StudyFolder, manifest_of, write_atomic
 from .units import UnitRunner
 from .work import Unit, split
@@ -36,6 +37,7 @@ class StudyRun:
     wall_s: float
     sensitivity: dict | None = None
     tuned: object = None          # study/tuning.py's Tuned, for a study with optimize:
+    compiled: str = ""            # how the diagram was compiled, per node type (study/nodes.py)
 
 
 @contextlib.contextmanager
@@ -55,14 +57,16 @@ def compile_lock():
 
 def run_study(path, out, executor: str | None = None, workers: int | None = None,
               scheduler: str | None = None, resume: bool = False, progress: bool = True,
-              processes: bool = True, figures: bool = False) -> StudyRun:
+              processes: bool = True, figures: bool = False, cpu: str | None = None) -> StudyRun:
     """Run the study of file `path` into folder `out` (docs/studies.md). executor, workers,
     scheduler: replace the file's; resume: finish the study in `out`, running only its missing
     units; processes: with a Dask LocalCluster, worker processes (False: threads, as in tests);
-    figures: also draw DIR/figures (study/figures.py)."""
+    figures: also draw DIR/figures (study/figures.py); cpu: "native" or "generic", replaces the
+    file's (study/nodes.py)."""
     started = time.perf_counter()
     study = load_study(path)
     executor = executor or ("dask" if scheduler else study.executor)
+    cpu = cpu or study.cpu
     runner = UnitRunner(study, threads=None)
     runner.check()
     total = study.members
@@ -71,38 +75,46 @@ def run_study(path, out, executor: str | None = None, workers: int | None = None
                                           len(units)), resume)
     done = folder.done()
     pending = [u for u in units if u.index not in done]
+    if study.optimize is not None:       # candidates: popsize x parameters per generation
+        t = study.optimize
+        per = t.popsize * len(study.factors)
+        total, initial = (t.generations + 1) * per, len(done) * per
+    else:
+        initial = total - sum(u.size for u in pending)
     from tqdm import tqdm
-    bar = tqdm(total=total, initial=total - sum(u.size for u in pending), unit="member",
-               desc=study.name, disable=None if progress else True, leave=False)
+    bar = tqdm(total=total, initial=initial, unit="member", desc=study.name,
+               disable=None if progress else True, leave=False)
 
     def on_done(unit, rows):
         folder.write_part(unit.index, rows)
         bar.update(unit.size)
     where = "nothing to run: every unit is done"
-    tuned = None
+    tuned, compiled = None, []
     try:
         if study.optimize is not None:
-            if resume:
-                raise BlocksimError("--resume does not go with optimize: (a tuning's next "
-                                    "generation depends on all before it); run it again in a "
-                                    "new folder")
             from .tuning import tune
+            stored = (lambda g: folder.part_rows(g) if g in done else None) if resume else None
             with compile_lock():
-                tuned = tune(study, runner, on_done)
-            where = f"threads: {tuned.batches} generations, one batch run each"
+                tuned = tune(study, runner, on_done, stored)
+            compiled = [{"type": type_name(node_type()), "on": "the driver", "workers": 1}]
+            where = f"threads: {tuned.batches} generations, one batch run each" + \
+                (f" ({tuned.batches - tuned.ran} read back from their parts)"
+                 if tuned.ran < tuned.batches else "")
         elif pending:
-            with compile_lock():
-                if executor == "threads":
-                    on_done(pending[0], runner.run(pending[0]))
-                    pending_sent = pending[1:]
-                else:           # one member compiles the diagram; the workers run every unit
-                    first = pending[0].start
-                    runner.run(Unit(-1, first, first + 1))
-                    pending_sent = pending
-            where = run_units(executor, str(Path(path).resolve()), pending_sent, runner, on_done,
-                              workers or study.workers, scheduler or study.scheduler, processes)
+            first = pending[0].start
+            compiler = Compiler(lambda: runner.run(Unit(-1, first, first + 1)), compile_lock,
+                                first, cpu == "generic")
+            where = run_units(executor, str(Path(path).resolve()), pending, runner, on_done,
+                              compiler, workers or study.workers, scheduler or study.scheduler,
+                              processes)
+            compiled = compiler.plan
     finally:
         bar.close()
+    if tuned is not None or pending:
+        folder.note_run({"executor": "threads" if tuned is not None else executor,
+                         "where": where, "cpu": cpu, "compiled": compiled,
+                         "units_run": tuned.ran if tuned is not None else len(pending),
+                         "blocksim": __version__})
     rows = folder.rows()
     summary = folder.write_summary(rows)
     if tuned is not None and tuned.best is not None:
@@ -119,7 +131,8 @@ def run_study(path, out, executor: str | None = None, workers: int | None = None
     if figures:
         from .figures import study_figures
         study_figures(study, rows, runner.metrics, folder.path, indices)
-    ran = tuned.batches if tuned is not None else len(pending)
+    ran = tuned.ran if tuned is not None else len(pending)
     return StudyRun(folder.path, summary, rows, runner.metrics, ran,
-                    ran if tuned is not None else len(units), where,
-                    time.perf_counter() - started, indices, tuned)
+                    tuned.batches if tuned is not None else len(units), where,
+                    time.perf_counter() - started, indices, tuned,
+                    compiled_text(compiled) if compiled else "")

@@ -12,8 +12,8 @@ candidates in whole generations, so that each generation is one batch run.
       popsize: 8                             # candidates per generation: popsize x parameters
       generations: 10                        # generations after the first (SciPy's maxiter)
 
-Every candidate is a member of the study (a row in summary.csv, numbered in the order it was
-drawn, one part per generation). A candidate that breaks a limit, or whose run fails, scores
+Every candidate is a member of the study (a row of the summary, numbered in the order it was
+drawn, one part per generation, so `--resume` continues a search from its stored generations). A candidate that breaks a limit, or whose run fails, scores
 `PENALTY` plus how far it is outside its limits, so the search moves back inside. The answer is
 the feasible candidate with the least metric, written as `tuned.yaml`: a `variants:` entry the
 diagram can take as it is, and the same values as `--set` options.
@@ -112,29 +112,42 @@ def score(row: dict, tuning: Tuning) -> float:
 @dataclass
 class Tuned:
     """The tuning's answer: the best feasible row (None: no candidate met the limits), the
-    generations run (batch runs), and the file written."""
+    generations (batch runs) of the search, how many of them ran now (the others were read back
+    from their parts by --resume), and the file written."""
 
     best: dict | None
     batches: int
     file: Path | None
+    ran: int = 0
 
 
-def tune(study, runner, on_done) -> Tuned:
+def tune(study, runner, on_done, stored=None) -> Tuned:
     """Run the optimisation of `study` (its optimize: section) on `runner` (a UnitRunner of this
-    process); on_done(unit_index, rows) gets each generation's rows."""
+    process); on_done(unit, rows) gets each generation's rows. stored(generation): the rows a
+    previous run of the study wrote for that generation, or None (--resume): differential
+    evolution is seeded by the study seed, so given the same scores it draws the same candidates,
+    and a resumed search scores the generations on disk from their rows, runs only the others,
+    and ends where an uninterrupted one ends."""
     from scipy.optimize import differential_evolution
 
     from .work import Unit
     tuning = study.optimize
     rows: list[dict] = []
     units: list[int] = []
+    ran = 0
 
     def generation(x: np.ndarray) -> np.ndarray:
+        nonlocal ran
         x = np.atleast_2d(x)
         values = {f.path: [float(v) for v in x[i]] for i, f in enumerate(study.factors)}
         n = x.shape[1]
-        got = runner.run_values(values, len(rows), n)
-        on_done(Unit(len(units), len(rows), len(rows) + n), got)
+        got = stored(len(units)) if stored is not None else None
+        if got is not None:
+            _check_stored(got, values, len(units), len(rows))
+        else:
+            got = runner.run_values(values, len(rows), n)
+            on_done(Unit(len(units), len(rows), len(rows) + n), got)
+            ran += 1
         units.append(len(rows))
         rows.extend(got)
         return np.array([score(r, tuning) for r in got])
@@ -143,7 +156,19 @@ def tune(study, runner, on_done) -> Tuned:
                            updating="deferred", polish=False, tol=0.0)
     feasible = [r for r in rows if score(r, tuning) < PENALTY]
     best = min(feasible, key=lambda r: (r[tuning.minimize], r["member"])) if feasible else None
-    return Tuned(best, len(units), None)
+    return Tuned(best, len(units), None, ran)
+
+
+def _check_stored(got: list[dict], values: dict[str, list], generation: int, first: int) -> None:
+    """The stored rows of a generation are the candidates the search draws now, bit for bit."""
+    n = len(next(iter(values.values())))
+    same = [r["member"] for r in got] == list(range(first, first + n)) and all(
+        repr(float(r[path])) == repr(v) for path, vs in values.items() for r, v in zip(got, vs))
+    if not same:
+        from ..errors import BlocksimError
+        raise BlocksimError(f"--resume: generation {generation} on disk holds other candidates "
+                            "than the search draws now (another SciPy version?); nothing more "
+                            "was run (run the study again in a new folder)")
 
 
 def tuned_text(study, runner, best: dict) -> str:

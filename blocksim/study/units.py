@@ -21,7 +21,7 @@ import numpy as np
 from ..diagram.diagram import load
 from ..engine.metrics import metric_names
 from ..engine.simulate import Simulator
-from ..errors import BlocksimError, NonFiniteStateError
+from ..errors import BlocksimError, NonFiniteStateError, SolverError
 from .file import Study, StudyFileError
 from .sampling import member_seed, member_values, noise_seed
 from .work import Unit
@@ -177,7 +177,17 @@ class UnitRunner:
         return row
 
 
+NON_FINITE = ("non-finite", "not finite")
+"""Words of a solver's reason (blocksim/solvers: Solver._fail) when it stopped because the state
+or its derivative became NaN or Inf: such a member diverged, whichever layer noticed it."""
+
+
 def _status(err: BlocksimError) -> str:
-    """A failed member's status: diverged (a state became NaN or Inf) or failed (a solver gave
-    up, a value its block refuses)."""
-    return "diverged" if isinstance(err, NonFiniteStateError) else "failed"
+    """A failed member's status: diverged (a state or its derivative became NaN or Inf, noticed
+    by the scheduler's check or by the solver's step) or failed (a solver gave up on the
+    tolerance, a value its block refuses)."""
+    if isinstance(err, NonFiniteStateError):
+        return "diverged"
+    if isinstance(err, SolverError) and any(w in str(err) for w in NON_FINITE):
+        return "diverged"
+    return "failed"
