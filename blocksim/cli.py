@@ -504,6 +504,11 @@ def cmd_serve(args) -> int:
 def cmd_report(args) -> int:
     from .web.decimate import DEFAULT_MAX_POINTS
     from .web.report import write_report
+    from .web.study_data import is_study_folder
+    if args.max_points is not None and is_study_folder(args.run):
+        from .errors import BlocksimError
+        raise BlocksimError(f"--max-points: {args.run} is a study folder, whose page draws no "
+                            "traces (it is for a saved run's report)")
     path = write_report(args.run, args.out, plotly=args.plotly,
                         cap=args.max_points or DEFAULT_MAX_POINTS)
     print(f"wrote {path}")

@@ -102,8 +102,15 @@ BS.drawFigures = async function (state, holder, onFirstScreen) {
     }
     return div;
   });
-  const draw = (k) => Plotly.react(divs[k], BS.plotlyTraces(state.figures[k]),
-    BS.layout(state.figures[k]), { displaylogo: false, responsive: true });
+  await BS.drawInOrder(divs, (k) => Plotly.react(divs[k], BS.plotlyTraces(state.figures[k]),
+    BS.layout(state.figures[k]), { displaylogo: false, responsive: true }), onFirstScreen);
+  return divs;
+};
+
+BS.drawInOrder = async function (divs, draw, onFirstScreen) {
+  // draw(k) for each div: first those whose top is inside the window (and at least the first),
+  // then onFirstScreen(their count), then the others one at a time, each after the browser
+  // had a turn; resolves when all are drawn
   const inView = (div) => div.getBoundingClientRect().top < window.innerHeight;
   const first = divs.map((_, k) => k).filter((k) => k === 0 || inView(divs[k]));
   await Promise.all(first.map(draw));
@@ -114,7 +121,14 @@ BS.drawFigures = async function (state, holder, onFirstScreen) {
     await new Promise((resolve) => setTimeout(resolve, 0));
     await draw(k);
   }
-  return divs;
+};
+
+BS.stamp = function (id, count, total) {
+  // performance.now() into the element `id` (its text and data-ms), with "(count of total)"
+  const ms = performance.now(), mark = document.getElementById(id);
+  mark.textContent = ms.toFixed(0) + (count === undefined ? "" : " (" + count + " of " +
+    total + ")");
+  mark.dataset.ms = ms.toFixed(1);
 };
 
 BS.highlight = function (block) {
@@ -248,15 +262,9 @@ BS.selfTest = async function (state, blocks) {
 
 BS.report = async function () {
   const state = JSON.parse(document.getElementById("bs-state").textContent);
-  const stamp = (id, count) => {
-    const ms = performance.now(), mark = document.getElementById(id);
-    mark.textContent = ms.toFixed(0) + (count === undefined ? "" : " (" + count + " of " +
-      state.figures.length + ")");
-    mark.dataset.ms = ms.toFixed(1);
-  };
   await BS.drawFigures(state, document.getElementById("bs-figures"),
-    (count) => stamp("bs-first-screen", count));
-  stamp("bs-drawn");
+    (count) => BS.stamp("bs-first-screen", count, state.figures.length));
+  BS.stamp("bs-drawn");
   const blocks = Array.from(new Set(state.figures.flatMap((f) => f.traces.flatMap((t) => t.blocks))));
   BS.wireDiagram(blocks);
   const width = Math.max(0, ...state.metrics.map((r) => r.length - 2));

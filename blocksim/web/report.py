@@ -159,20 +159,30 @@ def render(state: dict, svg: str, plotly: str = "inline") -> str:
 
 
 def write_report(run_dir, out=None, plotly: str = "inline", cap: int = DEFAULT_MAX_POINTS) -> Path:
-    """Write the report of the saved run `run_dir` (a `simulate --out` folder or one saved run)
-    to `out` (default RUN_DIR/report.html); with plotly="shared", plotly.min.js beside it."""
-    from ..plotting import load_run
+    """Write the report of the saved run `run_dir` (a `simulate --out` folder or one saved run),
+    or the study page of a study folder (`sweep --out`: web/study_page.py), to `out` (default
+    RUN_DIR/report.html); with plotly="shared", plotly.min.js beside it."""
+    from .study_data import is_study_folder
     if plotly not in ("inline", "shared"):
         raise BlocksimError(f"--plotly {plotly}: inline or shared")
     run_dir = Path(run_dir)
-    results = load_run(run_dir)
     out = Path(out) if out else run_dir / "report.html"
     if out.suffix.lower() not in (".html", ".htm"):
         raise BlocksimError(f"--out {out}: the report's file name must end in .html")
-    text = render(page_state(results, run_dir, cap), diagram_svg(results, run_dir), plotly)
+    js, version = plotly_js()
+    tag = f"<script>{js}</script>" if plotly == "inline" else \
+        f'<script src="{SHARED_PLOTLY}"></script>'
+    if is_study_folder(run_dir):
+        from .study_data import read_study
+        from .study_page import render_study, study_state
+        study = read_study(run_dir)
+        text = render_study(study_state(study), study, tag, version)
+    else:
+        from ..plotting import load_run
+        results = load_run(run_dir)
+        text = render(page_state(results, run_dir, cap), diagram_svg(results, run_dir), plotly)
     out.parent.mkdir(parents=True, exist_ok=True)
     if plotly == "shared":
-        js, _ = plotly_js()
         shared = out.parent / SHARED_PLOTLY
         if not shared.is_file() or shared.read_text(encoding="utf-8") != js:
             atomic_write(shared, lambda fh: fh.write(js), text=True)
