@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
                    dest="formats", help="tables written beside each variant's signals.npz "
                    "(default: csv; parquet needs pip install -e '.[data]')")
     p.add_argument("--report", action="store_true",
-                   help="write report.html, the interactive HTML report (pip install -e '.[web]')")
+                   help="write report.html, the interactive HTML report")
     p.add_argument("--mode", choices=["auto", "interpreted", "compiled"],
                    help="execution mode (simulation.mode)")
     p.add_argument("--quiet", action="store_true", help="print only the metrics table")
@@ -225,9 +225,6 @@ def cmd_simulate(args) -> int:
                                 f"variants: {', '.join(base.variants) or 'none'}")
     from .engine.exports import check_formats
     check_formats(args.formats)
-    if args.report:
-        from .web.report import plotly_js
-        plotly_js()                    # the web extra is there, before minutes of running
     folder = prepare_out(args.out, args.force)
     if (args.plot or args.report) and folder is None:
         folder = prepare_out(f"runs/{Path(args.diagram).stem}-{time.strftime('%Y%m%d-%H%M%S')}",
@@ -472,12 +469,12 @@ def add_figure_commands(sub) -> None:
 
 
 def add_web_commands(sub) -> None:
-    p = sub.add_parser("report", help="the interactive HTML report of a saved run (one offline "
-                       "file; pip install -e '.[web]')")
+    p = sub.add_parser("report", help="the interactive HTML report of a saved run or study folder "
+                       "(one offline file)")
     p.add_argument("run", help="a `simulate --out` folder (one subfolder per variant) or one saved run")
     p.add_argument("--out", metavar="FILE.html", help="the page (default: RUN/report.html)")
     p.add_argument("--plotly", choices=["inline", "shared"], default="inline",
-                   help="inline: plotly.js inside the page (about 4.8 MB, default); shared: one "
+                   help="inline: plotly.js inside the page (1.5 MB of it, default); shared: one "
                         "plotly.min.js beside the page, shared by the reports of its folder")
     p.add_argument("--max-points", type=int, default=None, metavar="N",
                    help="at most N points drawn per trace, keeping minima and maxima (default "
@@ -485,7 +482,7 @@ def add_web_commands(sub) -> None:
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("serve", help="a local page that reruns the diagram as you move its "
-                       "tuned parameters (127.0.0.1 only; pip install -e '.[web]')")
+                       "tuned parameters (127.0.0.1 only)")
     p.add_argument("diagram")
     p.add_argument("--tune", action="append", default=[], metavar="BLOCK.PARAM",
                    help="a parameter with a slider and a field per element (repeatable)")
@@ -510,6 +507,11 @@ def cmd_serve(args) -> int:
 def cmd_report(args) -> int:
     from .web.decimate import DEFAULT_MAX_POINTS
     from .web.report import write_report
+    from .web.study_data import is_study_folder
+    if args.max_points is not None and is_study_folder(args.run):
+        from .errors import BlocksimError
+        raise BlocksimError(f"--max-points: {args.run} is a study folder, whose page draws no "
+                            "traces (it is for a saved run's report)")
     path = write_report(args.run, args.out, plotly=args.plotly,
                         cap=args.max_points or DEFAULT_MAX_POINTS)
     print(f"wrote {path}")

@@ -26,7 +26,7 @@ MAY_IMPORT = {
     "compare": {"errors", "plotting"},
     "animation": {"errors", "blocks", "plotting"},
     "drawing": {"errors", "plotting", "blocksim"},
-    "web": {"errors", "engine", "plotting", "drawing", "blocksim"},
+    "web": {"errors", "engine", "plotting", "drawing", "study", "blocksim"},
     "cli": {"errors", "reading", "blocks", "diagram", "engine", "identification", "plotting", "compare",
             "animation", "drawing", "web", "analysis", "study", "blocksim"},
 }

@@ -138,13 +138,15 @@ def test_browser_tests_skip_without_chromium_but_fail_where_it_is_required(monke
         browser.browser_or_skip()
 
 
-def test_without_plotly_the_report_names_the_web_extra(small_run, monkeypatch, tmp_path):
-    monkeypatch.setitem(sys.modules, "plotly.offline", None)      # import fails as if missing
-    with pytest.raises(BlocksimError) as err:
-        write_report(small_run, tmp_path / "r.html")
-    assert str(err.value) == ("the HTML report needs plotly, which is not installed: "
-                              "pip install -e '.[web]' (or pip install plotly)")
-    assert not (tmp_path / "r.html").exists()
+def test_the_page_carries_the_vendored_cartesian_plotly_with_its_licence(small_run):
+    from blocksim.web.report import HERE, PLOTLY_FILE, plotly_js
+    js, version = plotly_js()
+    assert js.startswith("/**\n* plotly.js (cartesian - minified) v4.1.1\n")
+    assert version.startswith("4.1.1") and len(js) < 1_600_000       # against the full 4.8 MB
+    assert "MIT License" in (HERE / "vendor" / "plotly.js-LICENSE.txt").read_text()
+    assert (HERE / "vendor" / PLOTLY_FILE).read_text() == js
+    page = (small_run / "report.html").read_text()
+    assert f"<script>{js}</script>" in page and len(page) < len(js) + 200_000
 
 
 def test_a_closed_browser_leaves_no_chromium_process_behind():

@@ -96,5 +96,7 @@ def test_the_w1_report_draws_every_signal_and_highlights_each_block_in_chromium(
     shot = matplotlib.image.imread(io.BytesIO(chromium.screenshot()), format="png")
     colours = np.unique((shot[..., :3] * 255).astype(np.uint8).reshape(-1, 3), axis=0)
     assert shot.shape[0] > 500 and len(colours) > 50        # drawn, not a blank page
-    print(f"{page}: all figures drawn {verdict['drawn_ms']:.0f} ms after navigation start")
-    assert verdict["drawn_ms"] < 30_000        # measured and reported; the bound proves no hang
+    print(f"{page}: the first screen's figures drawn {verdict['first_screen_ms']:.0f} ms, all "
+          f"figures {verdict['drawn_ms']:.0f} ms after navigation start")
+    assert 0 < verdict["first_screen_ms"] <= verdict["drawn_ms"] < 30_000   # the marks in order
+    # (benchmarks/report_load.py measures the first load; a bound here proves only: no hang)

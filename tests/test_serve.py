@@ -171,3 +171,143 @@ def test_a_taken_port_is_refused_with_its_number(tmp_path):
         port = taken.getsockname()[1]
         with pytest.raises(BlocksimError, match=f"^--port {port}: Address already in use$"):
             serve(path, ["g.gain"], port=port, ready=lambda text: None)
+
+
+# ------------------------------------------------------------------------ save as variant
+COMMENTED = """\
+# a gain on a sine: the tuning page's save test
+blocksim: 1
+name: gain
+parameters:
+  amp: 1.0          # m
+blocks:
+  s: {type: Sine, amplitude: "${amp}", frequency: 1.0}
+  g: {type: Gain, gain: [2.0, 3.0]}     # the tuned one
+  m: {type: Mux, inputs: 2}
+connections: [s -> m.in1, s -> m.in2, m -> g]
+simulation: {stop_time: 1, solver: rk4, step: 0.01}
+log: {signals: [g.out]}
+scopes:
+  - {title: Gain, signals: [g.out]}
+variants:
+  # the louder sine
+  loud: {parameters.amp: 2.0}
+
+  quiet:
+    parameters.amp: 0.5
+# the end
+"""
+
+
+def test_a_variant_is_added_to_the_text_with_every_other_line_kept():
+    from blocksim.web.variant_file import with_variant
+    table = {"parameters.amp": 2.0, "g.gain": [5.0, 0.1 + 0.2]}
+    out = with_variant(COMMENTED, "tuned", table, "a note", "f.yaml")
+    lines = COMMENTED.splitlines(keepends=True)
+    at = lines.index("    parameters.amp: 0.5\n") + 1           # after the last entry
+    assert out == "".join(lines[:at] + ["  tuned:  # a note\n", "    parameters.amp: 2.0\n",
+                                        "    g.gain: [5.0, 0.30000000000000004]\n"] + lines[at:])
+    again = with_variant(out, "tuned", {"g.gain": [1.0, 2.0]}, "", "f.yaml")   # replaced
+    assert again == "".join(lines[:at] + ["  tuned:\n", "    g.gain: [1.0, 2.0]\n"] + lines[at:])
+    assert list(blocksim.load(out, variant="tuned").spec.blocks["g"].params["gain"]) == [5.0, 0.1 + 0.2]
+    plain = with_variant(SMALL.lstrip(), "t", {"g.gain": [1.0, 2.0]}, "", "f.yaml")
+    assert plain == SMALL.lstrip() + "\nvariants:\n  t:\n    g.gain: [1.0, 2.0]\n"
+    empty = with_variant("a: 1\nvariants: {}\nb: 2\n", "t", {"x.y": 1}, "", "f.yaml")
+    assert empty == "a: 1\nvariants:\n  t:\n    x.y: 1\nb: 2\n"
+    with pytest.raises(BlocksimError, match=r"^f.yaml: its variants: is written in flow style"):
+        with_variant("variants: {a: {x.y: 1}}\n", "t", {"x.y": 2}, "", "f.yaml")
+
+
+def test_a_saved_variant_never_takes_a_name_of_the_diagrams_and_is_checked(tmp_path):
+    from blocksim.web.variant_file import save_variant
+    path = tmp_path / "gain.yaml"
+    path.write_text(COMMENTED)
+    with pytest.raises(BlocksimError, match=r"variant name 'loud': .*gain.yaml has a variant of "
+                                            r"that name already"):
+        save_variant(path, "loud", None, {}, {"g.gain": [1.0, 1.0]})
+    with pytest.raises(BlocksimError, match=r"variant name 'a b': letters, digits"):
+        save_variant(path, "a b", None, {}, {"g.gain": [1.0, 1.0]})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gain.yaml"]      # nothing written
+
+
+@pytest.fixture(scope="module")
+def served_copy(tmp_path_factory):
+    browser_or_skip()
+    folder = tmp_path_factory.mktemp("save")
+    path = folder / "gain.yaml"
+    path.write_text(COMMENTED)
+    proc = subprocess.Popen([sys.executable, str(ROOT / "cli.py"), "serve", str(path),
+                             "--variant", "loud", "--set", "simulation.stop_time=0.5",
+                             "--tune", "g.gain", "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
+    try:
+        line = proc.stdout.readline()
+        assert " on http://127.0.0.1:" in line, line
+        url = line.split(" on ", 1)[1].split()[0]
+        with Browser(timeout=120) as browser:
+            browser.goto(url)
+            assert browser.evaluate("window.blocksimReady") == 1
+            yield browser, url, path
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_save_as_variant_writes_a_copy_whose_variant_reruns_the_page(served_copy, tmp_path):
+    browser, url, path = served_copy
+    shown = browser.evaluate("""(async () => {
+      const field = document.getElementById('bs-field-g.gain-0');
+      const next = BSserve.drawn();
+      field.value = 5; field.dispatchEvent(new Event('change'));
+      await next;
+      document.getElementById('bs-save').click();          // the button, as a user presses it
+      const status = document.getElementById('bs-save-status');
+      while (!status.textContent) await new Promise(r => setTimeout(r, 20));
+      const tr = document.querySelector('.bs-figure').data[0];
+      const ref = BSserve.last.figures[0].traces[0].values;
+      return {status: status.textContent, values: BSserve.last.values, y: Array.from(tr.y),
+              lo: ref.lo, hi: ref.hi};
+    })()""")
+    saved = path.with_name("gain.tuned.yaml")
+    assert shown["values"] == {"g.gain": [5, 3]}
+    assert shown["status"] == (f"saved variant tuned in {saved}; run it: python cli.py simulate "
+                               f"{saved} --variant tuned")
+    assert path.read_text() == COMMENTED                         # the user's file as it was
+    text = saved.read_text()
+    added = [line for line in text.splitlines() if line not in COMMENTED.splitlines()]
+    assert added[0].startswith("  tuned:  # saved by `serve` ") and added[0].endswith(
+        " from variant loud: g.gain")
+    assert added[1:] == ["    parameters.amp: 2.0", "    simulation.stop_time: 0.5",
+                         "    g.gain: [5.0, 3.0]"]
+    assert [line for line in text.splitlines() if line in COMMENTED.splitlines()] == \
+        COMMENTED.splitlines()                                   # every line kept, in order
+    out = tmp_path / "rerun"
+    proc = subprocess.run([sys.executable, str(ROOT / "cli.py"), "simulate", str(saved),
+                           "--variant", "tuned", "--out", str(out), "--quiet"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    rerun = blocksim.Result.load(out / "tuned" if (out / "tuned").is_dir() else out)["g.out"]
+    sim = blocksim.Simulator(blocksim.load(path, variant="loud",
+                                           set={"simulation.stop_time": 0.5}))
+    sim.set_parameters({"g.gain": [5.0, 3.0]})
+    np.testing.assert_array_equal(rerun, sim.run()["g.out"])      # the page's run, exactly
+    np.testing.assert_allclose(shown["y"], rerun[:, 0], rtol=0,
+                               atol=(shown["hi"] - shown["lo"]) / STEPS)   # as drawn
+    assert np.max(np.abs(rerun[:, 0])) == pytest.approx(2.0 * 5.0, rel=1e-3)   # amp x gain
+
+
+def test_a_save_from_another_site_is_refused_and_writes_nothing(served_copy):
+    import urllib.error
+    import urllib.request
+    _, url, path = served_copy
+    before = sorted(p.name for p in path.parent.iterdir())
+    body = json.dumps({"name": "evil", "values": {"g.gain": [0.0, 0.0]}}).encode()
+    for headers in ({"Content-Type": "application/json", "Origin": "http://example.com"},
+                    {"Content-Type": "text/plain"}):
+        request = urllib.request.Request(url + "save", data=body, headers=headers)
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(request, timeout=30)
+        assert err.value.code == 403
+    assert sorted(p.name for p in path.parent.iterdir()) == before
+    if path.with_name("gain.tuned.yaml").is_file():
+        assert "evil" not in path.with_name("gain.tuned.yaml").read_text()

@@ -82,24 +82,53 @@ BS.layout = function (fig) {
   return layout;
 };
 
-BS.drawFigures = async function (state, holder) {
+BS.drawFigures = async function (state, holder, onFirstScreen) {
+  // every figure of the state, drawn (or redrawn) into its div. Those in the first screen (the
+  // browser window as the page opens, and at least the first figure) are drawn first and
+  // onFirstScreen(count) is called when they are; the others follow one at a time, each after
+  // the browser had a turn (a page that scrolls or clicks meanwhile responds). The promise
+  // resolves when all of them are drawn.
   const bytes = await BS.inflate(state.blob);
   BS.decode(bytes, state);
   performance.mark("bs-decoded");
-  const drawn = [];
-  state.figures.forEach((fig, k) => {
+  const divs = state.figures.map((fig, k) => {
     let div = document.getElementById("bs-fig-" + k);
     if (!div) {
       div = document.createElement("div");
       div.id = "bs-fig-" + k;
       div.className = "bs-figure";
+      div.style.minHeight = BS.layout(fig).height + "px";  // the page's layout as it will be
       holder.appendChild(div);
     }
-    drawn.push(Plotly.react(div, BS.plotlyTraces(fig), BS.layout(fig),
-      { displaylogo: false, responsive: true }));
+    return div;
   });
-  await Promise.all(drawn);
-  return state.figures.map((_, k) => document.getElementById("bs-fig-" + k));
+  await BS.drawInOrder(divs, (k) => Plotly.react(divs[k], BS.plotlyTraces(state.figures[k]),
+    BS.layout(state.figures[k]), { displaylogo: false, responsive: true }), onFirstScreen);
+  return divs;
+};
+
+BS.drawInOrder = async function (divs, draw, onFirstScreen) {
+  // draw(k) for each div: first those whose top is inside the window (and at least the first),
+  // then onFirstScreen(their count), then the others one at a time, each after the browser
+  // had a turn; resolves when all are drawn
+  const inView = (div) => div.getBoundingClientRect().top < window.innerHeight;
+  const first = divs.map((_, k) => k).filter((k) => k === 0 || inView(divs[k]));
+  await Promise.all(first.map(draw));
+  performance.mark("bs-first-screen");
+  if (onFirstScreen) onFirstScreen(first.length);
+  for (let k = 0; k < divs.length; k++) {
+    if (first.includes(k)) continue;
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    await draw(k);
+  }
+};
+
+BS.stamp = function (id, count, total) {
+  // performance.now() into the element `id` (its text and data-ms), with "(count of total)"
+  const ms = performance.now(), mark = document.getElementById(id);
+  mark.textContent = ms.toFixed(0) + (count === undefined ? "" : " (" + count + " of " +
+    total + ")");
+  mark.dataset.ms = ms.toFixed(1);
 };
 
 BS.highlight = function (block) {
@@ -225,18 +254,17 @@ BS.selfTest = async function (state, blocks) {
     }
   }
   const verdict = { figures: figures, clicks: clicks, sorted: sorted,
-    drawn_ms: Number(document.getElementById("bs-drawn").dataset.ms) };
+    drawn_ms: Number(document.getElementById("bs-drawn").dataset.ms),
+    first_screen_ms: Number(document.getElementById("bs-first-screen").dataset.ms) };
   document.getElementById("bs-selftest").textContent = JSON.stringify(verdict);
   return verdict;
 };
 
 BS.report = async function () {
   const state = JSON.parse(document.getElementById("bs-state").textContent);
-  await BS.drawFigures(state, document.getElementById("bs-figures"));
-  const ms = performance.now();
-  const mark = document.getElementById("bs-drawn");
-  mark.textContent = ms.toFixed(0);
-  mark.dataset.ms = ms.toFixed(1);
+  await BS.drawFigures(state, document.getElementById("bs-figures"),
+    (count) => BS.stamp("bs-first-screen", count, state.figures.length));
+  BS.stamp("bs-drawn");
   const blocks = Array.from(new Set(state.figures.flatMap((f) => f.traces.flatMap((t) => t.blocks))));
   BS.wireDiagram(blocks);
   const width = Math.max(0, ...state.metrics.map((r) => r.length - 2));

@@ -83,7 +83,22 @@ BSserve.controls = function (tune) {
   }
 };
 
+BSserve.save = async function () {
+  // the values of the run drawn, saved as a variant (the server writes NAME.tuned.yaml); the
+  // promise resolves with the server's answer ({file, command} or {error})
+  const status = document.getElementById("bs-save-status");
+  const name = document.getElementById("bs-save-name").value;
+  const reply = await (await fetch("/save", { method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ name: name, values: BSserve.last.values }) })).json();
+  status.textContent = reply.error ? "error: " + reply.error
+    : "saved variant " + name + " in " + reply.file + "; run it: " + reply.command;
+  status.className = reply.error ? "bs-status bs-error" : "bs-status";
+  return reply;
+};
+
 window.blocksimReady = (async function () {
+  document.getElementById("bs-save").addEventListener("click", () => BSserve.save());
   const start = await (await fetch("/state")).json();
   BSserve.controls(start.tune);
   BSserve.seq = start.run.seq;

@@ -6,7 +6,9 @@ new values by Simulator.set_parameters) and redraws the scopes.
 Runs are coalesced: the page keeps at most one request in flight and sends only the latest
 values when it returns; the server runs the latest request it has, and answers an older one
 that a newer one overtook with "superseded" (its result, if it was running, is dropped). The
-diagram file is never written: the page shows the tuned values as a variant to paste into it.
+diagram file is never written: the page shows the tuned values as a variant to paste into it,
+and its "Save as variant" button (only when pressed) writes them as a variant into a file of
+its own beside the diagram (web/variant_file.py).
 """
 from __future__ import annotations
 
@@ -104,12 +106,20 @@ class Tuner:
                     self._done = answer
                 self._lock.notify_all()
 
+    def parameters(self, values: dict) -> dict:
+        """The page's values ({key: [elements]}) as parameter values: a scalar for a scalar
+        parameter, else the list, in float (what set_parameters and a variant take)."""
+        try:
+            return {k: (float(v[0]) if len(self.tune[k]) == 1 else [float(x) for x in v])
+                    for k, v in values.items() if k in self.tune}
+        except (TypeError, ValueError, IndexError):
+            raise BlocksimError(f"the values {values} are not numbers for "
+                                f"{', '.join(self.tune)}") from None
+
     def _run(self, seq: int, values: dict) -> dict:
         from .report import context, page_state
         try:
-            new = {k: (v[0] if len(self.tune[k]) == 1 else list(v)) for k, v in values.items()
-                   if k in self.tune}
-            self.sim.set_parameters(new)
+            self.sim.set_parameters(self.parameters(values))
             result = self.sim.run()
             self.runs += 1
             results = {"tuned": result}
@@ -124,7 +134,11 @@ class Tuner:
         return state
 
 
-def _handler(tuner: Tuner, page: str, plotly: str):
+def _handler(tuner: Tuner, page: str, plotly: str, save=None):
+    """The request handler: GET the page, plotly.js and the state; POST /run; POST /save (with
+    `save(name, values)`), which writes a file and so is answered only for a JSON request from
+    the page itself (its Host and Origin this server's; a browser sends no such request from
+    another site without asking this server first, and this server allows none)."""
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args):       # quiet: the command prints its own lines
             pass
@@ -148,7 +162,31 @@ def _handler(tuner: Tuner, page: str, plotly: str):
             else:
                 self._send(b"not found", "text/plain", 404)
 
+        def _own(self) -> bool:
+            here = f"127.0.0.1:{self.server.server_address[1]}"
+            return (self.headers.get("Host") == here
+                    and self.headers.get("Origin", f"http://{here}") == f"http://{here}"
+                    and self.headers.get("Content-Type", "").startswith("application/json"))
+
         def do_POST(self):
+            if self.path == "/save" and save is not None:
+                if not self._own():
+                    self._send(b'{"error": "not from this page"}', "application/json", 403)
+                    return
+                try:
+                    body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                    name, values = str(body["name"]), dict(body["values"])
+                except (ValueError, KeyError, TypeError):
+                    self._send(b'{"error": "a save request is {name, values}"}',
+                               "application/json", 400)
+                    return
+                try:
+                    path, command = save(name, values)
+                    answer = {"file": str(path), "command": command}
+                except BlocksimError as err:
+                    answer = {"error": str(err)}
+                self._send(json.dumps(answer).encode(), "application/json")
+                return
             if self.path != "/run":
                 self._send(b"not found", "text/plain", 404)
                 return
@@ -175,12 +213,18 @@ def serve(path, tune: list[str], port: int = 8765, variant=None, set=None,  # no
     js, _ = plotly_js()
     diagram = blocksim.load(path, variant=variant, set=set or None)
     tuner = Tuner(diagram, tuned_values(diagram, tune), cap)
+    lock = threading.Lock()
+
+    def saver(name: str, values: dict):
+        from .variant_file import save_variant
+        with lock:                       # one save at a time: each reads the file the last wrote
+            return save_variant(path, name, variant, set or {}, tuner.parameters(values))
     page = ((HERE / "serve.html").read_text()
             .replace("{{TITLE}}", diagram.name)
             .replace("{{STYLE}}", (HERE / "report.css").read_text())
             .replace("{{SCRIPT}}", (HERE / "report.js").read_text() + (HERE / "serve.js").read_text()))
     try:
-        server = ThreadingHTTPServer(("127.0.0.1", port), _handler(tuner, page, js))
+        server = ThreadingHTTPServer(("127.0.0.1", port), _handler(tuner, page, js, saver))
     except OSError as err:
         raise BlocksimError(f"--port {port}: {err.strerror or err}") from None
     server.daemon_threads = True
