@@ -60,10 +60,15 @@ TOO_SMALL, NO_PROGRESS = 0, 1
 accepted step moved t by less than that (the solver contract's underflow)."""
 
 
+def renderable(plan) -> bool:
+    """Whether the plan's module holds run_stiff: continuous states and no zero crossings (a
+    stiff run's events stay with the scheduler's loop)."""
+    return plan.n_xc > 0 and not plan.crossings
+
+
 def supports(plan, solver) -> bool:
-    """Whether run_stiff runs this plan under this solver: radau, continuous states and no zero
-    crossings (events stay with the scheduler's loop)."""
-    return plan.n_xc > 0 and not plan.crossings and getattr(solver, "name", None) == "radau"
+    """Whether run_stiff runs this plan under this solver: radau on a renderable plan."""
+    return renderable(plan) and getattr(solver, "name", None) == "radau"
 
 
 def render(gen) -> str:
@@ -544,4 +549,4 @@ def _fail(sim, reason: int, t: float, h: float, x: np.ndarray) -> None:
         raise err.located(where=sim.cd.spec.where.get("simulation.solver"))
 
 
-__all__ = ["supports", "render", "run", "STIFF_LOOP", "ISTATE", "FSTATE"]
+__all__ = ["renderable", "supports", "render", "run", "STIFF_LOOP", "ISTATE", "FSTATE"]
