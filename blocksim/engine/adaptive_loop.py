@@ -26,7 +26,6 @@ h_next (NaN before the first step), t_old], istate = ISTATE's fields.
 """
 from __future__ import annotations
 
-import math
 import time as _time
 
 import numpy as np
@@ -36,6 +35,7 @@ from ..solvers import SOLVERS, make_solver
 from ..solvers.base import BOUND_SNAP_FRACTION, MIN_STEP_SPACINGS
 from ..solvers.events import SEARCH_FLOATS, SEARCH_INTS
 from .major_step import phase_handlers
+from .loops import held_buffer, loop_clock
 from .progress import Progress
 from .run_output import RunOutput
 from .source_text import block, indent, unpack_tuples, unpacked
@@ -177,7 +177,6 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
     x_old_flat = x_old.reshape(-1)
     x_new_flat = x_new.reshape(-1)
     n_log = log_times.shape[0]
-    n_breaks = breaks.shape[0]
     t, t1, h_next, t_old = fstate[0], fstate[1], fstate[2], fstate[3]
     n, n_floor, mode, have_f, log_pos = istate[0], istate[1], istate[2], istate[3], istate[4]
     nfev, nsteps, nrejected, major_steps = istate[5], istate[6], istate[7], istate[8]
@@ -228,27 +227,9 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
                 # advance: the next major time (the next sample hit, the stop time, or a
                 # breakpoint before them), where the solver restarts from (t, x) with f(t, x)
                 # evaluated anew and the step size kept
-                base = n if n >= 0 else n_floor
-                tick = stop_ceil
-                for q in range(per.shape[0]):
-                    if base < off[q]:
-                        hit = off[q]
-                    else:
-                        hit = off[q] + ((base - off[q]) // per[q] + 1) * per[q]
-                    tick = min(tick, hit)
-                if tick >= stop_ceil:
-                    t1 = t_stop
-                    tick_next = stop_tick
-                else:
-                    t1 = (num0 + tick * dnum) / den
-                    tick_next = tick
-                floor_next = tick_next
-                while next_break < n_breaks and breaks[next_break] <= t:
-                    next_break += 1
-                if next_break < n_breaks and breaks[next_break] < t1:
-                    t1 = breaks[next_break]
-                    tick_next = -1
-                    floor_next = break_ticks[next_break]
+                t1, tick_next, floor_next, next_break = next_major_time(
+                    n, n_floor, t, per, off, stop_ceil, stop_tick, t_stop, num0, dnum, den,
+                    breaks, break_ticks, next_break)
                 copy1d(xsol_flat, xc_flat)
                 # a quiet hit (RunPlan.stage_held) keeps f(t, x) from the last step (FSAL)
 {unchanged}
@@ -506,18 +487,11 @@ def run(backend, sim) -> RunOutput | None:
     (the scheduler's loop then runs it). Failures raise the errors the scheduler's loop raises,
     with the same text."""
     s, plan, ctx = sim.settings, backend.plan, backend.context
-    tb = plan.timebase
     tab = SOLVERS[s.solver].tableau
-    num0, dnum, den = tb.integer_form
-    stop_tick = plan.stop_tick
-    stop_ceil = math.ceil(stop_tick)
-    if max(abs(num0), abs(dnum) * (stop_ceil + 1), den) >= 2 ** 53:
+    clock = loop_clock(sim, plan)
+    if clock is None:
         return None
-    breaks = np.array(sim.breaks, dtype=float)
-    break_ticks = np.array([tb.tick_at_or_before(bp) for bp in sim.breaks], dtype=np.int64)
-    per = np.array([r.period for r in tb.rates], dtype=np.int64)
-    off = np.array([r.offset for r in tb.rates], dtype=np.int64)
-    hits = np.zeros(len(tb.rates), dtype=np.bool_)
+    num0, dnum, den, stop_ceil, int_stop, breaks, break_ticks, per, off, hits = clock
     B, n_x = ctx.xc.shape
     extra = 0 if tab.A_dense is None else len(tab.A_dense)
     K = np.zeros((tab.n_stages + 1 + extra + 2, B, n_x))     # + f(t, x) and a scratch row
@@ -528,15 +502,13 @@ def run(backend, sim) -> RunOutput | None:
     arrays = [np.zeros((B, n_x)) for _ in range(3)]          # xsol, x_old, x_new
     Q = np.zeros((len(P_rows), B * n_x))
     zero = np.zeros(B * n_x)
-    held = np.zeros(B * (sum(plan.slots[i].width for i in plan.stage_held)
-                         + sum(b - a for a, b in plan.stage_xd)))
+    held = held_buffer(plan, B)
     logs = tuple(sim.recorder.data[name] for name, _ in sim.recorder.sources)
     h_first = np.nan if s.step is None else min(float(s.step), float(s.max_step))
     fstate = np.array([float(s.start), float(s.start), h_first, np.nan])
     istate = np.zeros(len(ISTATE), dtype=np.int64)
     istate[_I["tick_next"]] = istate[_I["floor_next"]] = -1
     istate[_I["first"]] = 1
-    int_stop = stop_tick if isinstance(stop_tick, int) else -1    # -1: the stop is off the grid
     exponent = -1.0 / (tab.error_order + 1)
     ev = _EventArrays(ctx.g, sim.zc_directions)
 

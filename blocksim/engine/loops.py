@@ -4,6 +4,8 @@ Generated modules call these instead of numpy slice assignments, which numba is 
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
@@ -43,6 +45,38 @@ def rate_hits(n, per, off, hits):
 
 
 @njit(cache=True, error_model="numpy")
+def next_major_time(n, n_floor, t, per, off, stop_ceil, stop_tick, t_stop, num0, dnum, den,
+                    breaks, break_ticks, next_break):
+    """The next major time after the major step at t (base tick n, or -1 off the grid after a
+    breakpoint, counted from tick n_floor): the next sample hit of any rate, the stop time, or a
+    source's breakpoint before them. Returns (t1, its tick or -1 for a breakpoint, its floor
+    tick, the index of the next breakpoint not yet passed). Shared by the rendered adaptive and
+    stiff loops; not inlined, so one compiled copy serves both."""
+    base = n if n >= 0 else n_floor
+    tick = stop_ceil
+    for q in range(per.shape[0]):
+        if base < off[q]:
+            hit = off[q]
+        else:
+            hit = off[q] + ((base - off[q]) // per[q] + 1) * per[q]
+        tick = min(tick, hit)
+    if tick >= stop_ceil:
+        t1 = t_stop
+        tick_next = stop_tick
+    else:
+        t1 = (num0 + tick * dnum) / den
+        tick_next = tick
+    floor_next = tick_next
+    while next_break < breaks.shape[0] and breaks[next_break] <= t:
+        next_break += 1
+    if next_break < breaks.shape[0] and breaks[next_break] < t1:
+        t1 = breaks[next_break]
+        tick_next = -1
+        floor_next = break_ticks[next_break]
+    return t1, tick_next, floor_next, next_break
+
+
+@njit(cache=True, error_model="numpy")
 def stash(buffer, at, a):
     """buffer[at:at + a.size] = a (a (B, n) array, a view of columns too); the next position.
     Not inlined: one compiled copy serves every call site (the snapshot of a quiet hit)."""
@@ -65,3 +99,32 @@ def unchanged(buffer, at, a):
                 return -1
             at += 1
     return at
+
+
+def loop_clock(sim, plan):
+    """The integer clock of a rendered loop (run_adaptive, run_stiff) for Simulation sim:
+    (num0, dnum, den, stop_ceil, int_stop, breaks, break_ticks, per, off, hits), where t at base
+    tick n is (num0 + n dnum) / den, int_stop is the stop's tick or -1 off the grid, breaks are
+    the sources' breakpoints (s) with their floor ticks, per and off each rate's period and
+    offset in ticks and hits its sample-hit flags. None when the ticks are beyond exact float
+    integers (the scheduler's loop then runs the diagram)."""
+    tb = plan.timebase
+    num0, dnum, den = tb.integer_form
+    stop_tick = plan.stop_tick
+    stop_ceil = math.ceil(stop_tick)
+    if max(abs(num0), abs(dnum) * (stop_ceil + 1), den) >= 2 ** 53:
+        return None
+    int_stop = stop_tick if isinstance(stop_tick, int) else -1
+    breaks = np.array(sim.breaks, dtype=float)
+    break_ticks = np.array([tb.tick_at_or_before(bp) for bp in sim.breaks], dtype=np.int64)
+    per = np.array([r.period for r in tb.rates], dtype=np.int64)
+    off = np.array([r.offset for r in tb.rates], dtype=np.int64)
+    hits = np.zeros(len(tb.rates), dtype=np.bool_)
+    return num0, dnum, den, stop_ceil, int_stop, breaks, break_ticks, per, off, hits
+
+
+def held_buffer(plan, members: int) -> np.ndarray:
+    """The snapshot buffer of what a solver stage reads besides t and xc (RunPlan.stage_held's
+    inputs, stage_xd's discrete states), for the quiet-hit check (stash/unchanged)."""
+    return np.zeros(members * (sum(plan.slots[i].width for i in plan.stage_held)
+                               + sum(b - a for a, b in plan.stage_xd)))

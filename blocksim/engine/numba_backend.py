@@ -50,7 +50,7 @@ from .source_text import unpacked as _unpacked
 CHUNK_SECONDS = 0.2
 """Wall time between returns to Python in the compiled fixed-step loop (progress, Ctrl-C)."""
 
-GENERATOR_VERSION = 12
+GENERATOR_VERSION = 13
 """Bumped whenever the generated code's form changes, so old cache entries are not reused."""
 
 
@@ -271,8 +271,8 @@ class Generator:
                  "from blocksim.solvers.stages import memberwise_error_norm, memberwise_stage_sum",
                  "from blocksim.solvers.step_control import (hermite_at, initial_step_choice, "
                  "initial_step_probe, power_series_at, step_after_accept, step_after_reject)",
-                 "from blocksim.engine.loops import all_finite, copy1d, copy_to_log, rate_hits, stash, "
-                 "unchanged", stiff_loop.IMPORTS]
+                 "from blocksim.engine.loops import all_finite, copy1d, copy_to_log, next_major_time, "
+                 "rate_hits, stash, unchanged", stiff_loop.IMPORTS]
         if adaptive_loop.renderable(self.plan):
             lines.append("from blocksim.solvers.events import (any_zero, baseline_needed, copy2d, "
                          "crossed_into, crossing_mask, crossing_search_begin, "

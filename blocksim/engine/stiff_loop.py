@@ -20,7 +20,6 @@ State carried between chunks: fstate = FSTATE's fields, istate = ISTATE's fields
 """
 from __future__ import annotations
 
-import math
 import time as _time
 
 import numpy as np
@@ -29,6 +28,7 @@ from ..errors import SolverError
 from ..solvers import make_solver
 from ..solvers.radau_kernels import newton_tolerance
 from .major_step import phase_handlers
+from .loops import held_buffer, loop_clock
 from .progress import Progress
 from .run_output import RunOutput
 from .source_text import block, indent, unpack_tuples, unpacked
@@ -105,6 +105,32 @@ def render(gen) -> str:
 STIFF_LOOP = """
 
 @njit(cache=True, error_model='numpy', nogil=True)
+def stiff_jacobian(t, xsol, f0, atol, xc, xd, f_tmp, s, p, J, jac_factor, y_scale, jac_step,
+                   jac_retry, max_diff, f_scale):
+    \"\"\"J = the finite-difference Jacobian of the derivatives at (t, xsol), f0 = f(t, xsol), as
+    SciPy's num_jac makes it (its column steps, then a retry of the columns whose differences were
+    too small against f); xc is left perturbed. Returns the evaluations made. One function for
+    the three places run_stiff estimates J (numba compiles the derivatives' call sites once).\"\"\"
+    n_x = xsol.shape[1]
+    nfev = 0
+    jacobian_steps(xsol, f0, atol, jac_factor, y_scale, jac_step)
+    for j in range(n_x):
+        perturbed(xsol, j, jac_step, xc)
+        derivatives(t, xc, xd, f_tmp, s, p)
+        nfev += 1
+        jacobian_column(J, j, f_tmp, f0, max_diff, f_scale)
+    for j in range(n_x):
+        if jacobian_retry_steps(xsol, j, max_diff, f_scale, jac_factor, y_scale, jac_retry):
+            perturbed(xsol, j, jac_retry, xc)
+            derivatives(t, xc, xd, f_tmp, s, p)
+            nfev += 1
+            jacobian_retry_column(J, j, f_tmp, f0, max_diff, f_scale, jac_factor, jac_step,
+                                  jac_retry)
+    jacobian_finish(J, jac_step, jac_factor, max_diff, f_scale)
+    return nfev
+
+
+@njit(cache=True, error_model='numpy', nogil=True)
 def run_stiff(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil, stop_tick,
               t_stop, breaks, break_ticks, log_times, xc, xd, s, p, logs, rtol, atol, max_step,
               newton_tol, xsol, x_old, f0, f_tmp, scale, ZE, err, x_new, F, Z, W, dW, Q, J,
@@ -119,7 +145,6 @@ def run_stiff(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil
     interval (RunPlan.stage_held).\"\"\"
 {unpack}
     n_log = log_times.shape[0]
-    n_breaks = breaks.shape[0]
     n_x = xsol.shape[1]
     t, t1, h_abs, t_old = fstate[0], fstate[1], fstate[2], fstate[3]
     h_abs_old, error_norm_old, cut_from = fstate[4], fstate[5], fstate[6]
@@ -145,27 +170,9 @@ def run_stiff(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil
 {major}
             # advance: the next major time (the next sample hit, the stop time, or a breakpoint
             # before them)
-            base = n if n >= 0 else n_floor
-            tick = stop_ceil
-            for q in range(per.shape[0]):
-                if base < off[q]:
-                    hit = off[q]
-                else:
-                    hit = off[q] + ((base - off[q]) // per[q] + 1) * per[q]
-                tick = min(tick, hit)
-            if tick >= stop_ceil:
-                t1 = t_stop
-                tick_next = stop_tick
-            else:
-                t1 = (num0 + tick * dnum) / den
-                tick_next = tick
-            floor_next = tick_next
-            while next_break < n_breaks and breaks[next_break] <= t:
-                next_break += 1
-            if next_break < n_breaks and breaks[next_break] < t1:
-                t1 = breaks[next_break]
-                tick_next = -1
-                floor_next = break_ticks[next_break]
+            t1, tick_next, floor_next, next_break = next_major_time(
+                n, n_floor, t, per, off, stop_ceil, stop_tick, t_stop, num0, dnum, den, breaks,
+                break_ticks, next_break)
             copy1d(xsol.reshape(-1), xc.reshape(-1))
             # a quiet hit (RunPlan.stage_held) keeps the solver: its history, Jacobian and LU
 {unchanged}
@@ -206,21 +213,8 @@ def run_stiff(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil
             current_jac = 2                  # 2: to be estimated now
             have_f = 1
         if current_jac == 2:
-            jacobian_steps(xsol, f0, atol, jac_factor, y_scale, jac_step)
-            for j in range(n_x):
-                perturbed(xsol, j, jac_step, xc)
-                derivatives(t, xc, xd, f_tmp, s, p)
-                nfev += 1
-                jacobian_column(J, j, f_tmp, f0, max_diff, f_scale)
-            for j in range(n_x):
-                if jacobian_retry_steps(xsol, j, max_diff, f_scale, jac_factor, y_scale,
-                                        jac_retry):
-                    perturbed(xsol, j, jac_retry, xc)
-                    derivatives(t, xc, xd, f_tmp, s, p)
-                    nfev += 1
-                    jacobian_retry_column(J, j, f_tmp, f0, max_diff, f_scale, jac_factor,
-                                          jac_step, jac_retry)
-            jacobian_finish(J, jac_step, jac_factor, max_diff, f_scale)
+            nfev += stiff_jacobian(t, xsol, f0, atol, xc, xd, f_tmp, s, p, J, jac_factor,
+                                   y_scale, jac_step, jac_retry, max_diff, f_scale)
             njev += 1
             current_jac = 1
         # ---- one Radau step from (t, xsol) (scipy.integrate.Radau._step_impl) ----
@@ -302,21 +296,8 @@ def run_stiff(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil
                     if current_jac == 1:
                         break
                     # the Jacobian at the step's start, then the iterations again
-                    jacobian_steps(xsol, f0, atol, jac_factor, y_scale, jac_step)
-                    for j in range(n_x):
-                        perturbed(xsol, j, jac_step, xc)
-                        derivatives(t, xc, xd, f_tmp, s, p)
-                        nfev += 1
-                        jacobian_column(J, j, f_tmp, f0, max_diff, f_scale)
-                    for j in range(n_x):
-                        if jacobian_retry_steps(xsol, j, max_diff, f_scale, jac_factor,
-                                                y_scale, jac_retry):
-                            perturbed(xsol, j, jac_retry, xc)
-                            derivatives(t, xc, xd, f_tmp, s, p)
-                            nfev += 1
-                            jacobian_retry_column(J, j, f_tmp, f0, max_diff, f_scale,
-                                                  jac_factor, jac_step, jac_retry)
-                    jacobian_finish(J, jac_step, jac_factor, max_diff, f_scale)
+                    nfev += stiff_jacobian(t, xsol, f0, atol, xc, xd, f_tmp, s, p, J, jac_factor,
+                                           y_scale, jac_step, jac_retry, max_diff, f_scale)
                     njev += 1
                     current_jac = 1
                     have_lu = 0
@@ -391,21 +372,8 @@ def run_stiff(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil
         cut_from = h_abs_entry if finished and t - t_old < h_abs_entry else np.nan
         if current_jac == 2:
             # the Jacobian at the step's end (slow convergence)
-            jacobian_steps(xsol, f0, atol, jac_factor, y_scale, jac_step)
-            for j in range(n_x):
-                perturbed(xsol, j, jac_step, xc)
-                derivatives(t, xc, xd, f_tmp, s, p)
-                nfev += 1
-                jacobian_column(J, j, f_tmp, f0, max_diff, f_scale)
-            for j in range(n_x):
-                if jacobian_retry_steps(xsol, j, max_diff, f_scale, jac_factor, y_scale,
-                                        jac_retry):
-                    perturbed(xsol, j, jac_retry, xc)
-                    derivatives(t, xc, xd, f_tmp, s, p)
-                    nfev += 1
-                    jacobian_retry_column(J, j, f_tmp, f0, max_diff, f_scale, jac_factor,
-                                          jac_step, jac_retry)
-            jacobian_finish(J, jac_step, jac_factor, max_diff, f_scale)
+            nfev += stiff_jacobian(t, xsol, f0, atol, xc, xd, f_tmp, s, p, J, jac_factor,
+                                   y_scale, jac_step, jac_retry, max_diff, f_scale)
             njev += 1
             current_jac = 1
         # the log samples inside the step, from its collocation polynomial
@@ -461,17 +429,10 @@ def run(backend, sim) -> RunOutput | None:
     module's run_stiff, chunk by chunk; None when its ticks are beyond exact float integers (the
     scheduler's loop then runs it). Failures raise the errors the scheduler's loop raises."""
     s, plan, ctx = sim.settings, backend.plan, backend.context
-    tb = plan.timebase
-    num0, dnum, den = tb.integer_form
-    stop_tick = plan.stop_tick
-    stop_ceil = math.ceil(stop_tick)
-    if max(abs(num0), abs(dnum) * (stop_ceil + 1), den) >= 2 ** 53:
+    clock = loop_clock(sim, plan)
+    if clock is None:
         return None
-    breaks = np.array(sim.breaks, dtype=float)
-    break_ticks = np.array([tb.tick_at_or_before(bp) for bp in sim.breaks], dtype=np.int64)
-    per = np.array([r.period for r in tb.rates], dtype=np.int64)
-    off = np.array([r.offset for r in tb.rates], dtype=np.int64)
-    hits = np.zeros(len(tb.rates), dtype=np.bool_)
+    num0, dnum, den, stop_ceil, int_stop, breaks, break_ticks, per, off, hits = clock
     B, n_x = ctx.xc.shape
     states = [np.zeros((B, n_x)) for _ in range(7)]   # xsol, x_old, f0, f_tmp, scale, ZE, err
     x_new = np.zeros((B, n_x))
@@ -483,8 +444,7 @@ def run(backend, sim) -> RunOutput | None:
     f_real = np.zeros((B, n_x))
     f_complex = np.zeros((B, n_x), dtype=complex)
     jacobian = [np.full((B, n_x), np.nan)] + [np.zeros((B, n_x)) for _ in range(5)]
-    held = np.zeros(B * (sum(plan.slots[i].width for i in plan.stage_held)
-                         + sum(b - a for a, b in plan.stage_xd)))
+    held = held_buffer(plan, B)
     logs = tuple(sim.recorder.data[name] for name, _ in sim.recorder.sources)
     fstate = np.full(len(FSTATE), np.nan)
     fstate[_F["t"]] = fstate[_F["t1"]] = float(s.start)
@@ -492,7 +452,6 @@ def run(backend, sim) -> RunOutput | None:
         fstate[_F["h_abs"]] = float(s.step)
     istate = np.zeros(len(ISTATE), dtype=np.int64)
     istate[_I["tick_next"]] = istate[_I["floor_next"]] = -1
-    int_stop = stop_tick if isinstance(stop_tick, int) else -1    # -1: the stop is off the grid
 
     def args(budget):
         return (budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil, int_stop,
