@@ -156,7 +156,7 @@ def test_a_study_page_without_a_summary_or_with_max_points_is_refused(studies, t
     import shutil
     unfinished = tmp_path / "unfinished"
     shutil.copytree(studies / "grid", unfinished)
-    (unfinished / "summary.csv").unlink()
+    (unfinished / "summary.parquet").unlink()
     with pytest.raises(BlocksimError, match=f"^{unfinished}: the study has no summary yet .*"
                                             r"--resume` finishes it$"):
         write_report(unfinished)

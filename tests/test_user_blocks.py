@@ -121,3 +121,20 @@ def test_an_unknown_type_says_where_blocks_of_ones_own_go(tmp_path):
     path.write_text("blocksim: 1\nblocks:\n  c: {type: MyLag}\n")
     with pytest.raises(BlocksimError, match=r"unknown block type 'MyLag'.*plugins:"):
         blocksim.simulate(blocksim.load(path))
+
+
+def test_a_copied_plugin_is_the_same_plugin_and_a_different_one_with_the_same_type_is_refused(
+        page_files, tmp_path):
+    """A project folder copied elsewhere (same plugin bytes) loads beside the original; another
+    file that registers a type already taken is refused, naming both files."""
+    import shutil
+    copy = tmp_path / "copy"
+    shutil.copytree(page_files, copy)
+    for folder in (page_files, copy):
+        r = blocksim.simulate(blocksim.load(folder / "lag.yaml"))
+        assert r["lag.out"].shape[1] == 2
+    (copy / "lag_block.py").write_text(PYTHON[0] + "\n# edited\n")
+    with pytest.raises(BlocksimError, match=r"lag.yaml:\d+: plugin 'lag_block.py' failed to "
+                       r"import .*registered twice \(by .*user_blocks.*lag_block.py and "
+                       rf"{re.escape(str(copy / 'lag_block.py'))}\)"):
+        blocksim.load(copy / "lag.yaml")

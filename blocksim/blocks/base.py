@@ -178,10 +178,19 @@ def register(cls: type["Block"]) -> type["Block"]:
     old = REGISTRY.get(cls.type_name)
     if old is not None and old is not cls and (old.__module__, old.__qualname__) != \
             (cls.__module__, cls.__qualname__):          # the same class loaded again: replace
-        raise ValueError(f"block type {cls.type_name!r} registered twice (by {old.__module__} "
-                         f"and {cls.__module__})")
+        raise ValueError(f"block type {cls.type_name!r} registered twice (by {_origin(old)} "
+                         f"and {_origin(cls)})")
     REGISTRY[cls.type_name] = cls
     return cls
+
+
+def _origin(cls: type) -> str:
+    """Where a block class was defined: its source file when known, else its module."""
+    import inspect
+    try:
+        return inspect.getsourcefile(cls) or cls.__module__
+    except TypeError:
+        return cls.__module__
 
 
 PORT_UNITS: dict[str, str] = {

@@ -5,6 +5,7 @@ registers blocks). They join the one REGISTRY, so they are listed, documented an
 library's own blocks are (docs/user-blocks.md)."""
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import sys
@@ -21,7 +22,8 @@ _installed_loaded = False
 def load_plugin(name: str, base_dir: Path, where: SourceLoc | None = None) -> None:
     """Import one plugin: a module name (`my_package.blocks`), or a Python file (a path ending in
     .py, relative to base_dir: the diagram's folder). A file is imported once per session under a
-    name derived from its absolute path. Failures are BlocksimErrors at `where` that say where in
+    name derived from its contents, so a copy of it (a copied project folder) is the same plugin,
+    while a different file that registers a type already taken is refused. Failures are BlocksimErrors at `where` that say where in
     the plugin the import failed (no traceback)."""
     if not isinstance(name, str) or not name.strip():
         raise BlocksimError(f"a plugin is a module name or a .py file, not {name!r}", where=where)
@@ -32,7 +34,7 @@ def load_plugin(name: str, base_dir: Path, where: SourceLoc | None = None) -> No
             path = path.resolve()
             if not path.is_file():
                 raise BlocksimError(f"plugin file {name} not found (looked for {path})", where=where)
-            module = "blocksim_plugin_" + "".join(c if c.isalnum() else "_" for c in str(path))
+            module = _module_name(path)
             if module not in sys.modules:
                 spec = importlib.util.spec_from_file_location(module, path)
                 loaded = importlib.util.module_from_spec(spec)
@@ -53,6 +55,13 @@ def load_plugin(name: str, base_dir: Path, where: SourceLoc | None = None) -> No
         raise _failed(name, err, where) from None
     except Exception as err:          # the plugin's own code failed: say where, briefly
         raise _failed(name, err, where) from None
+
+
+def _module_name(path: Path) -> str:
+    """The module name of plugin file `path`: its stem and a hash of its bytes."""
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    stem = "".join(c if c.isalnum() else "_" for c in path.stem)
+    return f"blocksim_plugin_{stem}_{digest}"
 
 
 def _failed(name: str, err: BaseException, where: SourceLoc | None) -> BlocksimError:

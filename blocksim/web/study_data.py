@@ -4,7 +4,6 @@ still there, and its Sobol indices when it has them. Nothing is written."""
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,41 +46,15 @@ def is_study_folder(path) -> bool:
         return False
 
 
-def study_rows(folder: Path) -> list[dict]:
-    """Every row of the study in `folder`, in member order, each value in its type: the summary
-    when the study finished (CSV or Parquet, as the study store writes it), else an error naming
-    the command that finishes it."""
-    from ..study import store
-    summary = folder / "summary.csv"
-    if summary.is_file():
-        return store.from_csv(summary.read_text(encoding="utf-8"))
-    parquet = folder / "summary.parquet"
-    if parquet.is_file():
-        return _parquet_rows(parquet)
-    raise BlocksimError(f"{folder}: the study has no summary yet (it has not finished); "
-                        "`python cli.py sweep STUDY --out DIR --resume` finishes it")
-
-
-def _parquet_rows(path: Path) -> list[dict]:
-    from ..errors import require_extra
-    pq = require_extra("pyarrow.parquet", "data", "reading a study's Parquet summary")
-    table = pq.read_table(path).to_pylist()
-    out = []
-    for row in table:
-        out.append({k: (math.nan if v is None and k not in ("status", "message", "host") else v)
-                    for k, v in row.items()})
-    return sorted(out, key=lambda r: r["member"])
-
-
 def read_study(folder) -> StudyData:
     """The study of `folder` (see StudyData); a folder without a study's manifest, or one that
     does not read, is an error naming it."""
-    folder = Path(folder)
-    try:
-        manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise BlocksimError(f"{folder}: no study's manifest.json that reads ({err})") from None
-    rows = study_rows(folder)
+    from ..study.store import read_study as read_stored
+    stored = read_stored(folder)
+    folder, manifest, rows = stored.folder, stored.manifest, stored.rows
+    if not stored.complete:
+        raise BlocksimError(f"{folder}: the study has no summary yet (it has not finished); "
+                            "`python cli.py sweep STUDY --out DIR --resume` finishes it")
     if not rows:
         raise BlocksimError(f"{folder}: the study has no rows")
     first = list(rows[0])
