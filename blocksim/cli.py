@@ -7,11 +7,9 @@ Heavy modules (numba kernels, matplotlib) are imported only by the commands that
 from __future__ import annotations
 
 import argparse
-import gc
 import sys
 import time
 import warnings
-from contextlib import contextmanager
 from pathlib import Path
 
 _python_showwarning = warnings.showwarning
@@ -211,29 +209,13 @@ def prepare_out(out: str | None, force: bool):
     return None if out is None else RunFolder(out, replace=force)
 
 
-@contextmanager
-def start_up():
-    """Around a command's imports and the loading of its file: the garbage collector off, and
-    what they made (modules, numba's types, the library's kernels: some 10^5 objects that live as
-    long as the process) frozen out of its later passes (gc.freeze). Python's collector otherwise
-    walks them again and again as they are made: about 0.1 s of a warm `simulate`."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if collecting:
-            gc.enable()
-
-
 def cmd_simulate(args) -> int:
+    import blocksim
+
     sets = parse_sets(args.set)
     if args.mode:
         sets["simulation.mode"] = args.mode
-    with start_up():
-        import blocksim
-        base = blocksim.load(args.diagram, set=sets)
+    base = blocksim.load(args.diagram, set=sets)
     variants = args.variant or base.variants or [None]
     for v in variants:
         if v is not None and v not in base.variants:
