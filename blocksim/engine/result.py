@@ -212,8 +212,8 @@ def _provenance() -> dict:
             "python": platform.python_version()}
     here = Path(__file__).parent
     revision = _checked_out_revision(here)
-    if revision is None:
-        try:
+    if revision is None and any((p / ".git").exists() for p in (here, *here.parents)):
+        try:                              # a checkout whose layout is left to git itself
             rev = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
                                  timeout=2, cwd=here)
             if rev.returncode == 0:
