@@ -52,12 +52,8 @@ def sampled_range(block, port: str, start: float, stop: float):
         return None
     batch = block.p.batch
     count = int(min(SAMPLES, max(51, MAX_SAMPLED_VALUES // max(batch, 1))))
-    # the sorted distinct times, as np.union1d gives them (whose np.unique imports numpy.ma:
-    # 20 ms of every run's start)
-    grid = np.concatenate((np.linspace(start, stop, count),
-                           [t for t in block.breakpoints(start, stop) if start <= t <= stop]))
-    grid.sort()
-    grid = grid[np.concatenate(([True], grid[1:] != grid[:-1]))]
+    grid = np.union1d(np.linspace(start, stop, count),
+                      [t for t in block.breakpoints(start, stop) if start <= t <= stop])
     ys = tuple(np.zeros((batch, w)) for w in block.out_widths.values())
     xc, xd = np.zeros((batch, 0)), np.zeros((batch, 0))
     args = (xc, xd, (), ys, block.own_record())
