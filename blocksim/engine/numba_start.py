@@ -48,7 +48,8 @@ def load_blas_modules() -> bool:
         if path is None:
             return False
         found[name] = path
-    import scipy                    # the top package only (a few ms): the parent must exist
+    import scipy        # the parent must exist: the top package only (NumPy and a few ms more)
+    sys.meta_path.insert(0, _BindWhenImported())
     for name, path in found.items():
         if name in sys.modules:
             continue
@@ -61,14 +62,13 @@ def load_blas_modules() -> bool:
             del sys.modules[name]    # numba's own import will say what is wrong, as before
             return False
     del scipy
-    sys.meta_path.insert(0, _BindWhenImported())
     return True
 
 
 class _BindWhenImported(importlib.abc.MetaPathFinder):
     """When scipy.linalg is imported (the usual way, by the finders after this one), set the
-    BLAS modules loaded before it as its attributes, as their own import would have; then leave
-    sys.meta_path."""
+    BLAS modules loaded before it (those in sys.modules then) as its attributes, as their own
+    import would have; then leave sys.meta_path."""
 
     def find_spec(self, name, path=None, target=None):
         if name != "scipy.linalg":
