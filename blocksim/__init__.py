@@ -8,10 +8,14 @@
     sim = blocksim.Simulator(d)        # compiled once, run many times
     r1, r2 = sim.run(), sim.run()
 """
-from .diagram.diagram import Diagram, load
-from .engine.result import Result
-from .engine.simulate import Simulator, simulate
-from .version import __version__
+from .engine.numba_start import load_blas_modules
+
+load_blas_modules()      # numba's start without scipy.linalg's (engine/numba_start.py): ~0.3 s
+
+from .diagram.diagram import Diagram, load  # noqa: E402
+from .engine.result import Result  # noqa: E402
+from .engine.simulate import Simulator, simulate  # noqa: E402
+from .version import __version__  # noqa: E402
 
 _ANALYSIS = ("frequency_response", "linearize", "trim")
 
