@@ -44,6 +44,8 @@ import numpy as np
 
 from ..errors import BlocksimError, ParameterError, WidthError
 from ..models import model_data as md
+from ..models.coupled import CoupledRobot
+from ..models.coupled_map import identity_coupling
 from ..models.plant import rates_jacobian
 from ..models.joint_law import (DAMPING, DELTA, DV, EPS, FCN, FCP, FKIND, FSN, FSP, FV, GAIN_D,
                                 GAIN_P, KIND_KARNOPP, KIND_LUGRE, Q_MAX, Q_MIN, Q_REST, SIGMA0,
@@ -54,7 +56,12 @@ from ..reading.located_yaml import os_reason
 from .base import Block, Kernels, Param, register
 from ._kernels import kernel_params, packed
 from .robot_kernels import (RESET_Q0, RESET_QD0, RESTITUTION, DynamicsParams, KinematicsParams,
-                            ManipulatorParams, computed_torque_output, energy_output,
+                            ManipulatorParams, computed_torque_output,
+                            coupled_computed_torque_output, coupled_energy_output,
+                            coupled_forward_kinematics_output, coupled_gravity_compensation_output,
+                            coupled_inverse_dynamics_output, coupled_jacobian_output,
+                            coupled_manipulator_derivative, coupled_manipulator_output,
+                            coupled_manipulator_partial_output, energy_output,
                             forward_kinematics_output, gravity_compensation_output,
                             inverse_dynamics_closed_form_output, inverse_dynamics_output,
                             jacobian_output, manipulator_closed_form_derivative,
@@ -114,13 +121,14 @@ FRICTION_PARAMS = {
 def _load_robot(source: str, stamp) -> RobotModel:
     path = Path(source)
     if path.suffix.lower() == ".urdf":
-        return RobotModel.from_urdf(path)
-    return RobotModel.from_yaml(path)
+        return CoupledRobot.chain_of_urdf(path)      # a CoupledRobot when mimic joints are on it
+    return CoupledRobot.chain_of_yaml(path)
 
 
 def load_robot(robot: str, diagram_dir: str | None) -> RobotModel:
     """The RobotModel named by a block's `robot` parameter: a preset, or a YAML/URDF file path
-    relative to the diagram's folder (absolute paths are used as they are)."""
+    relative to the diagram's folder (absolute paths are used as they are). A URDF chain with
+    mimic joints on it gives a `CoupledRobot` (its independent joints; `chain_of`)."""
     if robot in RobotModel.preset_names():
         return _preset(robot)
     path = Path(robot)
@@ -153,8 +161,17 @@ def _preset(name: str) -> RobotModel:
     return RobotModel.preset(name)
 
 
+def chain_of(model):
+    """The serial chain behind a block's robot: the full chain of a CoupledRobot (every joint,
+    mimic joints included), else the RobotModel itself. Its links are the ones `links`,
+    `mass_scale` and `param_error` address."""
+    return model.full if isinstance(model, CoupledRobot) else model
+
+
 def _link_index(key, model: RobotModel) -> int:
-    """0-based link index of a `links` key: a 1-based number or a joint name."""
+    """0-based link index of a `links` key: a 1-based number or a joint name (of the chain's
+    links, mimic joints' included)."""
+    model = chain_of(model)
     if isinstance(key, str) and key in model.joint_names:
         return model.joint_names.index(key)
     try:
@@ -236,7 +253,7 @@ def _member_model(model: RobotModel, values: tuple, rotor_inertia) -> RobotModel
     one model each), so a member's model is built once."""
     mass_scale, param_error, payload_mass, payload_com, payload_inertia, gravity = (
         None if k is None else _unkey(k) for k in values)
-    n = model.n
+    n = chain_of(model).n
     scale = _per_link(mass_scale, n, "mass_scale")
     for i in np.nonzero(scale != 1.0)[0]:
         mass = model.standard_parameters()[10 * i]
@@ -266,6 +283,9 @@ class RobotBlock(Block):
 
     params = {**ROBOT_PARAMS}
     uses_closed_form = False
+    takes_mimic = False
+    """True for the blocks whose kernels take a chain with mimic joints (ports in its independent
+    joints, `robot_kernels`' coupled kernels); the others refuse such a robot."""
     joint_angle_inputs: tuple[str, ...] = ()
     """The inputs that carry joint angles of the block's robot (rad): their sources are checked
     against its joint limits before a run (diagram/joint_references.py)."""
@@ -275,9 +295,17 @@ class RobotBlock(Block):
         try:
             model = load_robot(v.robot, self.diagram_dir)
             links = frozen_links(v.links)
-            return model if links is None else _with_links(model, links)
+            model = model if links is None else _with_links(model, links)
         except BlocksimError as err:
             raise err.located(block=self.name)
+        if isinstance(model, CoupledRobot) and not self.takes_mimic:
+            c = model.couplings[0]
+            raise ParameterError(
+                f"robot '{model.name}' has mimic joints on its chain (joint '{c.follower}' follows "
+                f"joint '{c.leader}'), which a {self.type_name} block does not take; the "
+                "Manipulator, InverseDynamics, GravityCompensation, ComputedTorque, "
+                "ForwardKinematics, Jacobian and Energy blocks do", block=self.name)
+        return model
 
     def member_models(self, v) -> list[RobotModel]:
         """The RobotModels of the members of v: one per member, or one when they are all the same."""
@@ -301,7 +329,7 @@ class RobotBlock(Block):
         rotor_inertia: true has rotor data to add."""
         self.member_models(v)
         if v.rotor_inertia:
-            robot = self.robot_of(v)
+            robot = chain_of(self.robot_of(v))
             if not np.any(robot.Jm * robot.gear ** 2):
                 raise ParameterError(
                     f"rotor_inertia: true, but robot '{robot.name}' has no rotor data (Jm and "
@@ -311,6 +339,10 @@ class RobotBlock(Block):
     def setup(self):
         self.model = self.robot_of(self.p)
         self.n = self.model.n
+        self.n_chain = chain_of(self.model).n
+        self.coupled = isinstance(self.model, CoupledRobot)
+        self.coupling = (self.model.coupling if self.coupled
+                         else identity_coupling(self.n))
         self._use_cf = self.closed_form_of(self.p)
 
     def closed_form_of(self, v) -> bool:
@@ -327,8 +359,8 @@ class RobotBlock(Block):
     def model_data(self, v) -> tuple:
         """The Model of the values v and a fresh Data workspace for v.batch members, checked
         against each other."""
-        model = md.stack_model(self.member_models(v), self._use_cf)
-        data = md.make_data(self.n, v.batch)
+        model = md.stack_model([chain_of(m) for m in self.member_models(v)], self._use_cf)
+        data = md.make_data(self.n_chain, v.batch)
         md.check(model, data, v.batch)
         return model, data
 
@@ -405,6 +437,7 @@ class Manipulator(RobotBlock):
     """
 
     type_name = "Manipulator"
+    takes_mimic = True
     summary = "robot arm plant: tau -> q, qd, qdd, tool pose (ABA/CRBA, friction, stops, payload)"
     params = {
         **ROBOT_PARAMS, **DYNAMICS_PARAMS,
@@ -460,6 +493,7 @@ class Manipulator(RobotBlock):
     def check_values(self, v):
         super().check_values(v)
         check_friction_values(self, v)
+
         for key in ("damping", "stiffness", "tau_max"):
             value = getattr(v, key)
             if np.any(value < 0) or (key == "tau_max" and np.any(value == 0)):
@@ -538,8 +572,9 @@ class Manipulator(RobotBlock):
     def state_jacobian(self, xc, xd, u):
         """The rates' exact Jacobian by tau (and f_ext when wired) from the RNEA's analytic
         derivatives and the joint law's (models.plant.rates_jacobian): none with LuGre or
-        Karnopp friction, a stuck joint, a torque at its limit or a joint at a stop."""
-        if self._lugre or self._karnopp:
+        Karnopp friction, a stuck joint, a torque at its limit, a joint at a stop, or a chain
+        with mimic joints."""
+        if self._lugre or self._karnopp or self.coupled:
             return None
         p = self.own_record()
         found = rates_jacobian(p.model, p.law, 0, xc, xd, u[0], u[1] if self._has_fext else None)
@@ -589,7 +624,7 @@ class Manipulator(RobotBlock):
         model, data = self.model_data(v)
         resets = packed(self.rows("q0", v), self.rows("qd0", v), self.rows("restitution", v))
         return kernel_params(ManipulatorParams, model=model, law=law, data=data,
-                             use_cf=self._use_cf, crba=self._crba, has_fext=self._has_fext,
+                             coupling=self.coupling, use_cf=self._use_cf, crba=self._crba, has_fext=self._has_fext,
                              has_friction=self._has_friction, has_limits=self._has_limits,
                              exact=self._exact, resets=resets)
 
@@ -634,9 +669,15 @@ class Manipulator(RobotBlock):
         return False
 
     def kernels(self):
-        derivative = manipulator_closed_form_derivative if self._cf_only else manipulator_derivative
-        return Kernels(output=manipulator_output, partial_output=manipulator_partial_output,
-                       derivative=derivative,
+        if self.coupled:
+            output, partial, derivative = (coupled_manipulator_output,
+                                           coupled_manipulator_partial_output,
+                                           coupled_manipulator_derivative)
+        else:
+            output, partial = manipulator_output, manipulator_partial_output
+            derivative = (manipulator_closed_form_derivative if self._cf_only
+                          else manipulator_derivative)
+        return Kernels(output=output, partial_output=partial, derivative=derivative,
                        zero_crossings=manipulator_zero_crossings if self.n_zc else None,
                        modes=manipulator_modes if self.n_modes else None)
 
@@ -657,6 +698,13 @@ def check_friction_values(block: RobotBlock, v) -> None:
                              f"with friction: {v.friction} they have no effect", block=block.name)
     if v.Fs is not None and np.any(v.Fs < 0):
         raise ParameterError("'Fs' must be >= 0", block=block.name)
+    robot = block.robot_of(v)
+    if v.friction == "model" and isinstance(robot, CoupledRobot) and robot.followers_with_friction():
+        raise ParameterError(
+            f"friction: model acts on the independent joints of robot '{robot.name}', but its "
+            f"mimic joint '{robot.followers_with_friction()[0]}' has friction of its own in the "
+            "file, which that law would drop: give the independent joints' coefficients with "
+            "coulomb_viscous or stribeck instead", block=block.name)
 
 
 def friction_law(block: RobotBlock, v):
@@ -713,6 +761,7 @@ class _JointInputs(RobotBlock):
 
     params = {**ROBOT_PARAMS, **DYNAMICS_PARAMS}
     uses_closed_form = True
+    takes_mimic = True
 
     def resolve_widths(self, in_widths):
         for port, w in in_widths.items():
@@ -722,7 +771,8 @@ class _JointInputs(RobotBlock):
     def dynamics_record(self, v, law, has_friction):
         """The block's record for the values v with this law."""
         model, data = self.model_data(v)
-        return kernel_params(DynamicsParams, model=model, law=law, data=data, use_cf=self._use_cf,
+        return kernel_params(DynamicsParams, model=model, law=law, data=data,
+                             coupling=self.coupling, use_cf=self._use_cf,
                              has_friction=has_friction)
 
 
@@ -757,6 +807,8 @@ class InverseDynamics(_JointInputs):
         return self.dynamics_record(v, law, self._has_friction)
 
     def kernels(self):
+        if self.coupled:
+            return Kernels(output=coupled_inverse_dynamics_output)
         output = inverse_dynamics_closed_form_output if self._use_cf else inverse_dynamics_output
         return Kernels(output=output)
 
@@ -775,7 +827,8 @@ class GravityCompensation(_JointInputs):
         return self.dynamics_record(v, neutral_law(v.batch, self.n), False)
 
     def kernels(self):
-        return Kernels(output=gravity_compensation_output)
+        return Kernels(output=coupled_gravity_compensation_output if self.coupled
+                       else gravity_compensation_output)
 
 
 @register
@@ -807,7 +860,8 @@ class ComputedTorque(_JointInputs):
         return self.dynamics_record(v, law, False)
 
     def kernels(self):
-        return Kernels(output=computed_torque_output)
+        return Kernels(output=coupled_computed_torque_output if self.coupled
+                       else computed_torque_output)
 
 
 # ============================================================================ kinematics and energy
@@ -815,9 +869,11 @@ class ComputedTorque(_JointInputs):
 class _Kinematics(RobotBlock):
     """Robot block whose record is its Model and Data."""
 
+    takes_mimic = True
+
     def record(self, v):
         model, data = self.model_data(v)
-        return kernel_params(KinematicsParams, model=model, data=data)
+        return kernel_params(KinematicsParams, model=model, data=data, coupling=self.coupling)
 
 
 @register
@@ -837,7 +893,8 @@ class ForwardKinematics(_Kinematics):
         return {"position": 3, "rotation": 9, "pose": 12}
 
     def kernels(self):
-        return Kernels(output=forward_kinematics_output)
+        return Kernels(output=coupled_forward_kinematics_output if self.coupled
+                       else forward_kinematics_output)
 
 
 @register
@@ -857,7 +914,7 @@ class Jacobian(_Kinematics):
         return {"J": 6 * self.n}
 
     def kernels(self):
-        return Kernels(output=jacobian_output)
+        return Kernels(output=coupled_jacobian_output if self.coupled else jacobian_output)
 
 
 @register
@@ -879,4 +936,4 @@ class Energy(_Kinematics):
         return {"kinetic": 1, "potential": 1, "total": 1}
 
     def kernels(self):
-        return Kernels(output=energy_output)
+        return Kernels(output=coupled_energy_output if self.coupled else energy_output)
