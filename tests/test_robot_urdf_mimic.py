@@ -272,7 +272,8 @@ def test_blocks_without_the_coupled_kernels_refuse_naming_the_mimic_joint(type_n
 
 def test_the_example_in_both_modes_energy_and_computed_torque():
     """examples/commissioning/mimic_chain_move.yaml: compiled equals interpreted over 0.3 s of the
-    move; the whole move (compiled) under computed torque on the exact model tracks the
+    move, a compiled batch's members equal their single runs; the whole move (compiled) under
+    computed torque on the exact model tracks the
     reference to the solver's level (the error dynamics e'' + Kd e' + Kp e = 0 start at e = 0:
     rk4 at 1 ms leaves 5e-12 rad); with no torque the falling arm keeps its energy (to 1e-9 J of
     ~20 J while it moves) and the Energy block's total is the CoupledRobot's."""
@@ -284,6 +285,16 @@ def test_the_example_in_both_modes_energy_and_computed_torque():
     for signal in ("arm.q", "arm.qd", "u.out", "energy.total", "fk.position"):
         np.testing.assert_allclose(runs["compiled"][signal], runs["interpreted"][signal],
                                    rtol=0, atol=1e-12)
+    # a compiled batch whose members' plants differ (link errors, the mimic joints' links too)
+    errors = [[0.0] * 6, [0.1, 0.0, 0.2, 0.0, -0.1, 0.05]]
+    compiled_short = {**short, "simulation.mode": "compiled"}
+    batch = blocksim.simulate(blocksim.load(EXAMPLE, variant="move", set=compiled_short),
+                              batch={"arm.param_error": errors})
+    for k, e in enumerate(errors):
+        one = blocksim.simulate(blocksim.load(EXAMPLE, variant="move",
+                                              set={**compiled_short, "arm.param_error": e}))
+        np.testing.assert_array_equal(batch["arm.q"][k], one["arm.q"])
+    assert np.max(np.abs(batch["arm.q"][1] - batch["ref.q"][1])) > 1e-6   # a mismatched plant
     move = blocksim.simulate(blocksim.load(EXAMPLE, variant="move",
                                            set={"simulation.mode": "compiled"}))
     assert np.max(np.abs(move["arm.q"] - move["ref.q"])) < 1e-9
