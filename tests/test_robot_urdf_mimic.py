@@ -152,7 +152,8 @@ def test_robot_model_refuses_a_chain_with_mimic_joints_naming_the_way():
         f"{CHAIN}:40: joint 'joint_3' on the chain mimics joint 'joint_2': a chain with mimic "
         "joints has fewer independent coordinates than joints, which a RobotModel does not hold: "
         "load it with blocksim.models.coupled.CoupledRobot.from_urdf (dynamics in the independent "
-        "joints), or name the .urdf file itself as a block's robot")
+        "joints); the robot blocks take it as it is (the .urdf, or a robot YAML with it as "
+        "source)")
 
 
 @pytest.mark.parametrize("change, message", [

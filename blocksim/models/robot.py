@@ -222,7 +222,8 @@ class RobotModel:
                             "with mimic joints has fewer independent coordinates than joints, which "
                             "a RobotModel does not hold: load it with "
                             "blocksim.models.coupled.CoupledRobot.from_urdf (dynamics in the "
-                            "independent joints), or name the .urdf file itself as a block's robot",
+                            "independent joints); the robot blocks take it as it is (the .urdf, or "
+                            "a robot YAML with it as source)",
                             where=c.where)
         return cls(desc.joints, tool=desc.tool, gravity=gravity, name=desc.name,
                    rotor_inertia=rotor_inertia, friction_smoothing=friction_smoothing,
