@@ -309,3 +309,15 @@ def test_the_example_in_both_modes_energy_and_computed_torque():
     q, qd = free["arm.q"][-1], free["arm.qd"][-1]
     assert energy[-1] == pytest.approx(arm.kinetic_energy(q, qd) + arm.potential_energy(q),
                                        rel=1e-13)
+
+
+def test_friction_of_a_mimic_joint_and_wrong_widths_are_refused():
+    """friction: model would drop the followers' own friction (the file gives joint_3 and joint_5
+    some): refused, naming the joint; a torque input of the chain's 6 joints is the wrong width."""
+    from blocksim.errors import ParameterError, WidthError
+    with pytest.raises(ParameterError, match="mimic joint 'joint_3' has friction of its own"):
+        chain_block("Manipulator", connected=["tau"], friction="model")
+    from blockcheck import BlockCheck
+    with pytest.raises(WidthError, match="input has width 6, robot 'arm6_mimic_chain' needs 4"):
+        BlockCheck("Manipulator", {"robot": str(ROBOT_FILE)}, in_widths={"tau": 6, "f_ext": 6},
+                   connected=["tau"])
