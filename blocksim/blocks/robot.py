@@ -49,7 +49,6 @@ import numpy as np
 from ..errors import BlocksimError, ParameterError, WidthError
 from ..models import model_data as md
 from ..models.coupled import CoupledRobot
-from ..models.coupled_map import identity_coupling
 from ..models.plant import rates_jacobian
 from ..models.joint_law import (DAMPING, DELTA, DV, EPS, FCN, FCP, FKIND, FSN, FSP, FV, GAIN_D,
                                 GAIN_P, KIND_KARNOPP, KIND_LUGRE, Q_MAX, Q_MIN, Q_REST, SIGMA0,
@@ -59,8 +58,9 @@ from .base import Block, Kernels, Param, register
 from .robot_models import (MEMBER_KEYS, _key, _member_model, _with_links, chain_of, frozen_links,
                            load_robot)
 from ._kernels import kernel_params, packed
-from .robot_kernels import (RESET_Q0, RESET_QD0, RESTITUTION, DynamicsParams, KinematicsParams,
-                            ManipulatorParams, computed_torque_output,
+from .robot_kernels import (RESET_Q0, RESET_QD0, RESTITUTION, CoupledDynamicsParams,
+                            CoupledKinematicsParams, CoupledManipulatorParams, DynamicsParams,
+                            KinematicsParams, ManipulatorParams, computed_torque_output,
                             coupled_computed_torque_output, coupled_energy_output,
                             coupled_forward_kinematics_output, coupled_gravity_compensation_output,
                             coupled_inverse_dynamics_output, coupled_jacobian_output,
@@ -200,8 +200,7 @@ class RobotBlock(Block):
         self.n = self.model.n
         self.n_chain = chain_of(self.model).n
         self.coupled = isinstance(self.model, CoupledRobot)
-        self.coupling = (self.model.coupling if self.coupled
-                         else identity_coupling(self.n))
+        self.coupling = self.model.coupling if self.coupled else None
         self._use_cf = self.closed_form_of(self.p)
 
     def closed_form_of(self, v) -> bool:
@@ -222,6 +221,14 @@ class RobotBlock(Block):
         data = md.make_data(self.n_chain, v.batch)
         md.check(model, data, v.batch)
         return model, data
+
+    def kernel_record(self, plain, coupled, **fields):
+        """The block's kernel record of these fields: of type `plain`, or for a chain with mimic
+        joints of type `coupled` with the map [G | b] as its `coupling` (an ordinary chain's
+        record carries nothing more)."""
+        if self.coupled:
+            return kernel_params(coupled, **fields, coupling=self.coupling)
+        return kernel_params(plain, **fields)
 
     def joint_width(self, port: str, width, expected: int | None = None):
         """Check an input's width against the robot's joint count n (or `expected`)."""
@@ -486,8 +493,8 @@ class Manipulator(RobotBlock):
         law = self.law_of(v)[0]
         model, data = self.model_data(v)
         resets = packed(self.rows("q0", v), self.rows("qd0", v), self.rows("restitution", v))
-        return kernel_params(ManipulatorParams, model=model, law=law, data=data,
-                             coupling=self.coupling, use_cf=self._use_cf, crba=self._crba, has_fext=self._has_fext,
+        return self.kernel_record(ManipulatorParams, CoupledManipulatorParams, model=model,
+                                  law=law, data=data, use_cf=self._use_cf, crba=self._crba, has_fext=self._has_fext,
                              has_friction=self._has_friction, has_limits=self._has_limits,
                              exact=self._exact, resets=resets)
 
@@ -634,9 +641,8 @@ class _JointInputs(RobotBlock):
     def dynamics_record(self, v, law, has_friction):
         """The block's record for the values v with this law."""
         model, data = self.model_data(v)
-        return kernel_params(DynamicsParams, model=model, law=law, data=data,
-                             coupling=self.coupling, use_cf=self._use_cf,
-                             has_friction=has_friction)
+        return self.kernel_record(DynamicsParams, CoupledDynamicsParams, model=model, law=law,
+                                  data=data, use_cf=self._use_cf, has_friction=has_friction)
 
 
 @register
@@ -736,7 +742,8 @@ class _Kinematics(RobotBlock):
 
     def record(self, v):
         model, data = self.model_data(v)
-        return kernel_params(KinematicsParams, model=model, data=data, coupling=self.coupling)
+        return self.kernel_record(KinematicsParams, CoupledKinematicsParams, model=model,
+                                  data=data)
 
 
 @register

@@ -45,11 +45,8 @@ def _holds(memo, b, start, x, count):
 # ============================================================================ Manipulator
 
 ManipulatorParams = namedtuple(
-    "ManipulatorParams",
-    "model law data coupling use_cf crba has_fext has_friction has_limits exact resets")
-"""The Manipulator's record: Model, law (B, n, N_LAW), Data, coupling (n_full, n + 1) = [G | b]
-of a chain with mimic joints (`models.coupled_map`; [I | 0] otherwise, read by the coupled
-kernels only); use_cf (closed-form 2R), crba
+    "ManipulatorParams", "model law data use_cf crba has_fext has_friction has_limits exact resets")
+"""The Manipulator's record: Model, law (B, n, N_LAW), Data; use_cf (closed-form 2R), crba
 (forward dynamics by CRBA), has_fext (the wrench input is wired), has_friction, has_limits (joint
 stops, zero crossings), exact (exact-sign friction or Karnopp band edges: zero crossings, and a
 friction mode per joint held in xd); resets (B, n, 3), the values only the Python-side methods
@@ -258,10 +255,9 @@ def manipulator_modes(t, xc, xd, u, p):
 
 # ============================================================================ inverse dynamics family
 
-DynamicsParams = namedtuple("DynamicsParams", "model law data coupling use_cf has_friction")
+DynamicsParams = namedtuple("DynamicsParams", "model law data use_cf has_friction")
 """The record of InverseDynamics, GravityCompensation and ComputedTorque: Model, law (B, n,
-N_LAW: friction columns, ComputedTorque's gains), Data, coupling (as the Manipulator's), use_cf
-(closed-form 2R), has_friction."""
+N_LAW: friction columns, ComputedTorque's gains), Data, use_cf (closed-form 2R), has_friction."""
 
 @njit(cache=True, error_model="numpy")
 def _rnea_general(b, q, qd, qdd, model, data, tau):
@@ -378,9 +374,8 @@ def computed_torque_output(t, xc, xd, u, y, p):
 
 # ============================================================================ kinematics and energy
 
-KinematicsParams = namedtuple("KinematicsParams", "model data coupling")
-"""The record of ForwardKinematics, Jacobian and Energy: Model, Data and coupling (as the
-Manipulator's)."""
+KinematicsParams = namedtuple("KinematicsParams", "model data")
+"""The record of ForwardKinematics, Jacobian and Energy: Model and Data."""
 
 @njit(cache=True, error_model="numpy")
 def forward_kinematics_rows(q, model, data, position, rotation, pose):
@@ -430,7 +425,14 @@ def energy_output(t, xc, xd, u, y, p):
 # the law in the n independent joints, the Model and Data the full chain's (n_full joints); one
 # expansion (q, qd, qdd -> the chain's) before the chain's kernels and one contraction (G^T)
 # after. A block picks them when its robot has mimic joints, so ordinary chains compile and run
-# none of this.
+# none of this: their records are the ones above, the coupled ones those records with the map
+# [G | b] (n_full, n + 1) (`models.coupled_map`) appended as `coupling`.
+
+CoupledManipulatorParams = namedtuple("CoupledManipulatorParams",
+                                      ManipulatorParams._fields + ("coupling",))
+CoupledDynamicsParams = namedtuple("CoupledDynamicsParams", DynamicsParams._fields + ("coupling",))
+CoupledKinematicsParams = namedtuple("CoupledKinematicsParams",
+                                     KinematicsParams._fields + ("coupling",))
 
 @njit(cache=True, error_model="numpy")
 def coupled_manipulator_accelerations(xc, modes, tau, fext, model, law, data, coupling, has_fext,

@@ -6,12 +6,10 @@ independent joints q; the chain's joints are q_full = G q + b, their rates and a
 and G qdd, with G (n_full, n) constant (a unit per independent joint, the multiplier in the
 leader's column for a mimic joint: one nonzero per row) and b (n_full,) the offsets (rad or m).
 Generalised forces map back by virtual work, tau = G^T tau_full (N m or N), the mass matrix as
-M_r = G^T M G (Featherstone 2008, sec. 3.2). A coupling array is [G | b], (n_full, n + 1);
-an ordinary chain's is [I | 0] (`identity_coupling`).
+M_r = G^T M G (Featherstone 2008, sec. 3.2). A coupling array is [G | b], (n_full, n + 1).
 """
 from __future__ import annotations
 
-import numpy as np
 from numba import njit
 
 
@@ -69,8 +67,3 @@ def contract_matrix(coupling, M, out):
                     gj = coupling[j, l]
                     if gj != 0.0:
                         out[k, l] += gi * M[i, j] * gj
-
-
-def identity_coupling(n: int) -> np.ndarray:
-    """[I | 0]: the coupling of an ordinary chain of n joints (every joint independent)."""
-    return np.hstack([np.eye(n), np.zeros((n, 1))])

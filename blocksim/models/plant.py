@@ -145,12 +145,15 @@ def accelerations_general(b, xc, modes, tau, fext, model, law, data, crba, has_f
     f1 = md.f1(data, n)
     no_fext = md.no_fext(data, n)
     M = md.mass(data, n)
+    M0 = M[0]
     L = md.chol(data, n)
     for i in range(n):
         q1[0, i] = xc[b, i]
         qd1[0, i] = xc[b, n + i]
         zero1[0, i] = 0.0
-    need_crba = _joint_torques(b, xc, modes, tau, law, has_friction, n, te[0], free, stuck) or crba
+    any_stuck = _joint_torques(b, xc, modes, tau, law, has_friction, n,
+                               joint_vector(data, n, TE), free, stuck)
+    need_crba = crba or any_stuck
     fx = no_fext
     if has_fext:
         for j in range(6):
@@ -175,8 +178,8 @@ def accelerations_general(b, xc, modes, tau, fext, model, law, data, crba, has_f
                 for i in range(n):
                     rhs[i] = te[0, i] - bias[0, i]
                 have_m = True
-            solve_free(M[0], rhs, free, L, sol)
-        need_crba = _release_and_lock(b, xc, law, M[0], rhs, free, stuck, sol, has_limits, n)
+            solve_free(M0, rhs, free, L, sol)
+        need_crba = _release_and_lock(b, xc, law, M0, rhs, free, stuck, sol, has_limits, n)
         if not need_crba:
             break
     for i in range(n):
