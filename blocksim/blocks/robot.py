@@ -36,9 +36,9 @@ n, the friction law's kind, which crossings and law terms exist, the closed form
 Both modes run the kernels with that record, so they compute identical numbers.
 
 A chain with mimic joints (`models.coupled.CoupledRobot`, from a URDF or a robot YAML with a URDF
-source) has the ports of its independent joints; the Model and Data are the whole chain's and the
-record carries the map [G | b] (`models.coupled_map`), read by the coupled kernels of
-`robot_kernels` that the blocks with `takes_mimic` pick for such a robot. The other robot blocks
+source) has the ports of its independent joints; the Model and Data are the whole chain's and its
+record (a Coupled* record of `robot_kernels`) carries the map [G | b] (`models.coupled_map`) to
+the coupled kernels that the blocks with `takes_mimic` pick for such a robot. The other robot blocks
 refuse it, naming the mimic joint.
 """
 from __future__ import annotations
