@@ -79,6 +79,8 @@ def arm_points(model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Polyline points (B, m, 3) of the arm for joint positions q (B, n), and the joint origins
     (B, n, 3)."""
     q = np.atleast_2d(np.asarray(q, dtype=float))
+    if hasattr(model, "expand"):          # a chain with mimic joints (CoupledRobot): every joint
+        q, model = model.expand(q), model.full
     B, n = q.shape
     links = np.asarray(model.link_poses(q)).reshape(B, n, 4, 4)
     offsets_inv = np.linalg.inv(np.asarray(model.link_offsets))

@@ -150,9 +150,10 @@ def test_robot_model_refuses_a_chain_with_mimic_joints_naming_the_way():
         RobotModel.from_urdf(CHAIN, tip_link="tcp")
     assert str(err.value) == (
         f"{CHAIN}:40: joint 'joint_3' on the chain mimics joint 'joint_2': a chain with mimic "
-        "joints has fewer independent coordinates than joints, which the blocks' serial-chain "
-        "kernels do not take; load it in Python with blocksim.models.coupled.CoupledRobot."
-        "from_urdf (dynamics in the independent joints)")
+        "joints has fewer independent coordinates than joints, which a RobotModel does not hold: "
+        "load it with blocksim.models.coupled.CoupledRobot.from_urdf (dynamics in the independent "
+        "joints); the robot blocks take it as it is (the .urdf, or a robot YAML with it as "
+        "source)")
 
 
 @pytest.mark.parametrize("change, message", [
@@ -169,18 +170,154 @@ def test_couplings_that_cannot_be_are_refused_at_the_mimic(change, message):
     assert str(err.value) == "<urdf string>" + message
 
 
-def test_the_commissioning_example_runs_the_coupled_chain_in_a_diagram():
-    """examples/commissioning/mimic_chain_move.yaml: with no torque the falling arm keeps its
-    energy (rk4, h = 1 ms: to 1e-8 J of 21.6 J while joint_6 turns 6.5 rad); PD plus the exact
-    gravity torques bring it to rest at qf (the steady state of PD + G^T g is q = qf)."""
+# ---- the robot blocks on the chain (ports in the independent joints) -----------------------------
+
+ROBOT_FILE = CHAIN.with_suffix(".yaml")          # the chain base_link -> tcp, rotor inertia on
+EXAMPLE = CHAIN.parents[1] / "commissioning" / "mimic_chain_move.yaml"
+
+
+def chain_block(type_name, batch=1, connected=None, **params):
+    """A robot block of the mimic chain, inputs 4 wide (the Manipulator's f_ext 6)."""
+    from blockcheck import BlockCheck
+    widths = {"tau": 4, "f_ext": 6} if type_name == "Manipulator" else 4
+    return BlockCheck(type_name, {"robot": str(ROBOT_FILE), **params}, in_widths=widths,
+                      batch=batch, connected=connected)
+
+
+def set_state(check, q, qd):
+    check.xc[:, :4] = q
+    check.xc[:, 4:8] = qd
+
+
+def test_the_blocks_match_pinocchio_forward_and_inverse_dynamics_and_the_tool():
+    """The stored Pinocchio samples (tau = rnea(q, qd, qdd) of its mimic model, no rotor
+    inertia): the Manipulator's qdd under that tau is Pinocchio's qdd, InverseDynamics gives tau,
+    ForwardKinematics the tool pose (blocks' pose: p, then R row-major)."""
+    ref = np.load(DATA / "arm6_mimic_chain_reference.npz")
+    B = ref["q"].shape[0]
+    common = {"gravity": ref["gravity"].tolist(), "rotor_inertia": False}
+    arm = chain_block("Manipulator", batch=B, connected=["tau"], **common)
+    assert arm.block.model.joint_names == tuple(ref["joints"])
+    set_state(arm, ref["q"], ref["qd"])
+    np.testing.assert_allclose(arm.output(0.0, ref["tau"])[2], ref["qdd"], rtol=0, atol=1e-9)
+    inv = chain_block("InverseDynamics", batch=B, **common)
+    np.testing.assert_allclose(inv.output(0.0, ref["q"], ref["qd"], ref["qdd"]), ref["tau"],
+                               rtol=0, atol=1e-10)
+    fk = chain_block("ForwardKinematics", batch=B)
+    pose = fk.output(0.0, ref["q"])[2]
+    np.testing.assert_allclose(pose[:, :3], ref["tool"][:, :3, 3], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(pose[:, 3:].reshape(B, 3, 3), ref["tool"][:, :3, :3], rtol=0,
+                               atol=1e-12)
+
+
+def test_manipulator_qdd_is_the_reduced_system_solved_per_member_with_a_wrench():
+    """A batch of three members with their own link errors (one per chain link, the mimic
+    joints' links too) and payloads, a tool wrench wired: qdd = M_r^-1 (tau - c_r + (J G)^T f)
+    of each member's CoupledRobot, from the reduced matrices themselves."""
+    from blocksim.blocks.base import BatchValue
+    rng = np.random.default_rng(11)
+    errors = [[0.0] * 6, [0.1, 0.0, 0.2, 0.0, -0.1, 0.05], [0.0, -0.2, 0.0, 0.3, 0.0, 0.0]]
+    payloads = [0.0, 0.7, 1.5]
+    check = chain_block("Manipulator", batch=3, connected=["tau", "f_ext"],
+                        param_error=BatchValue(errors), payload_mass=BatchValue(payloads))
+    q, qd = rng.uniform(-1.5, 1.5, (3, 4)), rng.uniform(-2, 2, (3, 4))
+    tau, f_ext = rng.uniform(-30, 30, (3, 4)), rng.uniform(-20, 20, (3, 6))
+    set_state(check, q, qd)
+    got = check.output(0.0, tau, f_ext)[2]
+    base = CoupledRobot.chain_of_yaml(ROBOT_FILE)
+    for b in range(3):
+        arm = base.scaled(1.0 + np.array(errors[b]))
+        arm = arm.with_payload(payloads[b]) if payloads[b] else arm
+        M = arm.mass_matrix(q[b])
+        rhs = tau[b] - arm.nonlinear_effects(q[b], qd[b]) + arm.jacobian(q[b]).T @ f_ext[b]
+        want = np.linalg.solve(M, rhs)
+        assert np.max(np.abs(got[b] - want)) < 1e-12 * max(1.0, np.max(np.abs(want)))
+        np.testing.assert_allclose(got[b], arm.aba(q[b], qd[b], tau[b], f_ext[b]), rtol=0,
+                                   atol=1e-11)
+
+
+def test_controllers_kinematics_and_energy_blocks_equal_the_coupled_robot():
+    rng = np.random.default_rng(3)
+    arm = CoupledRobot.chain_of_yaml(ROBOT_FILE)
+    q, qd, qdd = (rng.uniform(-1.5, 1.5, (3, 4)) for _ in range(3))
+    q_d, qd_d = rng.uniform(-1.5, 1.5, (3, 4)), rng.uniform(-1, 1, (3, 4))
+    Kp, Kd = [400.0, 300.0, 200.0, 100.0], [40.0, 30.0, 20.0, 10.0]
+    ct = chain_block("ComputedTorque", batch=3, Kp=Kp, Kd=Kd)
+    v = qdd + np.array(Kd) * (qd_d - qd) + np.array(Kp) * (q_d - q)
+    np.testing.assert_allclose(ct.output(0.0, q_d, qd_d, qdd, q, qd), arm.rnea(q, qd, v),
+                               rtol=1e-13, atol=1e-11)
+    gc = chain_block("GravityCompensation", batch=3)
+    np.testing.assert_allclose(gc.output(0.0, q), arm.gravity_torque(q), rtol=1e-13, atol=1e-12)
+    jac = chain_block("Jacobian", batch=3)
+    np.testing.assert_allclose(jac.output(0.0, q), arm.jacobian(q).reshape(3, 24), rtol=0,
+                               atol=1e-14)
+    kinetic, potential, total = chain_block("Energy", batch=3).output(0.0, q, qd)
+    np.testing.assert_allclose(kinetic[:, 0], arm.kinetic_energy(q, qd), rtol=1e-13)
+    np.testing.assert_allclose(potential[:, 0], arm.potential_energy(q), rtol=1e-13, atol=1e-13)
+    # the kinetic energy is the reduced one, qd^T M_r qd / 2
+    M = arm.mass_matrix(q)
+    np.testing.assert_allclose(kinetic[:, 0], 0.5 * np.einsum("bi,bij,bj->b", qd, M, qd),
+                               rtol=1e-13)
+
+
+@pytest.mark.parametrize("type_name, params", [("Singularity", {}),
+                                               ("MomentumObserver", {"gain": 50.0})])
+def test_blocks_without_the_coupled_kernels_refuse_naming_the_mimic_joint(type_name, params):
+    from blocksim.errors import ParameterError
+    with pytest.raises(ParameterError) as err:
+        chain_block(type_name, **params)
+    text = str(err.value)
+    assert "blk" in text and f"a {type_name} block does not take" in text
+    assert "joint 'joint_3' follows joint 'joint_2'" in text
+
+
+def test_the_example_in_both_modes_energy_and_computed_torque():
+    """examples/commissioning/mimic_chain_move.yaml: compiled equals interpreted over 0.3 s of the
+    move, a compiled batch's members equal their single runs; the whole move (compiled) under
+    computed torque on the exact model tracks the
+    reference to the solver's level (the error dynamics e'' + Kd e' + Kp e = 0 start at e = 0:
+    rk4 at 1 ms leaves 5e-12 rad); with no torque the falling arm keeps its energy (to 1e-9 J of
+    ~20 J while it moves) and the Energy block's total is the CoupledRobot's."""
     import blocksim
-    path = CHAIN.parents[1] / "commissioning" / "mimic_chain_move.yaml"
-    free = blocksim.simulate(blocksim.load(path, variant="free"))
-    energy = free["arm.energy"][:, 0]
-    assert np.ptp(free["arm.q"][:, 3]) > 6.0                       # it really moves
-    assert np.max(np.abs(energy - energy[0])) < 1e-8
-    arm = CoupledRobot.from_urdf(CHAIN, tip_link="tcp", rotor_inertia=True)
+    short = {"simulation.stop_time": 0.3}
+    runs = {mode: blocksim.simulate(blocksim.load(EXAMPLE, variant="move",
+                                                  set={**short, "simulation.mode": mode}))
+            for mode in ("interpreted", "compiled")}
+    for signal in ("arm.q", "arm.qd", "u.out", "energy.total", "fk.position"):
+        np.testing.assert_allclose(runs["compiled"][signal], runs["interpreted"][signal],
+                                   rtol=0, atol=1e-12)
+    # a compiled batch whose members' plants differ (link errors, the mimic joints' links too)
+    errors = [[0.0] * 6, [0.1, 0.0, 0.2, 0.0, -0.1, 0.05]]
+    compiled_short = {**short, "simulation.mode": "compiled"}
+    batch = blocksim.simulate(blocksim.load(EXAMPLE, variant="move", set=compiled_short),
+                              batch={"arm.param_error": errors})
+    for k, e in enumerate(errors):
+        one = blocksim.simulate(blocksim.load(EXAMPLE, variant="move",
+                                              set={**compiled_short, "arm.param_error": e}))
+        np.testing.assert_array_equal(batch["arm.q"][k], one["arm.q"])
+    assert np.max(np.abs(batch["arm.q"][1] - batch["ref.q"][1])) > 1e-6   # a mismatched plant
+    move = blocksim.simulate(blocksim.load(EXAMPLE, variant="move",
+                                           set={"simulation.mode": "compiled"}))
+    assert np.max(np.abs(move["arm.q"] - move["ref.q"])) < 1e-9
+    np.testing.assert_allclose(move["arm.q"][-1], [0.8, -0.4, 1.0, -0.6], rtol=0, atol=1e-9)
+    free = blocksim.simulate(blocksim.load(EXAMPLE, variant="free",
+                                           set={**short, "simulation.mode": "interpreted"}))
+    energy = free["energy.total"][:, 0]
+    assert np.ptp(free["arm.q"][:, 1]) > 0.1                       # it really falls
+    assert np.max(np.abs(energy - energy[0])) < 1e-9
+    arm = CoupledRobot.chain_of_yaml(ROBOT_FILE)
     q, qd = free["arm.q"][-1], free["arm.qd"][-1]
-    assert energy[-1] == pytest.approx(arm.kinetic_energy(q, qd) + arm.potential_energy(q), rel=1e-14)
-    move = blocksim.simulate(blocksim.load(path, variant="move"))
-    np.testing.assert_allclose(move["arm.q"][-1], [0.8, -0.4, 1.0, -0.6], rtol=0, atol=2e-5)
+    assert energy[-1] == pytest.approx(arm.kinetic_energy(q, qd) + arm.potential_energy(q),
+                                       rel=1e-13)
+
+
+def test_friction_of_a_mimic_joint_and_wrong_widths_are_refused():
+    """friction: model would drop the followers' own friction (the file gives joint_3 and joint_5
+    some): refused, naming the joint; a torque input of the chain's 6 joints is the wrong width."""
+    from blocksim.errors import ParameterError, WidthError
+    with pytest.raises(ParameterError, match="mimic joint 'joint_3' has friction of its own"):
+        chain_block("Manipulator", connected=["tau"], friction="model")
+    from blockcheck import BlockCheck
+    with pytest.raises(WidthError, match="input has width 6, robot 'arm6_mimic_chain' needs 4"):
+        BlockCheck("Manipulator", {"robot": str(ROBOT_FILE)}, in_widths={"tau": 6, "f_ext": 6},
+                   connected=["tau"])

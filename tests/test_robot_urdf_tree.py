@@ -135,9 +135,9 @@ def tree(mimic2="", mimic_f="", extra=""):
 @pytest.mark.parametrize("kw, tip, message", [
     ({"mimic2": '<mimic joint="j1" multiplier="2"/>'}, "b",
      "<urdf string>:5: joint 'j2' on the chain mimics joint 'j1': a chain with mimic joints has "
-     "fewer independent coordinates than joints, which the blocks' serial-chain kernels do not "
-     "take; load it in Python with blocksim.models.coupled.CoupledRobot.from_urdf (dynamics in the "
-     "independent joints)"),
+     "fewer independent coordinates than joints, which a RobotModel does not hold: load it with "
+     "blocksim.models.coupled.CoupledRobot.from_urdf (dynamics in the independent joints); the "
+     "robot blocks take it as it is (the .urdf, or a robot YAML with it as source)"),
     ({"mimic_f": '<mimic joint="j2"/>'}, "b",
      "<urdf string>:7: joint 'f' (off the chain) mimics joint 'j2' of the chain: a follower of a "
      "chain joint cannot be lumped as a fixed body"),

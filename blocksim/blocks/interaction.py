@@ -31,6 +31,7 @@ class _ResidualBlock(_JointInputs):
     measured torque: the friction law's rows of its values, as the Manipulator's."""
 
     params = {**ROBOT_PARAMS, **DYNAMICS_PARAMS, **FRICTION_PARAMS}
+    takes_mimic = False
 
     def friction_of(self, v):
         """(law (B, n, N_LAW), has friction) of the values v."""

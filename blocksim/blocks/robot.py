@@ -34,27 +34,38 @@ the values' members, built by `record(values)`; the values are data of a run (on
 every part of a split batch and new values between runs), the structure (the robot and its links,
 n, the friction law's kind, which crossings and law terms exist, the closed form) is the block's.
 Both modes run the kernels with that record, so they compute identical numbers.
+
+A chain with mimic joints (`models.coupled.CoupledRobot`, from a URDF or a robot YAML with a URDF
+source) has the ports of its independent joints; the Model and Data are the whole chain's and its
+record (a Coupled* record of `robot_kernels`) carries the map [G | b] (`models.coupled_map`) to
+the coupled kernels that the blocks with `takes_mimic` pick for such a robot. The other robot blocks
+refuse it, naming the mimic joint.
 """
 from __future__ import annotations
 
-import functools
-from pathlib import Path
 
 import numpy as np
 
 from ..errors import BlocksimError, ParameterError, WidthError
 from ..models import model_data as md
+from ..models.coupled import CoupledRobot
 from ..models.plant import rates_jacobian
 from ..models.joint_law import (DAMPING, DELTA, DV, EPS, FCN, FCP, FKIND, FSN, FSP, FV, GAIN_D,
                                 GAIN_P, KIND_KARNOPP, KIND_LUGRE, Q_MAX, Q_MIN, Q_REST, SIGMA0,
                                 SIGMA1, SIGMA2, STIFFNESS, TAU_MAX, VS, neutral_law)
 from ..models.robot import RobotModel
-from ..reading.limits import shorten, shown
-from ..reading.located_yaml import os_reason
 from .base import Block, Kernels, Param, register
+from .robot_models import (MEMBER_KEYS, _key, _member_model, _with_links, chain_of, frozen_links,
+                           load_robot)
 from ._kernels import kernel_params, packed
-from .robot_kernels import (RESET_Q0, RESET_QD0, RESTITUTION, DynamicsParams, KinematicsParams,
-                            ManipulatorParams, computed_torque_output, energy_output,
+from .robot_kernels import (RESET_Q0, RESET_QD0, RESTITUTION, CoupledDynamicsParams,
+                            CoupledKinematicsParams, CoupledManipulatorParams, DynamicsParams,
+                            KinematicsParams, ManipulatorParams, computed_torque_output,
+                            coupled_computed_torque_output, coupled_energy_output,
+                            coupled_forward_kinematics_output, coupled_gravity_compensation_output,
+                            coupled_inverse_dynamics_output, coupled_jacobian_output,
+                            coupled_manipulator_derivative, coupled_manipulator_output,
+                            coupled_manipulator_partial_output, energy_output,
                             forward_kinematics_output, gravity_compensation_output,
                             inverse_dynamics_closed_form_output, inverse_dynamics_output,
                             jacobian_output, manipulator_closed_form_derivative,
@@ -110,33 +121,6 @@ FRICTION_PARAMS = {
 
 # ============================================================================ robot models
 
-@functools.lru_cache(maxsize=32)
-def _load_robot(source: str, stamp) -> RobotModel:
-    path = Path(source)
-    if path.suffix.lower() == ".urdf":
-        return RobotModel.from_urdf(path)
-    return RobotModel.from_yaml(path)
-
-
-def load_robot(robot: str, diagram_dir: str | None) -> RobotModel:
-    """The RobotModel named by a block's `robot` parameter: a preset, or a YAML/URDF file path
-    relative to the diagram's folder (absolute paths are used as they are)."""
-    if robot in RobotModel.preset_names():
-        return _preset(robot)
-    path = Path(robot)
-    if not path.is_absolute():
-        path = Path(diagram_dir or ".") / path
-    try:
-        found = path.suffix.lower() in (".yaml", ".yml", ".urdf") and path.is_file()
-    except OSError as err:            # a name longer than the system allows, a symlink loop
-        raise ParameterError(f"robot file {shorten(str(path), 200)}: {os_reason(err, path)}") from None
-    if not found:
-        raise ParameterError(
-            f"robot {shown(robot)} is neither a preset ({', '.join(RobotModel.preset_names())}) "
-            f"nor a robot file (.yaml, .urdf); looked for {shorten(str(path), 200)}")
-    return _load_robot(str(path.resolve()), path.stat().st_mtime_ns)
-
-
 def robot_notes(blocks) -> dict:
     """{(robot name, note): [block names]}: what the robot files of the robot blocks among
     `blocks` ({name: block}, set up) left out or lumped, e.g. a URDF's branches off the chain."""
@@ -146,114 +130,6 @@ def robot_notes(blocks) -> dict:
             for note in blk.model.notes:
                 users.setdefault((blk.model.name, note), []).append(name)
     return users
-
-
-@functools.lru_cache(maxsize=16)
-def _preset(name: str) -> RobotModel:
-    return RobotModel.preset(name)
-
-
-def _link_index(key, model: RobotModel) -> int:
-    """0-based link index of a `links` key: a 1-based number or a joint name."""
-    if isinstance(key, str) and key in model.joint_names:
-        return model.joint_names.index(key)
-    try:
-        index = int(key)
-    except (TypeError, ValueError):
-        raise ParameterError(f"links: '{key}' is neither a link number (1..{model.n}) nor a joint "
-                             f"name ({', '.join(model.joint_names)})") from None
-    if not 1 <= index <= model.n:
-        raise ParameterError(f"links: link {index} does not exist; '{model.name}' has links 1..{model.n}")
-    return index - 1
-
-
-def _per_link(value: np.ndarray, n: int, key: str) -> np.ndarray:
-    v = np.asarray(value, dtype=float).reshape(-1)
-    if v.size == 1:
-        return np.full(n, v[0])
-    if v.size != n:
-        raise ParameterError(f"'{key}' needs 1 or {n} values (one per link), got {v.size}")
-    return v
-
-
-def _key(value) -> tuple:
-    """A float array as a hashable key of its very bits (shape, bytes): -0.0 is not 0.0."""
-    value = np.asarray(value, dtype=float)
-    return value.shape, value.tobytes()
-
-
-def _unkey(key) -> np.ndarray:
-    """The (read-only) float array of a _key."""
-    shape, raw = key
-    return np.frombuffer(raw).reshape(shape)
-
-
-def frozen_links(links):
-    """The `links` overrides checked and made hashable, in their order: ((key, ((field, value),
-    ...)), ...) with numeric values as _keys; None for no overrides."""
-    if links is None:
-        return None
-    if not isinstance(links, dict):
-        raise ParameterError("links must be a mapping {link: {mass, com, inertia}}")
-    out = []
-    for key, spec in links.items():
-        if not isinstance(spec, dict) or set(spec) - {"mass", "com", "inertia"}:
-            raise ParameterError(f"links: link {key} takes a mapping with mass (kg), com (m) and "
-                                 f"inertia (kg m^2, about the com), got {shown(spec)}")
-        fields = []
-        for field, value in spec.items():
-            try:
-                value = _key(float(value) if field == "mass" else value)
-            except (TypeError, ValueError):
-                raise ParameterError(f"links: link {key}: {field} must be numeric, got "
-                                     f"{value!r}") from None
-            fields.append((field, value))
-        out.append((key, tuple(fields)))
-    return tuple(out)
-
-
-@functools.lru_cache(maxsize=64)
-def _with_links(model: RobotModel, links) -> RobotModel:
-    """model with the (frozen) link overrides applied, in their order."""
-    for key, spec in links:
-        model = model.with_link_params(_link_index(key, model),
-                                       **{k: float(_unkey(v)) if k == "mass" else _unkey(v)
-                                          for k, v in spec})
-    return model
-
-
-#: The array parameters that make one batch member's robot differ from the file's, in the order
-#: they are applied (`_member_model`).
-MEMBER_KEYS = ("mass_scale", "param_error", "payload_mass", "payload_com", "payload_inertia",
-               "gravity")
-
-
-@functools.lru_cache(maxsize=2048)
-def _member_model(model: RobotModel, values: tuple, rotor_inertia) -> RobotModel:
-    """One batch member's model from the robot with its links (`model`) and that member's values
-    of MEMBER_KEYS (_keys, None when not given): mass_scale, then param_error, then payload,
-    gravity, rotor inertia. Kept (a block's values are checked, give its structure and its record:
-    one model each), so a member's model is built once."""
-    mass_scale, param_error, payload_mass, payload_com, payload_inertia, gravity = (
-        None if k is None else _unkey(k) for k in values)
-    n = model.n
-    scale = _per_link(mass_scale, n, "mass_scale")
-    for i in np.nonzero(scale != 1.0)[0]:
-        mass = model.standard_parameters()[10 * i]
-        model = model.with_link_params(int(i), mass=mass * scale[i])
-    error = _per_link(param_error, n, "param_error")
-    if np.any(1.0 + error <= 0.0):
-        raise ParameterError("param_error must be > -1 (masses stay positive)")
-    if np.any(error != 0.0):
-        model = model.scaled(1.0 + error)
-    if float(payload_mass) != 0.0:
-        model = model.with_payload(float(payload_mass), payload_com, payload_inertia)
-    options = {}
-    if gravity is not None:
-        options["gravity"] = np.asarray(gravity, dtype=float).reshape(3)
-    if rotor_inertia is not None:
-        options["rotor_inertia"] = rotor_inertia
-    return model.with_options(**options) if options else model
 
 
 class RobotBlock(Block):
@@ -266,6 +142,9 @@ class RobotBlock(Block):
 
     params = {**ROBOT_PARAMS}
     uses_closed_form = False
+    takes_mimic = False
+    """True for the blocks whose kernels take a chain with mimic joints (ports in its independent
+    joints, `robot_kernels`' coupled kernels); the others refuse such a robot."""
     joint_angle_inputs: tuple[str, ...] = ()
     """The inputs that carry joint angles of the block's robot (rad): their sources are checked
     against its joint limits before a run (diagram/joint_references.py)."""
@@ -275,9 +154,17 @@ class RobotBlock(Block):
         try:
             model = load_robot(v.robot, self.diagram_dir)
             links = frozen_links(v.links)
-            return model if links is None else _with_links(model, links)
+            model = model if links is None else _with_links(model, links)
         except BlocksimError as err:
             raise err.located(block=self.name)
+        if isinstance(model, CoupledRobot) and not self.takes_mimic:
+            c = model.couplings[0]
+            raise ParameterError(
+                f"robot '{model.name}' has mimic joints on its chain (joint '{c.follower}' follows "
+                f"joint '{c.leader}'), which a {self.type_name} block does not take; the "
+                "Manipulator, InverseDynamics, GravityCompensation, ComputedTorque, "
+                "ForwardKinematics, Jacobian and Energy blocks do", block=self.name)
+        return model
 
     def member_models(self, v) -> list[RobotModel]:
         """The RobotModels of the members of v: one per member, or one when they are all the same."""
@@ -301,7 +188,7 @@ class RobotBlock(Block):
         rotor_inertia: true has rotor data to add."""
         self.member_models(v)
         if v.rotor_inertia:
-            robot = self.robot_of(v)
+            robot = chain_of(self.robot_of(v))
             if not np.any(robot.Jm * robot.gear ** 2):
                 raise ParameterError(
                     f"rotor_inertia: true, but robot '{robot.name}' has no rotor data (Jm and "
@@ -311,6 +198,9 @@ class RobotBlock(Block):
     def setup(self):
         self.model = self.robot_of(self.p)
         self.n = self.model.n
+        self.n_chain = chain_of(self.model).n
+        self.coupled = isinstance(self.model, CoupledRobot)
+        self.coupling = self.model.coupling if self.coupled else None
         self._use_cf = self.closed_form_of(self.p)
 
     def closed_form_of(self, v) -> bool:
@@ -327,10 +217,18 @@ class RobotBlock(Block):
     def model_data(self, v) -> tuple:
         """The Model of the values v and a fresh Data workspace for v.batch members, checked
         against each other."""
-        model = md.stack_model(self.member_models(v), self._use_cf)
-        data = md.make_data(self.n, v.batch)
+        model = md.stack_model([chain_of(m) for m in self.member_models(v)], self._use_cf)
+        data = md.make_data(self.n_chain, v.batch)
         md.check(model, data, v.batch)
         return model, data
+
+    def kernel_record(self, plain, coupled, **fields):
+        """The block's kernel record of these fields: of type `plain`, or for a chain with mimic
+        joints of type `coupled` with the map [G | b] as its `coupling` (an ordinary chain's
+        record carries nothing more)."""
+        if self.coupled:
+            return kernel_params(coupled, **fields, coupling=self.coupling)
+        return kernel_params(plain, **fields)
 
     def joint_width(self, port: str, width, expected: int | None = None):
         """Check an input's width against the robot's joint count n (or `expected`)."""
@@ -402,9 +300,14 @@ class Manipulator(RobotBlock):
     rotation row-major). q, qd and pose come from the state, so feeding them back is no loop.
     Discrete states: the n friction modes (`sign[joint]` or `region[joint]`) when the friction is
     exact-sign or Karnopp; none otherwise (no friction, smooth sign, LuGre).
+    A chain with mimic joints (a URDF, or a robot YAML with a URDF source): n is its independent
+    joints and every port and per-joint value is theirs; the chain moves as q_full = G q + b and
+    qdd solves G^T M G qdd = tau - G^T (h - J^T f_ext), h the chain's Coriolis, centrifugal
+    and gravity torques (CRBA and Cholesky whatever `method` says; docs/robot-files.md).
     """
 
     type_name = "Manipulator"
+    takes_mimic = True
     summary = "robot arm plant: tau -> q, qd, qdd, tool pose (ABA/CRBA, friction, stops, payload)"
     params = {
         **ROBOT_PARAMS, **DYNAMICS_PARAMS,
@@ -460,6 +363,7 @@ class Manipulator(RobotBlock):
     def check_values(self, v):
         super().check_values(v)
         check_friction_values(self, v)
+
         for key in ("damping", "stiffness", "tau_max"):
             value = getattr(v, key)
             if np.any(value < 0) or (key == "tau_max" and np.any(value == 0)):
@@ -538,8 +442,9 @@ class Manipulator(RobotBlock):
     def state_jacobian(self, xc, xd, u):
         """The rates' exact Jacobian by tau (and f_ext when wired) from the RNEA's analytic
         derivatives and the joint law's (models.plant.rates_jacobian): none with LuGre or
-        Karnopp friction, a stuck joint, a torque at its limit or a joint at a stop."""
-        if self._lugre or self._karnopp:
+        Karnopp friction, a stuck joint, a torque at its limit, a joint at a stop, or a chain
+        with mimic joints."""
+        if self._lugre or self._karnopp or self.coupled:
             return None
         p = self.own_record()
         found = rates_jacobian(p.model, p.law, 0, xc, xd, u[0], u[1] if self._has_fext else None)
@@ -588,8 +493,8 @@ class Manipulator(RobotBlock):
         law = self.law_of(v)[0]
         model, data = self.model_data(v)
         resets = packed(self.rows("q0", v), self.rows("qd0", v), self.rows("restitution", v))
-        return kernel_params(ManipulatorParams, model=model, law=law, data=data,
-                             use_cf=self._use_cf, crba=self._crba, has_fext=self._has_fext,
+        return self.kernel_record(ManipulatorParams, CoupledManipulatorParams, model=model,
+                                  law=law, data=data, use_cf=self._use_cf, crba=self._crba, has_fext=self._has_fext,
                              has_friction=self._has_friction, has_limits=self._has_limits,
                              exact=self._exact, resets=resets)
 
@@ -634,9 +539,15 @@ class Manipulator(RobotBlock):
         return False
 
     def kernels(self):
-        derivative = manipulator_closed_form_derivative if self._cf_only else manipulator_derivative
-        return Kernels(output=manipulator_output, partial_output=manipulator_partial_output,
-                       derivative=derivative,
+        if self.coupled:
+            output, partial, derivative = (coupled_manipulator_output,
+                                           coupled_manipulator_partial_output,
+                                           coupled_manipulator_derivative)
+        else:
+            output, partial = manipulator_output, manipulator_partial_output
+            derivative = (manipulator_closed_form_derivative if self._cf_only
+                          else manipulator_derivative)
+        return Kernels(output=output, partial_output=partial, derivative=derivative,
                        zero_crossings=manipulator_zero_crossings if self.n_zc else None,
                        modes=manipulator_modes if self.n_modes else None)
 
@@ -657,6 +568,13 @@ def check_friction_values(block: RobotBlock, v) -> None:
                              f"with friction: {v.friction} they have no effect", block=block.name)
     if v.Fs is not None and np.any(v.Fs < 0):
         raise ParameterError("'Fs' must be >= 0", block=block.name)
+    robot = block.robot_of(v)
+    if v.friction == "model" and isinstance(robot, CoupledRobot) and robot.followers_with_friction():
+        raise ParameterError(
+            f"friction: model acts on the independent joints of robot '{robot.name}', but its "
+            f"mimic joint '{robot.followers_with_friction()[0]}' has friction of its own in the "
+            "file, which that law would drop: give the independent joints' coefficients with "
+            "coulomb_viscous or stribeck instead", block=block.name)
 
 
 def friction_law(block: RobotBlock, v):
@@ -713,6 +631,7 @@ class _JointInputs(RobotBlock):
 
     params = {**ROBOT_PARAMS, **DYNAMICS_PARAMS}
     uses_closed_form = True
+    takes_mimic = True
 
     def resolve_widths(self, in_widths):
         for port, w in in_widths.items():
@@ -722,8 +641,8 @@ class _JointInputs(RobotBlock):
     def dynamics_record(self, v, law, has_friction):
         """The block's record for the values v with this law."""
         model, data = self.model_data(v)
-        return kernel_params(DynamicsParams, model=model, law=law, data=data, use_cf=self._use_cf,
-                             has_friction=has_friction)
+        return self.kernel_record(DynamicsParams, CoupledDynamicsParams, model=model, law=law,
+                                  data=data, use_cf=self._use_cf, has_friction=has_friction)
 
 
 @register
@@ -757,6 +676,8 @@ class InverseDynamics(_JointInputs):
         return self.dynamics_record(v, law, self._has_friction)
 
     def kernels(self):
+        if self.coupled:
+            return Kernels(output=coupled_inverse_dynamics_output)
         output = inverse_dynamics_closed_form_output if self._use_cf else inverse_dynamics_output
         return Kernels(output=output)
 
@@ -775,7 +696,8 @@ class GravityCompensation(_JointInputs):
         return self.dynamics_record(v, neutral_law(v.batch, self.n), False)
 
     def kernels(self):
-        return Kernels(output=gravity_compensation_output)
+        return Kernels(output=coupled_gravity_compensation_output if self.coupled
+                       else gravity_compensation_output)
 
 
 @register
@@ -807,7 +729,8 @@ class ComputedTorque(_JointInputs):
         return self.dynamics_record(v, law, False)
 
     def kernels(self):
-        return Kernels(output=computed_torque_output)
+        return Kernels(output=coupled_computed_torque_output if self.coupled
+                       else computed_torque_output)
 
 
 # ============================================================================ kinematics and energy
@@ -815,9 +738,12 @@ class ComputedTorque(_JointInputs):
 class _Kinematics(RobotBlock):
     """Robot block whose record is its Model and Data."""
 
+    takes_mimic = True
+
     def record(self, v):
         model, data = self.model_data(v)
-        return kernel_params(KinematicsParams, model=model, data=data)
+        return self.kernel_record(KinematicsParams, CoupledKinematicsParams, model=model,
+                                  data=data)
 
 
 @register
@@ -837,7 +763,8 @@ class ForwardKinematics(_Kinematics):
         return {"position": 3, "rotation": 9, "pose": 12}
 
     def kernels(self):
-        return Kernels(output=forward_kinematics_output)
+        return Kernels(output=coupled_forward_kinematics_output if self.coupled
+                       else forward_kinematics_output)
 
 
 @register
@@ -857,7 +784,7 @@ class Jacobian(_Kinematics):
         return {"J": 6 * self.n}
 
     def kernels(self):
-        return Kernels(output=jacobian_output)
+        return Kernels(output=coupled_jacobian_output if self.coupled else jacobian_output)
 
 
 @register
@@ -879,4 +806,4 @@ class Energy(_Kinematics):
         return {"kinetic": 1, "potential": 1, "total": 1}
 
     def kernels(self):
-        return Kernels(output=energy_output)
+        return Kernels(output=coupled_energy_output if self.coupled else energy_output)

@@ -23,7 +23,8 @@ from ..models.joint_law import (GAIN_D, GAIN_P, _law_friction, clipped, crossing
 from ..models.kinematics import energy, jacobian, tool_pose
 from ..models import model_data as md
 from ..models.model_data import OUT1, Q1, QD1, TE, joint_row, member
-from ..models.plant import accelerations_closed_form, accelerations_general
+from ..models.coupled_map import contract_rows, expand_rows
+from ..models.plant import accelerations_closed_form, accelerations_coupled, accelerations_general
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -72,18 +73,9 @@ def manipulator_accelerations(xc, modes, tau, fext, model, law, data, use_cf, cr
     bristles, so 2 n + n fit).
     """
     B = xc.shape[0]
-    n = model[0].shape[0]
-    memo = md.acc_memo(data, n, B)
-    nx = xc.shape[1]
-    nm = modes.shape[1]
-    nf = 6 if has_fext else 0
+    memo = md.acc_memo(data, model[0].shape[0], B)
     for b in range(B):
-        if (memo[b, 0] == 1.0 and _holds(memo, b, 1, xc, nx)
-                and _holds(memo, b, 1 + nx, modes, nm)
-                and _holds(memo, b, 1 + 3 * n, tau, n)
-                and _holds(memo, b, 1 + 4 * n, fext, nf)):
-            for i in range(n):
-                qdd[b, i] = memo[b, 7 + 4 * n + i]
+        if _memo_hit(memo, b, xc, modes, tau, fext, has_fext, qdd):
             continue
         done = False
         if use_cf and not crba and not has_fext:
@@ -92,17 +84,41 @@ def manipulator_accelerations(xc, modes, tau, fext, model, law, data, use_cf, cr
         if not done:
             accelerations_general(b, xc, modes, tau, fext, model, law, data, crba, has_fext,
                                   has_friction, has_limits, use_cf, qdd)
-        for i in range(nx):
-            memo[b, 1 + i] = xc[b, i]
-        for i in range(nm):
-            memo[b, 1 + nx + i] = modes[b, i]
+        _memo_store(memo, b, xc, modes, tau, fext, has_fext, qdd)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _memo_hit(memo, b, xc, modes, tau, fext, has_fext, qdd):
+    """Member b's accelerations memo (manipulator_accelerations) holds this very state, modes,
+    torque and wrench: qdd[b] copied from it, True. n = tau's width (the plant's joints)."""
+    n = tau.shape[1]
+    nx = xc.shape[1]
+    if (memo[b, 0] == 1.0 and _holds(memo, b, 1, xc, nx)
+            and _holds(memo, b, 1 + nx, modes, modes.shape[1])
+            and _holds(memo, b, 1 + 3 * n, tau, n)
+            and _holds(memo, b, 1 + 4 * n, fext, 6 if has_fext else 0)):
         for i in range(n):
-            memo[b, 1 + 3 * n + i] = tau[b, i]
-        for j in range(nf):
-            memo[b, 1 + 4 * n + j] = fext[b, j]
-        for i in range(n):
-            memo[b, 7 + 4 * n + i] = qdd[b, i]
-        memo[b, 0] = 1.0
+            qdd[b, i] = memo[b, 7 + 4 * n + i]
+        return True
+    return False
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _memo_store(memo, b, xc, modes, tau, fext, has_fext, qdd):
+    """Remember member b's accelerations qdd[b] with what they came from (_memo_hit's key)."""
+    n = tau.shape[1]
+    nx = xc.shape[1]
+    for i in range(nx):
+        memo[b, 1 + i] = xc[b, i]
+    for i in range(modes.shape[1]):
+        memo[b, 1 + nx + i] = modes[b, i]
+    for i in range(n):
+        memo[b, 1 + 3 * n + i] = tau[b, i]
+    for j in range(6 if has_fext else 0):
+        memo[b, 1 + 4 * n + j] = fext[b, j]
+    for i in range(n):
+        memo[b, 7 + 4 * n + i] = qdd[b, i]
+    memo[b, 0] = 1.0
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -402,3 +418,221 @@ def energy_rows(q, qd, model, data, kinetic, potential, total):
 @njit(cache=True, error_model="numpy", inline="always")
 def energy_output(t, xc, xd, u, y, p):
     energy_rows(u[0], u[1], p.model, p.data, y[0], y[1], y[2])
+
+
+# ============================================================================ chains with mimic joints
+# The kernels of the blocks above for a chain with mimic joints (`models.coupled_map`): ports and
+# the law in the n independent joints, the Model and Data the full chain's (n_full joints); one
+# expansion (q, qd, qdd -> the chain's) before the chain's kernels and one contraction (G^T)
+# after. A block picks them when its robot has mimic joints, so ordinary chains compile and run
+# none of this: their records are the ones above, the coupled ones those records with the map
+# [G | b] (n_full, n + 1) (`models.coupled_map`) appended as `coupling`.
+
+CoupledManipulatorParams = namedtuple("CoupledManipulatorParams",
+                                      ManipulatorParams._fields + ("coupling",))
+CoupledDynamicsParams = namedtuple("CoupledDynamicsParams", DynamicsParams._fields + ("coupling",))
+CoupledKinematicsParams = namedtuple("CoupledKinematicsParams",
+                                     KinematicsParams._fields + ("coupling",))
+
+@njit(cache=True, error_model="numpy")
+def coupled_manipulator_accelerations(xc, modes, tau, fext, model, law, data, coupling, has_fext,
+                                      has_friction, has_limits, qdd):
+    """qdd (B, n) in the independent joints (`plant.accelerations_coupled`), remembered per member
+    as manipulator_accelerations does."""
+    B = xc.shape[0]
+    memo = md.acc_memo(data, model[0].shape[0], B)
+    for b in range(B):
+        if _memo_hit(memo, b, xc, modes, tau, fext, has_fext, qdd):
+            continue
+        accelerations_coupled(b, xc, modes, tau, fext, model, law, data, coupling, has_fext,
+                              has_friction, has_limits, qdd)
+        _memo_store(memo, b, xc, modes, tau, fext, has_fext, qdd)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _expanded_row(data, coupling, x, b, shift, row):
+    """The chain's joint values of x[b] (independent joints) in data's joint row `row`, (1, n_full)."""
+    n_full = coupling.shape[0]
+    out = joint_row(data, n_full, row)
+    expand_rows(coupling, x[b:b + 1, :coupling.shape[1] - 1], shift, out)
+    return out
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def coupled_manipulator_pose(xc, model, data, coupling, pose):
+    """pose (B, 12) = tool pose at the chain's q_full = G q + b, q = xc[:, :n]; remembered per
+    member with its q (manipulator_pose)."""
+    B = xc.shape[0]
+    n_full = model[0].shape[0]
+    n = coupling.shape[1] - 1
+    memo = md.pose_memo(data, n_full, B)
+    for b in range(B):
+        if not (memo[b, 0] == 1.0 and _holds(memo, b, 1, xc, n)):
+            q1 = _expanded_row(data, coupling, xc, b, True, Q1)
+            tool_pose(model, member(model, b), q1, 0, memo[b], 1 + n)
+            for i in range(n):
+                memo[b, 1 + i] = xc[b, i]
+            memo[b, 0] = 1.0
+        for j in range(12):
+            pose[b, j] = memo[b, 1 + n + j]
+
+
+@njit(cache=True, error_model="numpy")
+def coupled_manipulator_outputs(xc, modes, tau, fext, q, qd, qdd, pose, model, law, data,
+                                coupling, has_fext, has_friction, has_limits, want_state,
+                                want_qdd, want_pose):
+    """manipulator_outputs of a chain with mimic joints (every port in the independent joints)."""
+    if want_state:
+        _state_outputs(xc, law.shape[1], q, qd)
+    if want_qdd:
+        coupled_manipulator_accelerations(xc, modes, tau, fext, model, law, data, coupling,
+                                          has_fext, has_friction, has_limits, qdd)
+    if want_pose:
+        coupled_manipulator_pose(xc, model, data, coupling, pose)
+
+
+@njit(cache=True, error_model="numpy")
+def coupled_manipulator_rates(xc, modes, tau, fext, dxc, model, law, data, coupling, has_fext,
+                              has_friction, has_limits):
+    """dxc = [qd | qdd (| dz/dt)] in the independent joints (manipulator_rates)."""
+    n = law.shape[1]
+    coupled_manipulator_accelerations(xc, modes, tau, fext, model, law, data, coupling, has_fext,
+                                      has_friction, has_limits, dxc[:, n:2 * n])
+    lugre = xc.shape[1] > 2 * n
+    for b in range(xc.shape[0]):
+        for i in range(n):
+            dxc[b, i] = xc[b, n + i]
+        if lugre:
+            for i in range(n):
+                dxc[b, 2 * n + i] = friction_rate(law, b, i, xc[b, n + i], xc[b, 2 * n + i])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def coupled_manipulator_output(t, xc, xd, u, y, p):
+    coupled_manipulator_outputs(xc, xd, u[0], u[1], y[0], y[1], y[2], y[3], p.model, p.law,
+                                p.data, p.coupling, p.has_fext, p.has_friction, p.has_limits,
+                                True, True, True)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def coupled_manipulator_partial_output(t, xc, xd, u, y, p, want):
+    if want[2] or want[3]:
+        coupled_manipulator_outputs(xc, xd, u[0], u[1], y[0], y[1], y[2], y[3], p.model, p.law,
+                                    p.data, p.coupling, p.has_fext, p.has_friction,
+                                    p.has_limits, want[0] or want[1], want[2], want[3])
+    else:
+        _state_outputs(xc, y[0].shape[1], y[0], y[1])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def coupled_manipulator_derivative(t, xc, xd, u, dxc, p):
+    coupled_manipulator_rates(xc, xd, u[0], u[1], dxc, p.model, p.law, p.data, p.coupling,
+                              p.has_fext, p.has_friction, p.has_limits)
+
+
+@njit(cache=True, error_model="numpy")
+def coupled_inverse_dynamics_rows(q, qd, qdd, moving, model, law, data, coupling, has_friction,
+                                  tau):
+    """tau (B, n) = G^T (M qdd_full + c + G)(q_full, qd_full) in the independent joints (+ their
+    friction when the law has it); moving False: qd = qdd = 0 (gravity torques; qd, qdd unread)."""
+    n_full = model[0].shape[0]
+    n = law.shape[1]
+    for b in range(q.shape[0]):
+        q1 = _expanded_row(data, coupling, q, b, True, Q1)
+        qd1 = joint_row(data, n_full, QD1)
+        qdd1 = joint_row(data, n_full, TE)
+        if moving:
+            expand_rows(coupling, qd[b:b + 1, :n], False, qd1)
+            expand_rows(coupling, qdd[b:b + 1, :n], False, qdd1)
+        else:
+            for i in range(n_full):
+                qd1[0, i] = 0.0
+                qdd1[0, i] = 0.0
+        out1 = joint_row(data, n_full, OUT1)
+        md.rnea(model, data, member(model, b), q1, qd1, qdd1, md.no_fext(data, n_full), out1)
+        contract_rows(coupling, out1, tau[b:b + 1])
+        if has_friction and moving:
+            _add_friction(law, b, n, qd, tau)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def coupled_inverse_dynamics_output(t, xc, xd, u, y, p):
+    coupled_inverse_dynamics_rows(u[0], u[1], u[2], True, p.model, p.law, p.data, p.coupling,
+                                  p.has_friction, y[0])
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def coupled_gravity_compensation_output(t, xc, xd, u, y, p):
+    coupled_inverse_dynamics_rows(u[0], u[0], u[0], False, p.model, p.law, p.data, p.coupling,
+                                  False, y[0])
+
+
+@njit(cache=True, error_model="numpy")
+def coupled_computed_torque_rows(q_d, qd_d, qdd_d, q, qd, model, law, data, coupling, tau):
+    """computed_torque_rows in the independent joints: v = qdd_d + Kd (qd_d - qd) + Kp (q_d - q)
+    (kept in data's v field, its first n columns), tau = G^T rnea(q_full, qd_full, G v)."""
+    B, n = q.shape
+    v = md.v(data, model[0].shape[0], B)
+    for b in range(B):
+        for i in range(n):
+            v[b, i] = (qdd_d[b, i] + law[b, i, GAIN_D] * (qd_d[b, i] - qd[b, i])
+                       + law[b, i, GAIN_P] * (q_d[b, i] - q[b, i]))
+    coupled_inverse_dynamics_rows(q, qd, v, True, model, law, data, coupling, False, tau)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def coupled_computed_torque_output(t, xc, xd, u, y, p):
+    coupled_computed_torque_rows(u[0], u[1], u[2], u[3], u[4], p.model, p.law, p.data,
+                                 p.coupling, y[0])
+
+
+@njit(cache=True, error_model="numpy")
+def coupled_forward_kinematics_rows(q, model, data, coupling, position, rotation, pose):
+    """forward_kinematics_rows at the chain's q_full = G q + b."""
+    for b in range(q.shape[0]):
+        q1 = _expanded_row(data, coupling, q, b, True, Q1)
+        tool_pose(model, member(model, b), q1, 0, pose[b], 0)
+        for j in range(3):
+            position[b, j] = pose[b, j]
+        for j in range(9):
+            rotation[b, j] = pose[b, 3 + j]
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def coupled_forward_kinematics_output(t, xc, xd, u, y, p):
+    coupled_forward_kinematics_rows(u[0], p.model, p.data, p.coupling, y[0], y[1], y[2])
+
+
+@njit(cache=True, error_model="numpy")
+def coupled_jacobian_rows(q, model, data, coupling, J):
+    """J (B, 6 n) = J(q_full) G, the tool's geometric Jacobian in the independent joints (rows
+    [v; w], row-major); the chain's (6, n_full) Jacobian is kept in data's joint rows QD1..RHS."""
+    n_full = model[0].shape[0]
+    n = coupling.shape[1] - 1
+    Jf = md.joint_rows(data, n_full, QD1, 6)
+    for b in range(q.shape[0]):
+        q1 = _expanded_row(data, coupling, q, b, True, Q1)
+        jacobian(model, data, member(model, b), q1, 0, Jf.reshape(6 * n_full))
+        contract_rows(coupling, Jf, J[b].reshape((6, n)))
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def coupled_jacobian_output(t, xc, xd, u, y, p):
+    coupled_jacobian_rows(u[0], p.model, p.data, p.coupling, y[0])
+
+
+@njit(cache=True, error_model="numpy")
+def coupled_energy_rows(q, qd, model, data, coupling, kinetic, potential, total):
+    """energy_rows at the chain's (q_full, qd_full): the kinetic energy is qd^T M_r qd / 2."""
+    for b in range(q.shape[0]):
+        q_full = _expanded_row(data, coupling, q, b, True, OUT1)
+        qd_full = _expanded_row(data, coupling, qd, b, False, md.BIAS)
+        kin, pot = energy(model, data, member(model, b), q_full, qd_full, 0)
+        kinetic[b, 0] = kin
+        potential[b, 0] = pot
+        total[b, 0] = kin + pot
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def coupled_energy_output(t, xc, xd, u, y, p):
+    coupled_energy_rows(u[0], u[1], p.model, p.data, p.coupling, y[0], y[1], y[2])

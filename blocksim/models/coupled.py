@@ -25,7 +25,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ParameterError
+from .coupled_map import contract_matrix, contract_rows, expand_rows
 from .robot import RobotModel, _DEFAULT_GRAVITY
+from .robot_file import read_robot_yaml
 from .urdf import parse_urdf
 
 
@@ -54,16 +56,20 @@ class CoupledRobot:
             i = names.index(c.follower)
             G[i, self.independent.index(names.index(c.leader))] = c.multiplier
             b[i] = c.offset
-        G.setflags(write=False)
-        b.setflags(write=False)
-        self.G, self.b = G, b
+        coupling = np.hstack([G, b[:, None]])
+        coupling.setflags(write=False)
+        #: [G | b] (n_full, n + 1): the map as the compiled kernels take it (`expand_rows`)
+        self.coupling = coupling
+        self.G, self.b = coupling[:, :-1], coupling[:, -1]
         self.n = len(self.independent)
         self.joint_names = tuple(names[i] for i in self.independent)
         self.q_lower = full.q_lower[list(self.independent)]
         self.q_upper = full.q_upper[list(self.independent)]
         self.gravity = full.gravity
         self.rotor_inertia = full.rotor_inertia
+        self.friction_smoothing = full.friction_smoothing
         self.name = full.name
+        self.closed_form = None
         self.notes = full.notes + tuple(
             f"joint '{c.follower}' follows joint '{c.leader}': q = {c.multiplier:g} q_{c.leader} "
             f"{'-' if c.offset < 0 else '+'} {abs(c.offset):g}" for c in self.couplings)
@@ -79,10 +85,57 @@ class CoupledRobot:
                           notes=desc.notes)
         return cls(full, desc.couplings)
 
+    @staticmethod
+    def chain_of_urdf(path, *, base_link=None, tip_link=None, names_at=None, **options):
+        """The chain of a URDF file as the blocks take it: a CoupledRobot when mimic joints are on
+        it, else the plain RobotModel (options and errors as `RobotModel.from_urdf`)."""
+        desc = parse_urdf(path, base_link=base_link, tip_link=tip_link, names_at=names_at)
+        options = {"gravity": _DEFAULT_GRAVITY, **options}
+        full = RobotModel(desc.joints, tool=desc.tool, name=desc.name, notes=desc.notes, **options)
+        return CoupledRobot(full, desc.couplings) if desc.couplings else full
+
+    @staticmethod
+    def chain_of_yaml(path):
+        """A YAML robot file as the blocks take it (`RobotModel.from_yaml`): a CoupledRobot when
+        its URDF `source` has mimic joints on the chain from `base_link` to `tip_link`."""
+        return RobotModel._from_mapping(read_robot_yaml(path), str(path),
+                                        urdf=CoupledRobot.chain_of_urdf)
+
+    def rebuilt(self, full):
+        """This coupling on another model of the same chain (`full`: same joints)."""
+        return CoupledRobot(full, self.couplings)
+
     def with_options(self, **options):
         """A copy with other gravity, rotor_inertia, friction_smoothing or name
         (`RobotModel.with_options`)."""
         return CoupledRobot(self.full.with_options(**options), self.couplings)
+
+    def with_link_params(self, i, **values):
+        """A copy with chain link i's (0-based, every chain joint counted) mass, com or inertia
+        replaced (`RobotModel.with_link_params`)."""
+        return CoupledRobot(self.full.with_link_params(i, **values), self.couplings)
+
+    def with_payload(self, mass, com=(0.0, 0.0, 0.0), inertia=None):
+        """A copy carrying a payload fixed to the tool (`RobotModel.with_payload`)."""
+        return CoupledRobot(self.full.with_payload(mass, com, inertia), self.couplings)
+
+    def scaled(self, mass_factor):
+        """A copy whose chain links are heavier by mass_factor (scalar or one per chain link,
+        `RobotModel.scaled`)."""
+        return CoupledRobot(self.full.scaled(mass_factor), self.couplings)
+
+    def followers_with_friction(self):
+        """Names of the mimic joints whose own viscous or Coulomb coefficient is nonzero."""
+        names = self.full.joint_names
+        return [c.follower for c in self.couplings
+                if any(getattr(self.full, k)[names.index(c.follower)] != 0.0
+                       for k in ("viscous", "coulomb_pos", "coulomb_neg"))]
+
+    def __getattr__(self, name):
+        # the independent joints' own per-joint data (friction coefficients, rotor data)
+        if name in ("viscous", "coulomb_pos", "coulomb_neg", "Jm", "gear"):
+            return getattr(self.full, name)[list(self.independent)]
+        raise AttributeError(name)
 
     # ------------------------------------------------------------------ the map
     def _rows(self, x, name):
@@ -92,17 +145,27 @@ class CoupledRobot:
                                  f"independent joints {', '.join(self.joint_names)}), got {a.shape}")
         return a
 
+    def _mapped(self, x, shift):
+        a = np.atleast_2d(x)
+        out = np.empty((a.shape[0], self.full.n))
+        expand_rows(self.coupling, np.ascontiguousarray(a), shift, out)
+        return out if a.ndim == np.ndim(x) else out[0]
+
     def expand(self, q):
         """The chain's joint positions q_full = G q + b (rad or m), (n_full,) or (B, n_full)."""
-        return self._rows(q, "q") @ self.G.T + self.b
+        return self._mapped(self._rows(q, "q"), True)
 
     def expand_rate(self, qd, name="qd"):
         """The chain's joint rates (or accelerations) G qd."""
-        return self._rows(qd, name) @ self.G.T
+        return self._mapped(self._rows(qd, name), False)
 
     def contract(self, tau_full):
         """Generalised forces on the independent joints, G^T tau_full (N m or N)."""
-        return np.asarray(tau_full, dtype=float) @ self.G
+        y = np.asarray(tau_full, dtype=float)
+        a = np.ascontiguousarray(np.atleast_2d(y))
+        out = np.empty((a.shape[0], self.n))
+        contract_rows(self.coupling, a, out)
+        return out if y.ndim == 2 else out[0]
 
     # ------------------------------------------------------------------ kinematics
     def fk(self, q):
@@ -121,7 +184,12 @@ class CoupledRobot:
 
     def mass_matrix(self, q):
         """M_r = G^T M(q_full) G (kg m^2), (n, n) or (B, n, n); rotor inertias when on."""
-        return self.G.T @ self.full.mass_matrix(self.expand(q)) @ self.G
+        M = self.full.mass_matrix(self.expand(q))
+        rows = M.reshape(-1, self.full.n, self.full.n)
+        out = np.empty((rows.shape[0], self.n, self.n))
+        for r in range(rows.shape[0]):
+            contract_matrix(self.coupling, rows[r], out[r])
+        return out.reshape(M.shape[:-2] + (self.n, self.n))
 
     def nonlinear_effects(self, q, qd):
         """c_r = G^T (C(q_full, qd_full) qd_full + g(q_full)) (N m)."""

@@ -208,6 +208,12 @@ def joint_row(data, n, r):
 
 
 @njit(cache=True, error_model="numpy", inline="always")
+def joint_rows(data, n, r, count):
+    """Joint rows r .. r + count - 1 as one (count, n) view (a scratch matrix)."""
+    return _part(data, n, 0, DATA_LAYOUT[JOINT])[r * n:(r + count) * n].reshape((count, n))
+
+
+@njit(cache=True, error_model="numpy", inline="always")
 def joint_vector(data, n, r):
     """Joint row r as an (n,) view."""
     return _part(data, n, 0, DATA_LAYOUT[JOINT])[r * n:(r + 1) * n]

@@ -36,6 +36,7 @@ from . import planar2r as p2r
 from .joint_law import (Q_MAX, Q_MIN, effective_torque, effective_torque_slopes, pushed_into_stop,
                         static_level)
 from . import model_data as md
+from .coupled_map import contract_matrix, contract_rows, expand_rows
 from .model_data import BIAS, FREE, OUT1, Q1, QD1, RHS, SOL, STUCK, TE, ZERO1, joint_row, joint_vector
 
 
@@ -79,6 +80,54 @@ def solve_free(M, rhs, free, L, out):
         out[i] = s / L[i, i]
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _joint_torques(b, xc, modes, tau, law, has_friction, n, te, free, stuck):
+    """te (n,) = each joint's effective torque under the law at member b's state xc = [q | qd
+    (| z)] and held modes; stuck/free (n,) its flags (`joint_law.effective_torque`). True when a
+    joint sticks (the forward dynamics then need the mass matrix)."""
+    lugre = xc.shape[1] > 2 * n
+    held = modes.shape[1] > 0
+    any_stuck = False
+    for i in range(n):
+        t, s = effective_torque(law, b, i, xc[b, i], xc[b, n + i],
+                                xc[b, 2 * n + i] if lugre else 0.0, tau[b, i], has_friction,
+                                modes[b, i] if held else 0.0)
+        te[i] = t
+        stuck[i] = 1.0 if s else 0.0
+        free[i] = 0.0 if s else 1.0
+        if s:
+            any_stuck = True
+    return any_stuck
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _release_and_lock(b, xc, law, M, rhs, free, stuck, sol, has_limits, n):
+    """After a solve (sol (n,) of M sol = rhs on the free joints): a stuck joint whose holding
+    torque exceeds its static level breaks away (freed, the level opposing the motion added to
+    its rhs), a free joint on a stop that the solution pushes outward is locked. True when the
+    sets changed (solve again)."""
+    changed = False
+    for i in range(n):
+        if stuck[i]:
+            hold = -rhs[i]
+            for j in range(n):
+                if free[j]:
+                    hold += M[i, j] * sol[j]
+            level = static_level(law, b, i, hold)
+            if abs(hold) > level:
+                # breakaway: the motion starts opposite to the holding torque
+                stuck[i] = 0.0
+                free[i] = 1.0
+                rhs[i] += level if hold > 0.0 else -level
+                changed = True
+    if has_limits:
+        for i in range(n):
+            if free[i] and pushed_into_stop(law, b, i, xc[b, i], xc[b, n + i], sol[i]):
+                free[i] = 0.0
+                changed = True
+    return changed
+
+
 @njit(cache=True, error_model="numpy")
 def accelerations_general(b, xc, modes, tau, fext, model, law, data, crba, has_fext,
                           has_friction, has_limits, use_cf, qdd):
@@ -96,23 +145,15 @@ def accelerations_general(b, xc, modes, tau, fext, model, law, data, crba, has_f
     f1 = md.f1(data, n)
     no_fext = md.no_fext(data, n)
     M = md.mass(data, n)
+    M0 = M[0]
     L = md.chol(data, n)
     for i in range(n):
         q1[0, i] = xc[b, i]
         qd1[0, i] = xc[b, n + i]
         zero1[0, i] = 0.0
-    need_crba = crba
-    lugre = xc.shape[1] > 2 * n
-    held = modes.shape[1] > 0
-    for i in range(n):
-        t, s = effective_torque(law, b, i, xc[b, i], xc[b, n + i],
-                                xc[b, 2 * n + i] if lugre else 0.0, tau[b, i], has_friction,
-                                modes[b, i] if held else 0.0)
-        te[0, i] = t
-        stuck[i] = 1.0 if s else 0.0
-        free[i] = 0.0 if s else 1.0
-        if s:
-            need_crba = True
+    any_stuck = _joint_torques(b, xc, modes, tau, law, has_friction, n,
+                               joint_vector(data, n, TE), free, stuck)
+    need_crba = crba or any_stuck
     fx = no_fext
     if has_fext:
         for j in range(6):
@@ -137,27 +178,56 @@ def accelerations_general(b, xc, modes, tau, fext, model, law, data, crba, has_f
                 for i in range(n):
                     rhs[i] = te[0, i] - bias[0, i]
                 have_m = True
-            solve_free(M[0], rhs, free, L, sol)
-        need_crba = False
-        for i in range(n):
-            if stuck[i]:
-                hold = -rhs[i]
-                for j in range(n):
-                    if free[j]:
-                        hold += M[0, i, j] * sol[j]
-                level = static_level(law, b, i, hold)
-                if abs(hold) > level:
-                    # breakaway: the motion starts opposite to the holding torque
-                    stuck[i] = 0.0
-                    free[i] = 1.0
-                    rhs[i] += level if hold > 0.0 else -level
-                    need_crba = True
-        if has_limits:
-            for i in range(n):
-                if free[i] and pushed_into_stop(law, b, i, xc[b, i], xc[b, n + i], sol[i]):
-                    free[i] = 0.0
-                    need_crba = True
+            solve_free(M0, rhs, free, L, sol)
+        need_crba = _release_and_lock(b, xc, law, M0, rhs, free, stuck, sol, has_limits, n)
         if not need_crba:
+            break
+    for i in range(n):
+        qdd[b, i] = sol[i]
+
+
+@njit(cache=True, error_model="numpy")
+def accelerations_coupled(b, xc, modes, tau, fext, model, law, data, coupling, has_fext,
+                          has_friction, has_limits, qdd):
+    """qdd[b] (n,) of member b of a chain with mimic joints, in its n independent joints
+    (`models.coupled`): the state xc = [q | qd (| z)] and tau (B, n) are the independent joints',
+    the law (B, n, N_LAW) acts on them; the chain's n_full joints move as q_full = G q + b,
+    qd_full = G qd (coupling = [G | b]). Solved as accelerations_general's CRBA path on
+    M_r = G^T M(q_full) G and rhs = te - G^T (c + G - J^T fext)(q_full, qd_full): the same locked
+    and stuck joints, the same breakaway and stops. Scratch: data's joint rows (the full chain's
+    q, qd, zeros and bias; the first n entries of the others), mass (M, then the Cholesky factor),
+    chol (M_r), f1 and ws."""
+    n_full = model[0].shape[0]
+    n = law.shape[1]
+    k = md.member(model, b)
+    q1, qd1, zero1, bias = (joint_row(data, n_full, Q1), joint_row(data, n_full, QD1),
+                            joint_row(data, n_full, ZERO1), joint_row(data, n_full, BIAS))
+    te, rhs, sol = (joint_vector(data, n_full, TE)[:n], joint_vector(data, n_full, RHS)[:n],
+                    joint_vector(data, n_full, SOL)[:n])
+    free, stuck = joint_vector(data, n_full, FREE)[:n], joint_vector(data, n_full, STUCK)[:n]
+    expand_rows(coupling, xc[b:b + 1, :n], True, q1)
+    expand_rows(coupling, xc[b:b + 1, n:2 * n], False, qd1)
+    for i in range(n_full):
+        zero1[0, i] = 0.0
+    _joint_torques(b, xc, modes, tau, law, has_friction, n, te, free, stuck)
+    fx = md.no_fext(data, n_full)
+    if has_fext:
+        f1 = md.f1(data, n_full)
+        for j in range(6):
+            f1[0, j] = fext[b, j]
+        fx = f1
+    M = md.mass(data, n_full)
+    md.mass_matrix(model, data, k, q1, M)
+    md.rnea(model, data, k, q1, qd1, zero1, fx, bias)
+    Mr = md.chol(data, n_full).reshape(n_full * n_full)[:n * n].reshape((n, n))
+    contract_matrix(coupling, M[0], Mr)
+    contract_rows(coupling, bias, rhs.reshape((1, n)))
+    for i in range(n):
+        rhs[i] = te[i] - rhs[i]
+    L = M.reshape(n_full * n_full)[:n * n].reshape((n, n))
+    for _ in range(2 * n + 1):
+        solve_free(Mr, rhs, free, L, sol)
+        if not _release_and_lock(b, xc, law, Mr, rhs, free, stuck, sol, has_limits, n):
             break
     for i in range(n):
         qdd[b, i] = sol[i]

@@ -220,9 +220,11 @@ class RobotModel:
             c = desc.couplings[0]
             raise URDFError(f"joint '{c.follower}' on the chain mimics joint '{c.leader}': a chain "
                             "with mimic joints has fewer independent coordinates than joints, which "
-                            "the blocks' serial-chain kernels do not take; load it in Python with "
+                            "a RobotModel does not hold: load it with "
                             "blocksim.models.coupled.CoupledRobot.from_urdf (dynamics in the "
-                            "independent joints)", where=c.where)
+                            "independent joints); the robot blocks take it as it is (the .urdf, or "
+                            "a robot YAML with it as source)",
+                            where=c.where)
         return cls(desc.joints, tool=desc.tool, gravity=gravity, name=desc.name,
                    rotor_inertia=rotor_inertia, friction_smoothing=friction_smoothing,
                    notes=desc.notes)
@@ -240,15 +242,18 @@ class RobotModel:
         return cls._from_mapping(read_robot_yaml(path), str(path))
 
     @classmethod
-    def _from_mapping(cls, data, where):
-        """The model of a robot mapping read from file `where` (located or plain data)."""
+    def _from_mapping(cls, data, where, urdf=None):
+        """The model of a robot mapping read from file `where` (located or plain data); a URDF
+        `source` is read by `urdf` (the options of `from_urdf`; default `from_urdf` itself, which
+        refuses mimic joints on the chain; `CoupledRobot.chain_of_urdf` takes them)."""
         loc = SourceLoc(where)
         values = model_values(data, where)
         gravity = _DEFAULT_GRAVITY if values["gravity"] is None else values["gravity"]
         if values["source"] is not None:
             # a URDF file (relative to this file) with the options given here
             try:
-                model = cls.from_urdf(source_path(where, values["source"]), gravity=gravity,
+                model = (urdf or cls.from_urdf)(source_path(where, values["source"]),
+                                                gravity=gravity,
                                       rotor_inertia=values["rotor_inertia"],
                                       friction_smoothing=values["friction_smoothing"],
                                       base_link=values["base_link"], tip_link=values["tip_link"],
@@ -260,7 +265,8 @@ class RobotModel:
                     err.args = (str(err),)
                 raise
             if values["overrides"]:
-                model = _overridden(model, values["overrides"])
+                model = (_overridden(model, values["overrides"]) if isinstance(model, RobotModel)
+                         else model.rebuilt(_overridden(model.full, values["overrides"])))
             return model if values["name"] is None else model.with_options(name=values["name"])
         try:
             return cls._from_rows(values["links"], values["convention"], gravity,
