@@ -169,6 +169,13 @@ def manipulator_rates(xc, modes, tau, fext, dxc, model, law, data, use_cf, crba,
     n = model[0].shape[0]
     manipulator_accelerations(xc, modes, tau, fext, model, law, data, use_cf, crba, has_fext,
                               has_friction, has_limits, dxc[:, n:])
+    state_rates_but_qdd(xc, law, n, dxc)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def state_rates_but_qdd(xc, law, n, dxc):
+    """The rates of the Manipulator's state other than qdd: dq/dt = qd (rad/s), and dz/dt of the
+    LuGre bristles (rad/s) when xc holds z."""
     lugre = xc.shape[1] > 2 * n
     for b in range(xc.shape[0]):
         for i in range(n):
@@ -498,13 +505,7 @@ def coupled_manipulator_rates(xc, modes, tau, fext, dxc, model, law, data, coupl
     n = law.shape[1]
     coupled_manipulator_accelerations(xc, modes, tau, fext, model, law, data, coupling, has_fext,
                                       has_friction, has_limits, dxc[:, n:2 * n])
-    lugre = xc.shape[1] > 2 * n
-    for b in range(xc.shape[0]):
-        for i in range(n):
-            dxc[b, i] = xc[b, n + i]
-        if lugre:
-            for i in range(n):
-                dxc[b, 2 * n + i] = friction_rate(law, b, i, xc[b, n + i], xc[b, 2 * n + i])
+    state_rates_but_qdd(xc, law, n, dxc)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
