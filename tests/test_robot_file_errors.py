@@ -13,6 +13,7 @@ import yaml
 
 from blocksim.cli import main
 from blocksim.errors import ParameterError
+from blocksim.models.coupled import CoupledRobot
 from blocksim.models.robot import RobotModel
 from blocksim.models.robot_file import RobotFileError
 from blocksim.models.urdf import URDFError
@@ -375,4 +376,4 @@ def test_every_shipped_robot_file_reads_as_it_did_with_yaml_safe_load():
     for path in files:
         located = located_yaml.to_plain(located_yaml.read_yaml(path, "robot file"))
         assert located == yaml.safe_load(path.read_text()), path
-        RobotModel.from_yaml(path)
+        CoupledRobot.chain_of_yaml(path)      # as the blocks load it (mimic chains included)
