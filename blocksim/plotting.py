@@ -444,9 +444,10 @@ def row_labels(present: list[list[str]], units: dict[str, str],
     label says what its signals are and their units (axis_label; a user's `ylabel` as written,
     or one per subplot); with several subplots, each is titled by its joint when there is one
     per joint of the robot (`joints`; else "joint k" in a robot's diagram, "element k"
-    elsewhere), and the title is "" for a single subplot."""
+    elsewhere, unless `ylabel` names each subplot), and the title is "" for a single subplot."""
     n = len(present)
     per_joint = n > 1 and joints is not None and len(joints) == n
+    named = isinstance(ylabel, (list, tuple))
     out = []
     for i in range(n):
         if isinstance(ylabel, (list, tuple)):
@@ -455,8 +456,9 @@ def row_labels(present: list[list[str]], units: dict[str, str],
             label = str(ylabel)
         else:
             label = axis_label(present[i], units, per_joint)
-        title = "" if n == 1 else (joints[i] if per_joint else
-                                   (f"joint {i + 1}" if joints is not None else f"element {i + 1}"))
+        title = "" if n == 1 or (named and not per_joint) else (
+            joints[i] if per_joint else (f"joint {i + 1}" if joints is not None
+                                         else f"element {i + 1}"))
         out.append((label, title))
     return out
 

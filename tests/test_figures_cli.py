@@ -142,6 +142,20 @@ def test_plot_units_reference_dashed_and_variant_colours(w1_run):
     assert [ax.get_ylabel() for ax in fig.axes] == ["shoulder [N m]", "elbow"]
 
 
+def test_subplots_named_by_their_ylabels_carry_no_generic_title():
+    """A per-subplot ylabel list names each element (the five-bar's lambda_x, lambda_y): no
+    "element k" or "joint k" title beside it; a robot's joint names stay."""
+    from blocksim.plotting import row_labels
+    two = [["plant.lambda"], ["plant.lambda"]]
+    assert row_labels(two, {"plant.lambda": "N"}, None) == [("force [N]", "element 1"),
+                                                           ("force [N]", "element 2")]
+    assert row_labels(two, {}, None, ["lambda_x (N)", "lambda_y (N)"]) == [
+        ("lambda_x (N)", ""), ("lambda_y (N)", "")]
+    assert row_labels(two, {}, (), ["a", "b"]) == [("a", ""), ("b", "")]
+    assert row_labels(two, {}, ("shoulder", "elbow"), ["a", "b"]) == [("a", "shoulder"),
+                                                                      ("b", "elbow")]
+
+
 def test_a_tracking_scope_draws_its_error(w1_run, tmp_path):
     """error: [ref.q, plant.q] adds a figure of e = ref.q - plant.q per joint, in rad."""
     from blocksim.plotting import draw_scope, load_run
