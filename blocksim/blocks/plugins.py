@@ -23,8 +23,8 @@ def load_plugin(name: str, base_dir: Path, where: SourceLoc | None = None) -> No
     """Import one plugin: a module name (`my_package.blocks`), or a Python file (a path ending in
     .py, relative to base_dir: the diagram's folder). A file is imported once per session under a
     name derived from its contents, so a copy of it (a copied project folder) is the same plugin,
-    while a different file that registers a type already taken is refused. Failures are BlocksimErrors at `where` that say where in
-    the plugin the import failed (no traceback)."""
+    while a different file that registers a type already taken is refused. Failures are
+    BlocksimErrors at `where` that say where in the plugin the import failed (no traceback)."""
     if not isinstance(name, str) or not name.strip():
         raise BlocksimError(f"a plugin is a module name or a .py file, not {name!r}", where=where)
     name = name.strip()

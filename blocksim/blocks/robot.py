@@ -132,6 +132,13 @@ def robot_notes(blocks) -> dict:
     return users
 
 
+def _blocks_taking_mimic() -> str:
+    """The robot blocks that take a chain with mimic joints (`takes_mimic`), as "A, B and C"."""
+    from .base import REGISTRY
+    names = [name for name, cls in REGISTRY.items() if getattr(cls, "takes_mimic", False)]
+    return ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else "".join(names)
+
+
 class RobotBlock(Block):
     """Base of the robot blocks. Structure (fixed when the block is built): the robot with its
     `links` overrides (`self.model`, kinds str and any), its joint count `self.n`, and
@@ -162,8 +169,7 @@ class RobotBlock(Block):
             raise ParameterError(
                 f"robot '{model.name}' has mimic joints on its chain (joint '{c.follower}' follows "
                 f"joint '{c.leader}'), which a {self.type_name} block does not take; the "
-                "Manipulator, InverseDynamics, GravityCompensation, ComputedTorque, "
-                "ForwardKinematics, Jacobian and Energy blocks do", block=self.name)
+                f"{_blocks_taking_mimic()} blocks do", block=self.name)
         return model
 
     def member_models(self, v) -> list[RobotModel]:
@@ -363,7 +369,6 @@ class Manipulator(RobotBlock):
     def check_values(self, v):
         super().check_values(v)
         check_friction_values(self, v)
-
         for key in ("damping", "stiffness", "tau_max"):
             value = getattr(v, key)
             if np.any(value < 0) or (key == "tau_max" and np.any(value == 0)):
@@ -494,9 +499,9 @@ class Manipulator(RobotBlock):
         model, data = self.model_data(v)
         resets = packed(self.rows("q0", v), self.rows("qd0", v), self.rows("restitution", v))
         return self.kernel_record(ManipulatorParams, CoupledManipulatorParams, model=model,
-                                  law=law, data=data, use_cf=self._use_cf, crba=self._crba, has_fext=self._has_fext,
-                             has_friction=self._has_friction, has_limits=self._has_limits,
-                             exact=self._exact, resets=resets)
+                                  law=law, data=data, use_cf=self._use_cf, crba=self._crba,
+                                  has_fext=self._has_fext, has_friction=self._has_friction,
+                                  has_limits=self._has_limits, exact=self._exact, resets=resets)
 
     def state_names(self):
         names = self.model.joint_names
@@ -568,11 +573,12 @@ def check_friction_values(block: RobotBlock, v) -> None:
                              f"with friction: {v.friction} they have no effect", block=block.name)
     if v.Fs is not None and np.any(v.Fs < 0):
         raise ParameterError("'Fs' must be >= 0", block=block.name)
-    robot = block.robot_of(v)
-    if v.friction == "model" and isinstance(robot, CoupledRobot) and robot.followers_with_friction():
+    robot = block.robot_of(v) if v.friction == "model" else None
+    followers = robot.followers_with_friction() if isinstance(robot, CoupledRobot) else []
+    if followers:
         raise ParameterError(
             f"friction: model acts on the independent joints of robot '{robot.name}', but its "
-            f"mimic joint '{robot.followers_with_friction()[0]}' has friction of its own in the "
+            f"mimic joint '{followers[0]}' has friction of its own in the "
             "file, which that law would drop: give the independent joints' coefficients with "
             "coulomb_viscous or stribeck instead", block=block.name)
 

@@ -389,10 +389,16 @@ def forward_kinematics_rows(q, model, data, position, rotation, pose):
     """pose (B, 12) = the tool pose (p, then R row-major), position (B, 3) and rotation (B, 9)."""
     for b in range(q.shape[0]):
         tool_pose(model, member(model, b), q, b, pose[b], 0)
-        for j in range(3):
-            position[b, j] = pose[b, j]
-        for j in range(9):
-            rotation[b, j] = pose[b, 3 + j]
+        _pose_parts(pose, b, position, rotation)
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _pose_parts(pose, b, position, rotation):
+    """Member b's tool pose (p, then R row-major) split into position (m) and rotation (-)."""
+    for j in range(3):
+        position[b, j] = pose[b, j]
+    for j in range(9):
+        rotation[b, j] = pose[b, 3 + j]
 
 
 @njit(cache=True, error_model="numpy", inline="always")
@@ -593,10 +599,7 @@ def coupled_forward_kinematics_rows(q, model, data, coupling, position, rotation
     for b in range(q.shape[0]):
         q1 = _expanded_row(data, coupling, q, b, True, Q1)
         tool_pose(model, member(model, b), q1, 0, pose[b], 0)
-        for j in range(3):
-            position[b, j] = pose[b, j]
-        for j in range(9):
-            rotation[b, j] = pose[b, 3 + j]
+        _pose_parts(pose, b, position, rotation)
 
 
 @njit(cache=True, error_model="numpy", inline="always")
