@@ -1,6 +1,6 @@
 """A process's start stays light: `import blocksim` brings none of the heavy optional modules,
 numba starts without SciPy's linear-algebra package yet its linear algebra works, and a saved
-run's git revision is read from the repository's files as git itself reports it."""
+run's git revision is git's own, asked only inside a work tree."""
 import json
 import shutil
 import subprocess
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from blocksim.engine.result import _checked_out_revision
+from blocksim.engine.result import checkout_revision
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,10 +73,10 @@ def _git(*args, cwd):
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
-def test_the_revision_read_from_files_is_what_git_reports(tmp_path):
+def test_the_revision_is_the_checked_out_commit_and_none_outside_a_work_tree(tmp_path):
     """A new repository (a loose branch ref), the same after `git pack-refs` (packed-refs),
-    linked work trees (detached, and on a branch of their own), a detached HEAD: the files give
-    `git rev-parse HEAD` in each."""
+    linked work trees (detached, and on a branch of their own), a detached HEAD: the commit
+    checked out in each; outside a work tree, None (git not started)."""
     repo = tmp_path / "repo"
     repo.mkdir()
     _git("init", "-q", "-b", "main", cwd=repo)
@@ -85,18 +85,18 @@ def test_the_revision_read_from_files_is_what_git_reports(tmp_path):
     _git("add", ".", cwd=repo)
     _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "one", cwd=repo)
     first = _git("rev-parse", "HEAD", cwd=repo)
-    assert _checked_out_revision(repo / "pkg") == first
+    assert checkout_revision(repo / "pkg") == first
     _git("pack-refs", "--all", cwd=repo)
     assert not (repo / ".git" / "refs" / "heads" / "main").exists()
-    assert _checked_out_revision(repo / "pkg") == first
+    assert checkout_revision(repo / "pkg") == first
     (repo / "pkg" / "a.txt").write_text("two\n")
     _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "two", cwd=repo)
     second = _git("rev-parse", "HEAD", cwd=repo)
-    assert second != first and _checked_out_revision(repo / "pkg") == second
+    assert second != first and checkout_revision(repo / "pkg") == second
     _git("worktree", "add", "-q", "--detach", str(tmp_path / "linked"), first, cwd=repo)
-    assert _checked_out_revision(tmp_path / "linked" / "pkg") == first
+    assert checkout_revision(tmp_path / "linked" / "pkg") == first
     _git("worktree", "add", "-q", "-b", "side", str(tmp_path / "branch"), first, cwd=repo)
-    assert _checked_out_revision(tmp_path / "branch" / "pkg") == first    # ref in the common dir
+    assert checkout_revision(tmp_path / "branch" / "pkg") == first    # ref in the common dir
     _git("checkout", "-q", "--detach", first, cwd=repo)
-    assert _checked_out_revision(repo / "pkg") == first
-    assert _checked_out_revision(tmp_path) is None          # no work tree above it
+    assert checkout_revision(repo / "pkg") == first
+    assert checkout_revision(tmp_path) is None          # no work tree above it

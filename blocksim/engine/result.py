@@ -210,56 +210,20 @@ def _provenance() -> dict:
         scipy_version = None
     meta = {"blocksim": __version__, "numpy": numpy.__version__, "scipy": scipy_version,
             "python": platform.python_version()}
-    here = Path(__file__).parent
-    revision = _checked_out_revision(here)
-    if revision is None and any((p / ".git").exists() for p in (here, *here.parents)):
-        try:                              # a checkout whose layout is left to git itself
-            rev = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                                 timeout=2, cwd=here)
-            if rev.returncode == 0:
-                revision = rev.stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            pass
+    revision = checkout_revision(Path(__file__).parent)
     if revision is not None:
         meta["git_revision"] = revision
     return meta
 
 
-def _checked_out_revision(folder: Path) -> str | None:
-    """The commit checked out in the git work tree holding folder, read from the repository's
-    files (HEAD, the branch's loose ref or packed-refs; a linked work tree's `.git` file and its
-    commondir), as `git rev-parse HEAD` prints it without starting git (a few ms of every saved
-    run); None when it is not plainly there (no work tree, or a layout to leave to git)."""
+def checkout_revision(folder: Path) -> str | None:
+    """The commit checked out in the git work tree holding `folder` (`git rev-parse HEAD`); None
+    outside a work tree, where git is not started at all (an installed blocksim), or without git."""
+    if not any((p / ".git").exists() for p in (folder, *folder.parents)):
+        return None
     try:
-        top = next((p for p in (folder, *folder.parents) if (p / ".git").exists()), None)
-        if top is None:
-            return None
-        gitdir = top / ".git"
-        if gitdir.is_file():                       # a linked work tree: "gitdir: PATH"
-            text = gitdir.read_text().strip()
-            if not text.startswith("gitdir:"):
-                return None
-            gitdir = (top / text.partition(":")[2].strip()).resolve()
-        common = gitdir
-        if (gitdir / "commondir").is_file():
-            common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve()
-        head = (gitdir / "HEAD").read_text().strip()
-        if not head.startswith("ref:"):
-            return head if _is_sha(head) else None        # a detached HEAD
-        ref = head.partition(":")[2].strip()
-        for root in (gitdir, common):
-            if (root / ref).is_file():
-                found = (root / ref).read_text().strip()
-                return found if _is_sha(found) else None
-        if (common / "packed-refs").is_file():
-            for line in (common / "packed-refs").read_text().splitlines():
-                sha, _, name = line.partition(" ")
-                if name == ref and _is_sha(sha):
-                    return sha
+        rev = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                             timeout=2, cwd=folder)
+    except (OSError, subprocess.SubprocessError):
         return None
-    except (OSError, UnicodeError):
-        return None
-
-
-def _is_sha(text: str) -> bool:
-    return len(text) in (40, 64) and all(c in "0123456789abcdef" for c in text)
+    return rev.stdout.strip() if rev.returncode == 0 else None
