@@ -1,5 +1,8 @@
 """The compiled adaptive loop: a run under an embedded explicit Runge-Kutta pair (rk23, dopri5,
-dop853), zero crossings included, as one numba function of the generated module (run_adaptive).
+dop853), zero crossings included, as one numba function of the generated module (run_adaptive);
+also a fixed-step run with zero crossings (euler ... rk4: one step from each major time to the
+next, a crossing reported at the step's end), which the fixed-step loop (run_fixed) does not
+serve.
 
 It is the scheduler's loop (engine/scheduler.py) for such a run, rendered: the phases of a major
 step in MAJOR_STEP's order at each major time (the next sample hit, a source's breakpoint, the
@@ -57,9 +60,10 @@ _I = {name: k for k, name in enumerate(ISTATE)}
 CHUNK_SECONDS = 0.2
 """Wall time between returns to Python (progress, Ctrl-C)."""
 
-DONE, FINISHED, NOT_FINITE, UNDERFLOW, BAD_DERIVATIVE = 0, 1, 2, 3, 4
+DONE, FINISHED, NOT_FINITE, UNDERFLOW, BAD_DERIVATIVE, STEP_NOT_FINITE = 0, 1, 2, 3, 4, 9
 """run_adaptive's status: the chunk's steps done, the stop time reached, a state became NaN/Inf
-at a major step, step size underflow, the derivative at the current state is not finite."""
+at a major step, step size underflow, the derivative at the current state is not finite, a
+fixed step's end state is not finite."""
 EVENT, EVENTS_AT_T, MODES_AHEAD, BASELINE = 5, 6, 7, 8
 """run_adaptive's requests to Python (_serve), after which it goes on: the reactions of a
 located event (its outputs computed), a major step's events at t, the modes of the step ahead,
@@ -74,10 +78,13 @@ def renderable(plan) -> bool:
 
 
 def supports(plan, solver) -> bool:
-    """Whether run_adaptive runs this plan under this solver: an embedded explicit pair."""
+    """Whether run_adaptive runs this plan under this solver: an embedded explicit pair, or a
+    fixed-step explicit method on a plan with zero crossings (one without them runs in
+    run_fixed)."""
     tableau = getattr(solver, "tableau", None)
-    return bool(renderable(plan) and solver.adaptive and tableau is not None
-                and tableau.E is not None)
+    if not renderable(plan) or tableau is None:
+        return False
+    return tableau.E is not None if solver.adaptive else bool(plan.crossings)
 
 
 def render(gen) -> str:
@@ -149,7 +156,7 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
                  t_stop, breaks, break_ticks, log_times, xc, xd, s, p, logs, A, b, c, E, E3,
                  P_rows, A_dense, c_dense, exponent, error_order, rtol, atol, max_step, K, xsol,
                  x_old, x_new, Q, zero, held, g, g_prev, g_new, g_end, ev_mask, directions,
-                 zc_tol, has_modes, search_fs, search_is, g_lo, g_hi, cand, sgn):
+                 zc_tol, has_modes, search_fs, search_is, g_lo, g_hi, cand, sgn, fixed):
     \"\"\"At most `budget` solver steps of the run (engine/adaptive_loop.py); returns the status.
 
     mode 0: a major step at t (the outputs, the phases after them, the next major time, the
@@ -164,7 +171,11 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
     at the end of the last step; g_end: at a located event, before its reactions; ev_mask: the
     event's functions. search_*, g_lo, g_hi, cand, sgn: the crossing search's state
     (solvers/events.py). resume: 1 after Python ran a major step's events at t, 2 after it set
-    the modes of the step ahead.\"\"\"
+    the modes of the step ahead. fixed: a fixed-step run (euler ... rk4, or an embedded pair
+    with fixed_step): every step goes from one major time to the next (the grid is one of the
+    rates of per and off), is never rejected, its f(t, x) is evaluated anew at each major step
+    (the solver restarts there), and a crossing is reported at the step's end, not located, as
+    solvers/explicit.RungeKutta._grid_step and the scheduler's _advance do.\"\"\"
 {unpack}
     n_stages = b.shape[0]
     n_main = n_stages + 1
@@ -233,6 +244,8 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
                 copy1d(xsol_flat, xc_flat)
                 # a quiet hit (RunPlan.stage_held) keeps f(t, x) from the last step (FSAL)
 {unchanged}
+                if fixed:
+                    have_f = 0
                 mode = 1
                 task = 10
                 continue
@@ -279,14 +292,22 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
         if task == 5:                                # the step's end state
             memberwise_stage_sum(xsol_flat, h_taken, b, stages, n_stages, x_new_flat)
             if all_finite(x_new):
-                task = 6
+                # a fixed step of an embedded pair still evaluates f(t_new, x_new) (FSAL), as
+                # its fixed-step run in the solver does; its error is not estimated
+                task = 6 if not fixed or E.shape[0] > 0 else 7
+                error = 0.0
+            elif fixed:
+                status = 9
+                fstate[3] = h_taken
+                break
             else:
                 error = np.inf
                 task = 7
             continue
         if task == 7:                                # accept or reject
             if error < 1.0:
-                h_next = step_after_accept(error, exponent, rejected, h, h_taken, clipped)
+                if not fixed:
+                    h_next = step_after_accept(error, exponent, rejected, h, h_taken, clipped)
                 t_old = t
                 copy1d(x_old_flat, xsol_flat)
                 copy1d(xsol_flat, x_new_flat)
@@ -313,7 +334,10 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
             copy2d(g_new, g)
             if have_gprev != 0 and crossed_into(g_prev, g_new, directions, ev_mask):
                 locating = True
-                if P_rows.shape[0] > 0 and A_dense.shape[0] > 0:
+                if fixed:                            # reported at the step's end
+                    t_ev = t
+                    task = 16
+                elif P_rows.shape[0] > 0 and A_dense.shape[0] > 0:
                     r = 0
                     task = 8
                 else:
@@ -463,8 +487,9 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
             if i == n_stages:
                 task = 5
         elif task == 6:
-            error = memberwise_error_norm(E, E3, stages, h_taken, xsol_flat, x_new_flat, rtol,
-                                          atol)
+            if not fixed:
+                error = memberwise_error_norm(E, E3, stages, h_taken, xsol_flat, x_new_flat,
+                                              rtol, atol)
             task = 7
         else:
             r += 1
@@ -492,6 +517,14 @@ def run(backend, sim) -> RunOutput | None:
     if clock is None:
         return None
     num0, dnum, den, stop_ceil, int_stop, breaks, break_ticks, per, off, hits = clock
+    fixed = not SOLVERS[s.solver].adaptive
+    if fixed:
+        # the fixed-step grid is a major time as a rate's hit is (Simulation._next_major_time);
+        # breakpoints are not (a fixed-step run steps over them, as the scheduler's does)
+        per = np.append(per, plan.step_ticks)
+        off = np.append(off, 0)
+        hits = np.zeros(len(per), dtype=np.bool_)
+        breaks, break_ticks = breaks[:0], break_ticks[:0]
     B, n_x = ctx.xc.shape
     extra = 0 if tab.A_dense is None else len(tab.A_dense)
     K = np.zeros((tab.n_stages + 1 + extra + 2, B, n_x))     # + f(t, x) and a scratch row
@@ -504,22 +537,25 @@ def run(backend, sim) -> RunOutput | None:
     zero = np.zeros(B * n_x)
     held = held_buffer(plan, B)
     logs = tuple(sim.recorder.data[name] for name, _ in sim.recorder.sources)
-    h_first = np.nan if s.step is None else min(float(s.step), float(s.max_step))
+    h_first = np.nan if s.step is None else \
+        float(s.step) if fixed else min(float(s.step), float(s.max_step))
     fstate = np.array([float(s.start), float(s.start), h_first, np.nan])
     istate = np.zeros(len(ISTATE), dtype=np.int64)
     istate[_I["tick_next"]] = istate[_I["floor_next"]] = -1
     istate[_I["first"]] = 1
-    exponent = -1.0 / (tab.error_order + 1)
+    error_order = tab.error_order or 0             # 0: a fixed-step method, no error estimate
+    exponent = -1.0 / (error_order + 1)
+    E = tab.E if tab.E is not None else np.zeros(0)
     ev = _EventArrays(ctx.g, sim.zc_directions)
 
     def args(budget):
         return (budget, fstate, istate, per, off, hits, num0, dnum, den,
                 stop_ceil, int_stop, float(s.stop), breaks, break_ticks, plan.log_grid,
-                ctx.xc, ctx.xd, backend.s, backend.p, logs, tab.A, tab.b, tab.c, tab.E, E3,
-                P_rows, A_dense, c_dense, exponent, tab.error_order, float(s.rtol),
+                ctx.xc, ctx.xd, backend.s, backend.p, logs, tab.A, tab.b, tab.c, E, E3,
+                P_rows, A_dense, c_dense, exponent, error_order, float(s.rtol),
                 float(s.atol), float(s.max_step), K, *arrays, Q, zero, held, ctx.g, ev.g_prev,
                 ev.g_new, ev.g_end, ev.mask, ev.directions, float(s.zero_crossing_tol),
-                sim._has_modes, ev.search_fs, ev.search_is, ev.g_lo, ev.g_hi, ev.cand, ev.sign)
+                sim._has_modes, ev.search_fs, ev.search_is, ev.g_lo, ev.g_hi, ev.cand, ev.sign, fixed)
 
     progress = Progress(s.start, s.stop, s.progress)
     status, interrupted, stopped, budget = DONE, False, False, 16
@@ -550,7 +586,7 @@ def run(backend, sim) -> RunOutput | None:
         sim.log_final_state(t, arrays[0])
     elif status == NOT_FINITE:
         sim.check_finite(t)
-    elif status in (UNDERFLOW, BAD_DERIVATIVE):
+    elif status in (UNDERFLOW, BAD_DERIVATIVE, STEP_NOT_FINITE):
         _fail(sim, status, counters["reason"], t, float(fstate[3]), arrays[0])
     t_log, data = sim.recorder.finished()
     stats = {"major_steps": counters["major_steps"], "nfev": counters["nfev"],
@@ -621,8 +657,11 @@ def _fail(sim, status: int, reason: int, t: float, h: float, x: np.ndarray) -> N
     message (Solver._fail), the block blamed as the scheduler's loop blames it."""
     s = sim.settings
     solver = make_solver(s.solver, sim.backend.rhs, t, x.copy(), float(s.stop),
+                         step=None if s.step is None else float(s.step),
                          rtol=s.rtol, atol=s.atol, max_step=s.max_step)
     try:
+        if status == STEP_NOT_FINITE:       # solvers/explicit.RungeKutta._grid_step's words
+            solver._fail("the state became non-finite (NaN or Inf)", h)
         if status == BAD_DERIVATIVE:
             solver._fail("the derivative at the current state is not finite")
         why = "the tolerance cannot be met" if reason == 0 else \

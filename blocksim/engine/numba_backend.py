@@ -5,10 +5,12 @@ plan of the run says (engine/plan.py), over the run's signal and state arrays; n
 it, and the module is kept in an on-disk cache keyed by the generated text, that is by the
 diagram's structure (block kernels, wiring, state layout, rates), never by parameter values: a
 new gain or mass reuses the compiled code. Its entry points outputs, derivatives, updates and
-zero_crossings serve the scheduler's time loop (adaptive and event runs); run_fixed is the
-rendering of the phases of a major step (engine/major_step.py) as a whole fixed-step loop (major
-steps, exact hits, Runge-Kutta stages, logging) for runs without zero crossings, returning to
-Python between chunks only for the progress bar and Ctrl-C.
+zero_crossings serve the scheduler's time loop (the runs no whole loop below serves); run_fixed
+is the rendering of the phases of a major step (engine/major_step.py) as a whole fixed-step loop
+(major steps, exact hits, Runge-Kutta stages, logging) for runs without zero crossings, returning
+to Python between chunks only for the progress bar and Ctrl-C; run_adaptive
+(engine/adaptive_loop.py) runs explicit Runge-Kutta runs with error control or with zero
+crossings, run_stiff (engine/stiff_loop.py) radau without them.
 
 Cache folder: $BLOCKSIM_CACHE_DIR, else ~/.cache/blocksim; the generated modules are kept in its
 subfolder compiled/, and numba's own cache (an index .nbi and data .nbc files per function) beside
@@ -50,7 +52,7 @@ from .source_text import unpacked as _unpacked
 CHUNK_SECONDS = 0.2
 """Wall time between returns to Python in the compiled fixed-step loop (progress, Ctrl-C)."""
 
-GENERATOR_VERSION = 13
+GENERATOR_VERSION = 14
 """Bumped whenever the generated code's form changes, so old cache entries are not reused."""
 
 
