@@ -1,6 +1,7 @@
 """A process's start stays light: `import blocksim` brings none of the heavy optional modules,
-numba starts without SciPy's linear-algebra package yet its linear algebra works, and a saved
-run's git revision is git's own, asked only inside a work tree."""
+numba starts without SciPy's linear-algebra package yet its linear algebra works, the command
+(installed or `python cli.py`) imports blocksim with the collector off and freezes what it made,
+and a saved run's git revision is git's own, asked only inside a work tree."""
 import json
 import shutil
 import subprocess
@@ -30,6 +31,22 @@ def test_import_blocksim_brings_no_heavy_module():
     loaded = child("import json, sys, blocksim; "
                    f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))")
     assert loaded == []
+
+
+def test_the_installed_command_and_cli_py_start_through_the_launcher():
+    """The console script (pyproject's project.scripts) and cli.py both run blocksim_launch.main,
+    which imports blocksim before the command runs and freezes its objects out of the
+    collector's passes; a library import of blocksim leaves the collector alone."""
+    text = (ROOT / "pyproject.toml").read_text()
+    assert 'blocksim = "blocksim_launch:main"' in text
+    assert "from blocksim_launch import main" in (ROOT / "cli.py").read_text()
+    seen = child("import gc, json, sys, blocksim_launch; sys.argv = ['blocksim']; "
+                 "status = blocksim_launch.main(); "
+                 "print(json.dumps([status, gc.get_freeze_count(), gc.isenabled()]))")
+    status, frozen, enabled = seen
+    assert status == 2 and enabled          # no command: the usage, exit status 2
+    assert frozen > 10_000                  # blocksim's modules, numba's types, the kernels
+    assert child("import gc, json, blocksim; print(json.dumps(gc.get_freeze_count()))") == 0
 
 
 def test_numba_starts_without_scipy_linalg_and_its_linear_algebra_still_works():
