@@ -83,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override a dotted key, e.g. pid.Kp=[500,250] or simulation.solver=rk4")
     p.add_argument("--out", help="folder for signals, metrics and figures (new or empty)")
     p.add_argument("--force", action="store_true", help="allow a non-empty --out folder")
-    p.add_argument("--plot", action="store_true", help="write the scopes' figures (PNG and SVG)")
+    p.add_argument("--plot", action="store_true", help="write the scopes' figures (PNG and SVG; a "
+                   "diagram without scopes: a figure of each logged signal)")
     p.add_argument("--format", nargs="+", default=["csv"], choices=["csv", "mat", "parquet"],
                    dest="formats", help="tables written beside each variant's signals.npz "
                    "(default: csv; parquet needs pip install -e '.[data]')")

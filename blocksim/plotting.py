@@ -501,8 +501,14 @@ def draw_scope(scope: dict, results: dict, out: Path, index: int, units=None,
     return paths
 
 
+def logged_signal_scopes(result) -> list[dict]:
+    """One scope per logged signal of a Result: what is drawn for a diagram without scopes."""
+    return [{"title": name, "signals": [name]} for name in result.names]
+
+
 def scope_figures(spec, results: dict, out: Path) -> list[Path]:
-    """Every scope of the diagram, variants overlaid (`simulate --plot`)."""
+    """Every scope of the diagram, variants overlaid (`simulate --plot`); a diagram without
+    scopes gets a figure of each logged signal, as `plot` draws for its run folder."""
     first = next(iter(results.values()))
     units = signal_units(diagram_doc(first))
     if not units and getattr(spec, "blocks", None):
@@ -512,7 +518,7 @@ def scope_figures(spec, results: dict, out: Path) -> list[Path]:
                                for c in getattr(spec, "connections", [])]}
         units = signal_units(doc)
     paths = []
-    for k, scope in enumerate(spec.scopes):
+    for k, scope in enumerate(spec.scopes or logged_signal_scopes(first)):
         paths += draw_scope(scope, results, Path(out), k, units)
     return paths
 
@@ -546,9 +552,7 @@ def plot_run(run, signals=None, variants=None, out=None, formats=("png", "svg"),
             scopes = [{"title": title or "signals", "signals": g,
                        "file": "signals_" + file_stem("_".join(g))} for g in groups]
     else:
-        scopes = run_scopes(results, run)
-        if not scopes:
-            scopes = [{"title": n, "signals": [n]} for n in first.names]
+        scopes = run_scopes(results, run) or logged_signal_scopes(first)
     paths = []
     for k, scope in enumerate(scopes):
         paths += draw_scope(scope, results, out, k, units, formats)

@@ -332,6 +332,26 @@ def test_a_scope_block_is_logged_and_plotted(tmp_path):
     assert any("speed" in name.lower() for name in figures)
 
 
+def test_simulate_plot_without_scopes_draws_every_logged_signal(tmp_path):
+    """A diagram without scopes: `simulate --plot` draws each logged signal in a figure of its
+    own, as `plot` does for the run folder (it wrote nothing before, and said nothing)."""
+    diagram = tmp_path / "d.yaml"
+    diagram.write_text(
+        "blocksim: 1\nname: oscillator\nblocks:\n"
+        "  x: {type: Integrator, x0: 1.0}\n  v: {type: Integrator, x0: 0.0}\n"
+        "  k: {type: Gain, gain: -4.0}\n"
+        "connections: [v -> x, x -> k, k -> v]\n"
+        "simulation: {stop_time: 1.0, solver: rk4, step: 0.01}\n"
+        "log: {signals: [x.out, v.out]}\n")
+    proc = cli("simulate", diagram, "--out", tmp_path / "out", "--plot")
+    svgs = sorted((tmp_path / "out").glob("*.svg"))
+    assert len(svgs) == 2 and all(str(p) in proc.stdout or p.name in proc.stdout for p in svgs)
+    assert {"x.out", "v.out"} == {name for p in svgs for name in ("x.out", "v.out")
+                                  if name in svg_text(p)}
+    cli("plot", tmp_path / "out", "--out", tmp_path / "again")
+    assert sorted(p.name for p in (tmp_path / "again").glob("*.svg")) == [p.name for p in svgs]
+
+
 def test_the_3d_camera_looks_across_the_arms_motion():
     """An arm that sweeps along x is seen from 30 deg off the y axis (azimuth 60 deg), one that
     sweeps along y from 150 deg: the motion spreads across the picture, not towards the camera."""
