@@ -45,6 +45,21 @@ W2 = ROOT / "examples" / "two_link_foc.yaml"
 W3 = ROOT / "examples" / "puma560_computed_torque.yaml"
 
 
+def w1_logging_what_the_hand_loop_reads(folder: Path) -> Path:
+    """W1's file logging ref.q and plant.q alone (log.signals, and no scopes, which add their
+    signals to the log): the signals the hand-written adaptive loop reads at each log time (the
+    state q and the analytic reference, for max |e|)."""
+    text = W1.read_text()
+    start, end = text.index("\nscopes:\n"), text.index("\nvariants:\n")
+    text = text[:start] + text[end:]
+    old = "log: {signals: [ref.q, plant.q, plant.qd, u.out, pid.out, ff.tau], every: 1.0e-3}"
+    if old not in text:
+        raise SystemExit(f"{W1.name}: its log line changed; update benchmarks/run.py")
+    path = folder / "w1_log_q.yaml"
+    path.write_text(text.replace(old, "log: {signals: [ref.q, plant.q], every: 1.0e-3}"))
+    return path
+
+
 def timed(fn, repeats: int) -> list[float]:
     times = []
     for _ in range(repeats):
@@ -152,6 +167,7 @@ def main() -> None:
     hand = {
         "W1 pid_ff": (lambda: ref.w1_numba(True), lambda: ref.w1_python(True)),
         "W1 pid_ff dopri5": (lambda: ref.w1_dopri5_numba(True), None),
+        "W1 pid_ff dopri5, log q only": (lambda: ref.w1_dopri5_numba(True), None),
         "W1 pid_ff dopri5 exact Coulomb": (lambda: ref.w1_coulomb_dopri5_numba(), None),
         "W2": (lambda: ref.w2_numba(), lambda: ref.w2_python()),
         "W3": (lambda: ref.w3_reference(), None),
@@ -160,6 +176,12 @@ def main() -> None:
                  ("W1 pid_ff dopri5", W1, "pid_ff", {"simulation.solver": "dopri5",
                                                      "simulation.rtol": 1e-6,
                                                      "simulation.atol": 1e-8}),
+                 # the hand loop's log: q and the reference alone (W1's file logs six signals,
+                 # every block's outputs computed at each of the 2,001 log samples)
+                 ("W1 pid_ff dopri5, log q only",
+                  w1_logging_what_the_hand_loop_reads(Path(tempfile.mkdtemp())), "pid_ff",
+                  {"simulation.solver": "dopri5", "simulation.rtol": 1e-6,
+                   "simulation.atol": 1e-8}),
                  # the plant's Coulomb friction with an exact sign: each joint speed's zero
                  # crossing is an event (located, qd = 0, the joint sticks or breaks away)
                  ("W1 pid_ff dopri5 exact Coulomb", W1, "pid_ff",
@@ -186,6 +208,7 @@ def main() -> None:
             # the event run at B = 1 (an interpreted batch of 1000 would fire its events member
             # by member in Python for minutes)
             batches = (1000,) if per_member else (1,) if args.quick or "exact" in label \
+                or "log q only" in label \
                 else (1, 1000)
             for batch in batches:
                 # a compiled fixed-step batch splits across the cores (simulation.threads:

@@ -125,7 +125,8 @@ def render(gen) -> str:
         stash=unpacked(block(["at = 0"] + [f"at = stash(held, at, {r})" for r in reads], 16)),
         unchanged=unpacked(block(["at = 0"] + [f"at = unchanged(held, at, {r})" for r in reads]
                                  + ["if at < 0:", "    have_f = 0"], 16)),
-        outputs=unpacked(block(gen.output_body("major", "te", minor="all"), 16)),
+        outputs=unpacked(block(gen.output_body("major", "te", minor="all",
+                                               unlogged_guard="mode != 2"), 16)),
         crossings=unpacked(block(gen.zero_crossing_body("te") or ["pass"], 20)),
         major=unpacked(block(major, 16)),
         record=unpacked(block(gen.record_body(), 12)),
@@ -228,7 +229,8 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
                     else:
                         hermite_at(te, t_old, hh, x_old_flat, xsol_flat, stages[0],
                                    stages[ROW_F], xc_flat)
-                # the outputs: every block at a major step, the varying ones at a log sample
+                # the outputs: every block at a major step, the varying ones at a crossing
+                # evaluation, those a logged signal reads (OutputStep.log_read) at a log sample
 {outputs}
                 if mode == 0 or mode == 3:
                     # the zero-crossing functions

@@ -52,7 +52,7 @@ from .source_text import unpacked as _unpacked
 CHUNK_SECONDS = 0.2
 """Wall time between returns to Python in the compiled fixed-step loop (progress, Ctrl-C)."""
 
-GENERATOR_VERSION = 14
+GENERATOR_VERSION = 15
 """Bumped whenever the generated code's form changes, so old cache entries are not reused."""
 
 
@@ -153,14 +153,18 @@ class Generator:
         return f"{self._fn(k.output)}({self._args(step.block, 'y', t)})"
 
     def output_body(self, major: str | None, t: str = "t", minor: str = "stage",
-                    stage_guard: str | None = None, lazy: bool = False) -> list[str]:
+                    stage_guard: str | None = None, lazy: bool = False,
+                    unlogged_guard: str | None = None) -> list[str]:
         """Statements computing the outputs in sorted order. major: the expression telling a major
         step (discrete blocks then run at their hits, held blocks every time), or None for minor
         evaluations alone. minor: which varying blocks run at minor evaluations: "stage" (those a
         solver stage reads) or "all" (for logging and zero crossings between major steps).
         stage_guard: a condition on the stage-read blocks' calls (the loop's "not the first
         stage", when that stage repeats the major step). lazy: calls a reader needs at some major
-        steps only run at those (the fixed-step loop, which knows log_now)."""
+        steps only run at those (the fixed-step loop, which knows log_now). unlogged_guard: a
+        condition on the calls a log sample does not need (not OutputStep.log_read) made at every
+        evaluation otherwise (the adaptive loop's "not a log sample", whose output site serves
+        the major steps, the crossing functions and the log samples)."""
         lines = []
         for step in self.plan.output_steps:
             stage = step.varies if minor == "all" else step.at_stages
@@ -182,6 +186,8 @@ class Generator:
                 lines += [f"if {major}:", "    " + text]
             elif stage_guard is not None:
                 lines += [f"if {stage_guard}:", "    " + text]
+            elif unlogged_guard is not None and not step.log_read:
+                lines += [f"if {unlogged_guard}:", "    " + text]
             else:
                 lines.append(text)
         return lines

@@ -51,7 +51,10 @@ class OutputStep:
     when_rates, when_logged: for a call its readers need at some major steps only (see
     RunPlan.output_steps), the rates whose hits need it and whether the log does; lazy: such a
     call; modes: the block's modes are set just before this call at major steps (its last
-    output call, when it has modes: Block.modes)."""
+    output call, when it has modes: Block.modes); log_read: a logged signal reads what it serves,
+    itself or through direct feedthrough (Block.feedthrough), so a log sample between major
+    steps recomputes it; a varying call that is not log_read may be left out there (its buffers
+    then hold a value nobody reads before the next evaluation that computes it)."""
 
     block: str
     serves: tuple[str, ...]
@@ -63,6 +66,7 @@ class OutputStep:
     when_rates: tuple[int, ...] = ()
     when_logged: bool = False
     modes: bool = False
+    log_read: bool = True
 
 
 @dataclass(frozen=True)
@@ -199,7 +203,8 @@ def make_plan(cd: CompiledDiagram, run, logged: dict[str, tuple[str, str]]) -> R
             lazy=when is not None,
             when_rates=tuple(sorted(r for r in (when or ()) if r != "log")),
             when_logged=when is not None and "log" in when,
-            modes=blk.n_modes > 0 and last_call[name] == k))
+            modes=blk.n_modes > 0 and last_call[name] == k,
+            log_read=any((name, o) in facts.log_read for o in call.serves)))
     updates = tuple(UpdateStep(n, rate_index[cd.sample_times[n]]
                                if cd.sample_times[n].kind == "discrete" else EVERY_STEP)
                     for n in order if n in enabled and facts.updates(n))
@@ -227,6 +232,7 @@ class _Facts:
         self.logged = logged
         self.read = {src for (dst, _), src in cd.wires.items() if cd.blocks[dst].enabled} | logged
         self.stage_read = self._read_at_stages()
+        self.log_read = self._read_by_log()
         self.read_when = self._read_when()
         self.stage_blocks = [n for n in order if cd.blocks[n].enabled
                              and (n in self.stage_read or cd.blocks[n].n_xc > 0)]
@@ -271,6 +277,28 @@ class _Facts:
                 if src is not None and src[0] in cd.varying and cd.blocks[src[0]].enabled:
                     needed.add(src[0])
                     stack.append(src[0])
+        return needed
+
+    def _read_by_log(self) -> set[tuple[str, str]]:
+        """The outputs (block, output) a logged signal reads in the same evaluation: the logged
+        ones, and those their blocks read through direct feedthrough (Block.feedthrough), back to
+        outputs that depend on states, time or discrete values alone (OutputStep.log_read)."""
+        cd = self.cd
+        stack = list(self.logged)
+        needed: set[tuple[str, str]] = set()
+        while stack:
+            port = stack.pop()
+            if port in needed:
+                continue
+            needed.add(port)
+            name, output = port
+            blk = cd.blocks[name]
+            if not blk.enabled:
+                continue
+            for i, o in blk.feedthrough():
+                src = cd.wires.get((name, i))
+                if o == output and src is not None:
+                    stack.append(src)
         return needed
 
     def stage_held(self, index: dict) -> tuple[int, ...]:
