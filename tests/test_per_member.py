@@ -102,3 +102,19 @@ def test_a_fixed_step_batch_is_the_same_under_either_step_control():
     for name in a.names:
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
     assert "step_control" not in b.stats
+
+
+def test_each_run_of_a_per_member_batch_logs_into_arrays_of_its_own():
+    """The members log into their rows of the batch's arrays: a second run writes new arrays, so
+    the first run's Result keeps its numbers after the second."""
+    diagram = blocksim.load(W1, variant="pid_ff")
+    sim = blocksim.Simulator(diagram, batch={"pid.Kp": KP}, mode="compiled",
+                             step_control="per_member", **TOL)
+    first = sim.run()
+    q = first["plant.q"]
+    assert q.shape[0] == len(KP) and q.flags.c_contiguous and np.isfinite(q).all()
+    q_copy = q.copy()
+    second = sim.run()
+    assert not np.shares_memory(first["plant.q"], second["plant.q"])
+    np.testing.assert_array_equal(first["plant.q"], q_copy)
+    np.testing.assert_array_equal(second["plant.q"], q_copy)

@@ -21,9 +21,14 @@ COUNTERS = ("major_steps", "nfev", "nsteps", "nrejected", "events")
 
 
 def run_members(members: list, threads: int) -> RunOutput:
-    """Run each member Simulation (one member each) and join their outputs in member order."""
-    for sim in members:
+    """Run each member Simulation (one member each) and join their outputs in member order.
+    Each member logs into its row of the batch's log arrays, so joining copies nothing."""
+    plan = members[0].plan
+    logs = {name: np.empty((len(members), len(plan.log_grid), plan.slots[slot].width))
+            for name, slot in plan.log}
+    for m, sim in enumerate(members):
         sim.stop_requested = False
+        sim.new_log({name: arr[m:m + 1] for name, arr in logs.items()})
     compiled = not isinstance(members[0].backend, PythonBackend)
     outs: list[RunOutput | None] = [None] * len(members)
     if compiled and threads > 1:
@@ -36,7 +41,7 @@ def run_members(members: list, threads: int) -> RunOutput:
                     break
         except KeyboardInterrupt:       # between two members
             pass
-    return _joined(members, outs, threads if compiled else 1)
+    return _joined(members, outs, threads if compiled else 1, logs)
 
 
 def _on_threads(members: list, outs: list, threads: int) -> None:
@@ -65,11 +70,12 @@ def _on_threads(members: list, outs: list, threads: int) -> None:
                 outs[m] = f.result()
 
 
-def _joined(members: list, outs: list, threads: int) -> RunOutput:
+def _joined(members: list, outs: list, threads: int, logs: dict) -> RunOutput:
     """The members' outputs as one batch output: the times of the member that went furthest, each
     member's samples up to where it reached (an interrupted member's last sample, taken off the
     log grid at the time it reached, is kept only where that time is the joined one) and NaN
-    after; events with their member; counters summed."""
+    after; events with their member; counters summed. logs: the batch's log arrays, each
+    member's row written by its run."""
     done = [o for o in outs if o is not None]
     t = max((o.t for o in done), key=len, default=members[0].plan.log_grid[:0])
     plan = members[0].plan
@@ -80,12 +86,13 @@ def _joined(members: list, outs: list, threads: int) -> RunOutput:
             k -= 1
         reach.append(k)
     signals = {}
-    for name, slot in plan.log:
-        joined = np.full((len(members), len(t), plan.slots[slot].width), np.nan)
-        for m, o in enumerate(outs):
-            if reach[m]:
-                joined[m, :reach[m]] = o.signals[name][0, :reach[m]]
-        signals[name] = joined
+    for name, _ in plan.log:
+        joined = logs[name]
+        for m in range(len(members)):
+            joined[m, reach[m]:] = np.nan
+        # an early stop of every member leaves the grid's tail out (a copy, contiguous)
+        signals[name] = joined if len(t) == joined.shape[1] else \
+            np.ascontiguousarray(joined[:, :len(t)])
     events = [Event(e.t, e.block, e.index, m) for m, o in enumerate(outs) if o is not None
               for e in o.events]
     stats = dict(done[0].stats) if done else {}

@@ -40,12 +40,16 @@ class Recorder:
     """Copies the logged output buffers into (B, n_times, width) arrays at each log time.
 
     signals: name -> the live output buffer (B, width) that the scheduler keeps up to date.
+    into: name -> the (B, n_times, width) array to log into (a per-member batch's members log
+    into their rows of the batch's arrays, engine/members.py); new NaN-filled arrays otherwise.
     """
 
-    def __init__(self, signals: dict[str, np.ndarray], times: np.ndarray):
+    def __init__(self, signals: dict[str, np.ndarray], times: np.ndarray,
+                 into: dict[str, np.ndarray] | None = None):
         self.times = times
         self.sources = list(signals.items())
-        self.data = {name: np.full((buf.shape[0], len(times), buf.shape[1]), np.nan)
+        self.data = {name: into[name] if into is not None else
+                     np.full((buf.shape[0], len(times), buf.shape[1]), np.nan)
                      for name, buf in signals.items()}
         self._targets = [(self.data[name], buf) for name, buf in self.sources]
         self.count = 0

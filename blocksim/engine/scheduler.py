@@ -171,9 +171,10 @@ class Simulation:
     timebase = property(lambda self: self.plan.timebase)
     log_grid = property(lambda self: self.plan.log_grid)
 
-    def new_log(self) -> None:
-        """Log the next run into new arrays (a Result keeps the arrays of its own run)."""
-        self.recorder = Recorder(dict(self.recorder.sources), self.plan.log_grid)
+    def new_log(self, into: dict[str, np.ndarray] | None = None) -> None:
+        """Log the next run into new arrays (a Result keeps the arrays of its own run), or into
+        the arrays `into` ({signal name: (B, n_times, width)}, Recorder)."""
+        self.recorder = Recorder(dict(self.recorder.sources), self.plan.log_grid, into)
 
     def _extra(self, name: str) -> tuple:
         """The trailing arguments of block `name`'s Python-side calls (initial_state, on_event,

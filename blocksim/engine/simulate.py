@@ -298,7 +298,7 @@ class Simulator:
         KeyboardInterrupt to the caller; what was logged up to the time reached is kept as a
         Result (interrupted True) in the exception's `result` and in `last_result`."""
         diagram, parts = self.diagram, self.parts
-        if self._runs:
+        if self._runs and not self.per_member:     # run_members gives each member its rows
             for sim in parts:
                 sim.new_log()         # the last Result keeps its arrays
         self._runs += 1
