@@ -55,6 +55,20 @@ def test_held_modes_a_clamp_and_a_terminal_event_under_a_fixed_step(tmp_path, so
     assert abs(b.t[-1] - (2 * fall + 0.03)) < 3 * STEP
 
 
+@pytest.mark.parametrize("settings", [{"stop_time": 2.5005}, {"max_step": 1e-4}],
+                         ids=["stop off the step grid", "max_step given"])
+def test_a_stop_off_the_grid_and_a_max_step_as_interpreted(settings):
+    """The last step shortened onto a stop time off the 1 ms grid; a max_step, which a
+    fixed-step solver does not read: the interpreted run's steps, events and log."""
+    a, b, sim = both(blocksim.load(EXAMPLES / "bouncing_ball.yaml"), solver="rk4", step=STEP,
+                     **settings)
+    assert sim.parts[0].backend.loop == "run_adaptive"
+    assert_same_events(a, b)
+    assert_same_run(a, b)
+    assert b.t[-1] == settings.get("stop_time", 3.0)
+    assert b.stats["nfev"] == 4 * b.stats["nsteps"]
+
+
 def test_a_batch_whose_members_cross_at_different_steps(tmp_path):
     path = tmp_path / "switches.yaml"
     path.write_text(SWITCHES)

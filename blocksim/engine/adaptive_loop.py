@@ -539,6 +539,7 @@ def run(backend, sim) -> RunOutput | None:
     zero = np.zeros(B * n_x)
     held = held_buffer(plan, B)
     logs = tuple(sim.recorder.data[name] for name, _ in sim.recorder.sources)
+    max_step = np.inf if fixed else float(s.max_step)    # a fixed step is the step, always
     h_first = np.nan if s.step is None else \
         float(s.step) if fixed else min(float(s.step), float(s.max_step))
     fstate = np.array([float(s.start), float(s.start), h_first, np.nan])
@@ -555,7 +556,7 @@ def run(backend, sim) -> RunOutput | None:
                 stop_ceil, int_stop, float(s.stop), breaks, break_ticks, plan.log_grid,
                 ctx.xc, ctx.xd, backend.s, backend.p, logs, tab.A, tab.b, tab.c, E, E3,
                 P_rows, A_dense, c_dense, exponent, error_order, float(s.rtol),
-                float(s.atol), float(s.max_step), K, *arrays, Q, zero, held, ctx.g, ev.g_prev,
+                float(s.atol), max_step, K, *arrays, Q, zero, held, ctx.g, ev.g_prev,
                 ev.g_new, ev.g_end, ev.mask, ev.directions, float(s.zero_crossing_tol),
                 sim._has_modes, ev.search_fs, ev.search_is, ev.g_lo, ev.g_hi, ev.cand, ev.sign, fixed)
 
