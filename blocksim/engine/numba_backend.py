@@ -504,6 +504,11 @@ class NumbaBackend:
         args = (self.nohits, False, ctx.xc, ctx.xd, self.s, self.p)
         self._entry("outputs", args)(t, *args)
 
+    def outputs_logged(self, t):
+        """A log sample between major steps: every varying block here (the module's outputs);
+        the rendered adaptive loop computes only the logged ones (OutputStep.log_read)."""
+        self.outputs_minor(t)
+
     def rhs(self, t, x):
         ctx = self.context
         np.copyto(ctx.xc, x)

@@ -45,6 +45,8 @@ class PythonBackend:
             self.major.append((o.rate, *entry))
         self.major_held = [(o.rate, *entry) for o, entry in zip(plan.output_steps, bound)]
         self.minor = [entry for o, entry in zip(plan.output_steps, bound) if o.varies]
+        self.logged = [entry for o, entry in zip(plan.output_steps, bound)
+                       if o.varies and o.log_read]
         self.stage = [entry for o, entry in zip(plan.output_steps, bound) if o.at_stages]
         self.derivatives = [bind(n, "derivative", views[n][:3] + views[n][4:5])
                             for n in plan.derivatives]
@@ -65,6 +67,12 @@ class PythonBackend:
     def outputs_minor(self, t: float) -> None:
         """Every varying block's outputs at (t, xc), between major steps (log, crossings)."""
         for fn, args in self.minor:
+            fn(t, *args)
+
+    def outputs_logged(self, t: float) -> None:
+        """The varying outputs the logged signals read at (t, xc) (OutputStep.log_read): a log
+        sample between major steps."""
+        for fn, args in self.logged:
             fn(t, *args)
 
     def rhs(self, t: float, x: np.ndarray) -> np.ndarray:

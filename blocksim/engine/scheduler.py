@@ -621,7 +621,7 @@ class Simulation:
         while rec.next_time < t_end or (inclusive and rec.next_time == t_end):
             tl = rec.next_time
             np.copyto(self.xc, dense(tl))
-            self.backend.outputs_minor(tl)
+            self.backend.outputs_logged(tl)
             rec.record()
 
     def _locate(self, dense, t0, t1, g0, g1):
