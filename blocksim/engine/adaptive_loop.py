@@ -172,8 +172,7 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
     at the end of the last step; g_end: at a located event, before its reactions; ev_mask: the
     event's functions. search_*, g_lo, g_hi, cand, sgn: the crossing search's state
     (solvers/events.py). resume: 1 after Python ran a major step's events at t, 2 after it set
-    the modes of the step ahead. fixed: a fixed-step run (euler ... rk4, or an embedded pair
-    with fixed_step): every step goes from one major time to the next (the grid is one of the
+    the modes of the step ahead. fixed: a fixed-step run (euler ... rk4): every step goes from one major time to the next (the grid is one of the
     rates of per and off), is never rejected, its f(t, x) is evaluated anew at each major step
     (the solver restarts there), and a crossing is reported at the step's end, not located, as
     solvers/explicit.RungeKutta._grid_step and the scheduler's _advance do.\"\"\"
@@ -294,10 +293,11 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
         if task == 5:                                # the step's end state
             memberwise_stage_sum(xsol_flat, h_taken, b, stages, n_stages, x_new_flat)
             if all_finite(x_new):
-                # a fixed step of an embedded pair still evaluates f(t_new, x_new) (FSAL), as
-                # its fixed-step run in the solver does; its error is not estimated
-                task = 6 if not fixed or E.shape[0] > 0 else 7
-                error = 0.0
+                if fixed:                            # no error estimate: the step stands
+                    error = 0.0
+                    task = 7
+                else:
+                    task = 6
             elif fixed:
                 status = 9
                 fstate[3] = h_taken
@@ -489,9 +489,8 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
             if i == n_stages:
                 task = 5
         elif task == 6:
-            if not fixed:
-                error = memberwise_error_norm(E, E3, stages, h_taken, xsol_flat, x_new_flat,
-                                              rtol, atol)
+            error = memberwise_error_norm(E, E3, stages, h_taken, xsol_flat, x_new_flat, rtol,
+                                          atol)
             task = 7
         else:
             r += 1

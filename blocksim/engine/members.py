@@ -78,7 +78,6 @@ def _joined(members: list, outs: list, threads: int, logs: dict) -> RunOutput:
     member's row written by its run."""
     done = [o for o in outs if o is not None]
     t = max((o.t for o in done), key=len, default=members[0].plan.log_grid[:0])
-    plan = members[0].plan
     reach = []
     for o in outs:
         k = 0 if o is None else len(o.t)
@@ -86,8 +85,7 @@ def _joined(members: list, outs: list, threads: int, logs: dict) -> RunOutput:
             k -= 1
         reach.append(k)
     signals = {}
-    for name, _ in plan.log:
-        joined = logs[name]
+    for name, joined in logs.items():
         for m in range(len(members)):
             joined[m, reach[m]:] = np.nan
         # an early stop of every member leaves the grid's tail out (a copy, contiguous)
