@@ -41,6 +41,9 @@ class CompiledDiagram:
     varying       blocks whose outputs change between major steps (they read continuous state or t)
     first_member  the whole batch's index of member 0 (non-zero for a part of a split batch)
     xc_slices, xd_slices, zc_slices   name -> (start, stop) columns in the run's state arrays
+    switchable    blocks whose `enabled` differs among the variants of the diagram's file
+                  (Diagram.switchable): a compiled run writes its module for every variant,
+                  these blocks' calls switched by run data (engine/plan.py, RunPlan.compiled_as)
     """
 
     spec: Any
@@ -57,6 +60,7 @@ class CompiledDiagram:
     xd_slices: dict[str, tuple[int, int]] = field(default_factory=dict)
     zc_slices: dict[str, tuple[int, int]] = field(default_factory=dict)
     values: dict[str, Params] = field(default_factory=dict)
+    switchable: frozenset[str] = frozenset()
 
     @property
     def values_are_data(self) -> bool:

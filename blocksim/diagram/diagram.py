@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 import pickle
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ import numpy as np
 import yaml
 
 from ..blocks.base import BatchValue
-from ..errors import ParameterError
+from ..errors import BlocksimError, ParameterError
 from .compiler import CompiledDiagram, compile_diagram
 from .settings import LogSettings, SimulationSettings, log_settings, simulation_settings
 from .spec import DiagramSpec, load_spec
@@ -55,11 +56,42 @@ class Diagram:
         return list(self.spec.variants)
 
     def with_variant(self, variant: str | None) -> "Diagram":
-        return Diagram(self.path, variant, self.overrides, self.text)
+        d = Diagram(self.path, variant, self.overrides, self.text)
+        if "switchable" in self.__dict__:
+            d.switchable = self.switchable        # the same file and overrides: the same answer
+        return d
+
+    @functools.cached_property
+    def switchable(self) -> frozenset[str]:
+        """The blocks whose `enabled` differs among the file's variants (the file without a
+        variant counted as one), under this diagram's overrides; a block whose `enabled` is an
+        expression counts too. A compiled run writes its module for all of them, their calls
+        switched by run data, so every variant runs one compiled module (RunPlan.compiled_as).
+        Empty for a file with fewer than two variants, or when a variant does not load (that
+        variant's own run then says why)."""
+        if len(self.spec.variants) < 2:
+            return frozenset()
+        flags: dict[str, set] = {}
+        for variant in [None, *self.spec.variants]:
+            try:
+                spec = self.spec if variant == self.variant else load_spec(
+                    self.path, variant=variant, overrides=self.overrides, text=self.text,
+                    lines=str(self.path) != DICT_NAME)
+            except BlocksimError:
+                return frozenset()
+            for name, blk in spec.blocks.items():
+                value = blk.params.get("enabled", True)
+                flags.setdefault(name, set()).add(value if isinstance(value, bool) else None)
+        return frozenset(name for name, seen in flags.items() if len(seen) > 1 or None in seen)
 
     def compile(self, batch: dict[str, list] | None = None) -> CompiledDiagram:
         """Compile for one run, or for a batch: {dotted key: [value per member]} (a part of a
         batch is a member range of it, CompiledDiagram.for_members)."""
+        cd = self._compile(batch)
+        switchable = self.switchable & cd.blocks.keys()
+        return replace(cd, switchable=frozenset(switchable)) if switchable else cd
+
+    def _compile(self, batch: dict[str, list] | None) -> CompiledDiagram:
         if not batch:
             return compile_diagram(self.spec, 1)
         sizes = {key: len(values) for key, values in batch.items()}

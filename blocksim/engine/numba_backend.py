@@ -52,7 +52,7 @@ from .source_text import unpacked as _unpacked
 CHUNK_SECONDS = 0.2
 """Wall time between returns to Python in the compiled fixed-step loop (progress, Ctrl-C)."""
 
-GENERATOR_VERSION = 15
+GENERATOR_VERSION = 16
 """Bumped whenever the generated code's form changes, so old cache entries are not reused."""
 
 
@@ -109,19 +109,34 @@ class Generator:
     """
 
     def __init__(self, plan: RunPlan, blocks: dict, records: dict):
+        """plan: the run's plan; the module is written for plan.compiled_as when it has one (the
+        plan of every variant of the file), whose switched blocks' calls are made only when this
+        run's switch flags (the last item of the parameter tuple, one per switched block: is it
+        enabled here) say so."""
+        plan = plan.compiled_as or plan
         self.plan = plan
         self.imports: dict[tuple[str, str], str] = {}
-        self.params: list[tuple] = []        # the blocks' parameter records, as they are
+        self.params: list = []        # the blocks' parameter records, as they are
         self.param_index: dict[str, int] = {}
         self.kernels = {}
         for name in plan.order:
-            blk = blocks[name]
-            if blk.enabled:
-                k = blk.runtime_kernels()
+            if name in plan.enabled:
+                k = blocks[name].runtime_kernels()
                 if k is not None:
                     self.kernels[name] = k
                     self.param_index[name] = len(self.params)
                     self.params.append(records.get(name, k.params))
+        self.switch_index = {name: j for j, name in enumerate(plan.switched)}
+        if plan.switched:
+            # a tuple, passed by value: its flags sit in registers through the loops (an array's
+            # would be loaded again after every store the loop makes, as any store may alias it)
+            self.params.append(tuple(bool(blocks[n].enabled) for n in plan.switched))
+
+    def _switched(self, name: str, call: str) -> str:
+        """A block's call as a statement, made only when the run's flag enables the block when it
+        is one of the plan's switched blocks."""
+        j = self.switch_index.get(name)
+        return call if j is None else f"if p[{len(self.params) - 1}][{j}]: {call}"
 
     def _fn(self, fn) -> str:
         key = _import_name(fn)
@@ -149,8 +164,10 @@ class Generator:
         k = self.kernels[step.block]
         if k.partial_output is not None and not all(step.wanted):
             flags = "(" + "".join(f"{w}, " for w in step.wanted) + ")"
-            return f"{self._fn(k.partial_output)}({self._args(step.block, 'y', t)}, {flags})"
-        return f"{self._fn(k.output)}({self._args(step.block, 'y', t)})"
+            call = f"{self._fn(k.partial_output)}({self._args(step.block, 'y', t)}, {flags})"
+        else:
+            call = f"{self._fn(k.output)}({self._args(step.block, 'y', t)})"
+        return self._switched(step.block, call)
 
     def output_body(self, major: str | None, t: str = "t", minor: str = "stage",
                     stage_guard: str | None = None, lazy: bool = False,
@@ -173,7 +190,8 @@ class Generator:
             text = self._output_call(step, t)
             if major is not None and step.modes:
                 # the modes first, at major steps only: every other evaluation holds them
-                modes = f"{self._fn(self.kernels[step.block].modes)}({self._args(step.block, None, t)})"
+                modes = self._switched(step.block, f"{self._fn(self.kernels[step.block].modes)}"
+                                                   f"({self._args(step.block, None, t)})")
                 lines += [f"if {major}" + (f" and hits[{step.rate}]:" if step.rate != EVERY_STEP
                                            else ":"), "    " + modes]
             if major is not None and step.rate != EVERY_STEP:
@@ -194,13 +212,15 @@ class Generator:
 
     def derivative_body(self, t: str = "t", dxc: str = "dxc") -> list[str]:
         """The derivative calls, writing into the (B, n_xc) array named dxc."""
-        return [f"{self._fn(self.kernels[name].derivative)}({self._args(name, 'dxc', t, dxc)})"
+        return [self._switched(name, f"{self._fn(self.kernels[name].derivative)}"
+                                     f"({self._args(name, 'dxc', t, dxc)})")
                 for name in self.plan.derivatives]
 
     def update_body(self) -> list[str]:
         lines = []
         for u in self.plan.updates:
-            call = f"{self._fn(self.kernels[u.block].update)}({self._args(u.block, None)})"
+            call = self._switched(u.block, f"{self._fn(self.kernels[u.block].update)}"
+                                           f"({self._args(u.block, None)})")
             lines += [call] if u.rate == EVERY_STEP else [f"if hits[{u.rate}]:", "    " + call]
         return lines
 
@@ -210,7 +230,8 @@ class Generator:
 
     def zero_crossing_body(self, t: str = "t") -> list[str]:
         """The zero-crossing calls at time `t`, writing into the (B, n_zc) array named g."""
-        return [f"{self._fn(self.kernels[name].zero_crossings)}({self._args(name, 'g', t)})"
+        return [self._switched(name, f"{self._fn(self.kernels[name].zero_crossings)}"
+                                     f"({self._args(name, 'g', t)})")
                 for name in self.plan.crossings]
 
     # ---- the phases of a major step in the fixed-step loop (engine/major_step.py) ---------------
@@ -436,6 +457,8 @@ class NumbaBackend:
         and bound entry points this one shares: only its arrays and parameter records are its
         own (writing the module's source and typing the loops' arguments cost milliseconds)."""
         self.plan = plan
+        self.module_plan = plan.compiled_as or plan
+        """The plan the module is written for (RunPlan.compiled_as): what its loops read."""
         self.context = context
         gen = Generator(plan, blocks, records)
         self.p = tuple(gen.params)

@@ -11,13 +11,13 @@ step (engine/major_step.py), so what a run means is written once, here and there
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from fractions import Fraction
 
 import numpy as np
 
-from ..blocks.base import Block
+from ..blocks.base import Block, Kernels
 from ..diagram.compiler import CompiledDiagram
 from ..diagram.graph import block_order
 from ..diagram.rates import Timebase, make_timebase
@@ -100,6 +100,12 @@ class RunPlan:
     the derivative at the end of the last step is still the derivative there, so an adaptive
     solver goes on without a restart (its FSAL stage, or a stiff solver's history and Jacobian,
     kept).
+    enabled: the blocks this plan calls (those enabled, or for a shared module's plan those
+    enabled in some variant). switched: the blocks whose calls the compiled module makes only when
+    the run's switch flags say so (RunPlan.compiled_as). compiled_as: the plan a compiled run's
+    module is written for, when it serves every variant of the diagram's file (None: this plan's
+    own): the blocks enabled in some variant, each block whose `enabled` differs among them
+    switched by run data, so the variants share one compiled module.
     """
 
     batch: int
@@ -128,6 +134,9 @@ class RunPlan:
     first_stage_repeats_major: bool
     stage_held: tuple[int, ...] = ()
     stage_xd: tuple[tuple[int, int], ...] = ()
+    enabled: frozenset[str] = frozenset()
+    switched: tuple[str, ...] = ()
+    compiled_as: "RunPlan | None" = None
 
     @property
     def stage_steps(self) -> tuple[OutputStep, ...]:
@@ -171,22 +180,54 @@ def signal_slots(cd: CompiledDiagram) -> tuple[list[Slot], dict, dict, dict]:
 
 def make_plan(cd: CompiledDiagram, run, logged: dict[str, tuple[str, str]]) -> RunPlan:
     """The plan of one run of cd with the RunSettings `run`, logging `logged` ({signal name:
-    (block, output)})."""
+    (block, output)}); with the plan its compiled module is written for (RunPlan.compiled_as)
+    when cd's file has variants that switch blocks on and off (CompiledDiagram.switchable)."""
+    own = {n for n, b in cd.blocks.items() if b.enabled}
+    plan = _plan(cd, run, logged, own)
+    union = own | set(cd.switchable)
+    if not cd.switchable or not _shareable(cd, union - own):
+        return plan
+    shared = _plan(cd, run, logged, union)
+    shared = replace(shared, switched=tuple(n for n in shared.order if n in cd.switchable))
+    # The shared module must make this run's decisions: the same zero crossings, and a quiet hit
+    # where this plan has one. Its quiet-hit test reads what this plan's does and, besides, the
+    # outputs and discrete states of blocks switched off here, which never change (no call
+    # writes them), and nothing else; either may read those.
+    off = union - own
+    held_off = {i for n in off for i in plan.outputs_of[n]}
+    xd_off = {cd.xd_slices[n] for n in off}
+    if (shared.crossings != plan.crossings
+            or set(shared.stage_held) - held_off != set(plan.stage_held) - held_off
+            or set(shared.stage_xd) - xd_off != set(plan.stage_xd) - xd_off):
+        return plan
+    return replace(plan, compiled_as=shared)
+
+
+def _shareable(cd: CompiledDiagram, off: set[str]) -> bool:
+    """True when the blocks switched off in this run (enabled in another variant) can be written
+    into a module shared with the variants that enable them: each has the kernels a compiled run
+    needs."""
+    return all(not Kernels.missing(cd.blocks[n], cd.sample_times[n]) for n in off)
+
+
+def _plan(cd: CompiledDiagram, run, logged: dict[str, tuple[str, str]],
+          enabled: set[str]) -> RunPlan:
+    """The plan of a run calling the blocks `enabled` (the others output zeros, their states
+    held)."""
     fixed_step = None if SOLVERS[run.solver].adaptive else run.step
     timebase = make_timebase(cd.sample_times, run.start, fixed_step)
     rate_index = {r.sample_time: i for i, r in enumerate(timebase.rates)}
-    enabled = {n for n, b in cd.blocks.items() if b.enabled}
 
     slots, outputs_of, inputs_of, index = signal_slots(cd)
     log = tuple((signal, index[bp]) for signal, bp in logged.items())
 
     order = block_order(cd.calls)
-    facts = _Facts(cd, rate_index, {bp for bp in logged.values()}, order)
+    facts = _Facts(cd, rate_index, {bp for bp in logged.values()}, order, enabled)
     constant, steps = [], []
     last_call = {call.block: k for k, call in enumerate(cd.calls)}
     for k, call in enumerate(cd.calls):
         name, blk = call.block, cd.blocks[call.block]
-        if not blk.enabled or not blk.output_names():
+        if name not in enabled or not blk.output_names():
             continue
         st = cd.sample_times[name]
         if st.kind == "constant":
@@ -219,29 +260,31 @@ def make_plan(cd: CompiledDiagram, run, logged: dict[str, tuple[str, str]]) -> R
         order=tuple(order), xc_slices=dict(cd.xc_slices), xd_slices=dict(cd.xd_slices),
         zc_slices=dict(cd.zc_slices), n_xc=cd.n_xc, n_xd=cd.n_xd, n_zc=cd.n_zc,
         first_stage_repeats_major=all(cd.blocks[n].n_xd == 0 for n in facts.stage_read),
-        stage_held=facts.stage_held(index), stage_xd=facts.stage_xd())
+        stage_held=facts.stage_held(index), stage_xd=facts.stage_xd(),
+        enabled=frozenset(enabled))
 
 
 class _Facts:
     """The analyses of a diagram's data flow that make a plan: who reads what, and when."""
 
     def __init__(self, cd: CompiledDiagram, rate_index: dict, logged: set[tuple[str, str]],
-                 order: list[str]):
+                 order: list[str], enabled: set[str]):
         self.cd = cd
+        self.enabled = enabled
         self.rate_index = rate_index
         self.logged = logged
-        self.read = {src for (dst, _), src in cd.wires.items() if cd.blocks[dst].enabled} | logged
+        self.read = {src for (dst, _), src in cd.wires.items() if dst in enabled} | logged
         self.stage_read = self._read_at_stages()
         self.log_read = self._read_by_log()
         self.read_when = self._read_when()
-        self.stage_blocks = [n for n in order if cd.blocks[n].enabled
+        self.stage_blocks = [n for n in order if n in enabled
                              and (n in self.stage_read or cd.blocks[n].n_xc > 0)]
         """The blocks a solver stage evaluates, in sorted order: the stage-read ones and those
         with continuous states."""
 
     def kernels(self, name: str):
         blk = self.cd.blocks[name]
-        return blk.runtime_kernels() if blk.enabled else None
+        return blk.runtime_kernels() if name in self.enabled else None
 
     def must_compute(self, name: str) -> bool:
         """An output call made even when none of its outputs is read: a block without kernels
@@ -265,7 +308,7 @@ class _Facts:
         a discrete controller, a signal only logged) are computed at major steps alone: between
         them nobody reads them, and each major step recomputes them before any reader."""
         cd = self.cd
-        stack = [n for n, b in cd.blocks.items() if b.enabled and b.n_xc > 0]
+        stack = [n for n, b in cd.blocks.items() if n in self.enabled and b.n_xc > 0]
         seen, needed = set(), set()
         while stack:
             name = stack.pop()
@@ -274,7 +317,7 @@ class _Facts:
             seen.add(name)
             for port in cd.blocks[name].input_names():
                 src = cd.wires.get((name, port))
-                if src is not None and src[0] in cd.varying and cd.blocks[src[0]].enabled:
+                if src is not None and src[0] in cd.varying and src[0] in self.enabled:
                     needed.add(src[0])
                     stack.append(src[0])
         return needed
@@ -293,7 +336,7 @@ class _Facts:
             needed.add(port)
             name, output = port
             blk = cd.blocks[name]
-            if not blk.enabled:
+            if name not in self.enabled:
                 continue
             for i, o in blk.feedthrough():
                 src = cd.wires.get((name, i))
@@ -334,7 +377,7 @@ class _Facts:
         cd = self.cd
         readers: dict[str, set[str]] = {}
         for (dst, _), (src, _) in cd.wires.items():
-            if cd.blocks[dst].enabled:
+            if dst in self.enabled:
                 readers.setdefault(src, set()).add(dst)
         when: dict[str, frozenset] = {}
         for call in reversed(cd.calls):
