@@ -8,8 +8,8 @@ ratios blocksim / hand-written numba, three ways: a new Diagram each time (`simu
 parsing aside, the diagram is compiled every call), simulate() again on one Diagram (fast restart)
 and Simulator.run(). A compiled fixed-step batch is timed on one thread and on all cores, and W1
 dopri5 with per-member steps (simulation.step_control: per_member) as a compiled B = 1000 batch on
-all cores. W1 under radau (rtol 1e-6) compiled: the compiled stiff loop against SciPy's Radau
-over the compiled derivatives. Also: the
+all cores. W1 under radau and bdf (rtol 1e-6) compiled: the compiled stiff loops against SciPy's
+Radau and BDF over the compiled derivatives. Also: the
 wall time of a warm `python cli.py simulate` of W1, the import time of blocksim, and the first-run
 compile time of W1 (a fresh cache folder).
 Peers (bdsim, PathSim, pydrake) are run on W1 when installed, skipped otherwise.
@@ -121,16 +121,17 @@ def first_compile_time() -> float:
         return float(out.stdout.strip().splitlines()[-1])
 
 
-def w1_radau(repeats: int) -> tuple[float, float, dict, dict]:
-    """W1 pid_ff under radau (rtol 1e-6, atol 1e-8), compiled mode, Simulator.run(): medians (s)
-    of the compiled stiff loop (engine/stiff_loop.py, blocksim's Radau IIA) and of SciPy's Radau
-    stepping in Python over the same compiled derivatives (the scheduler's loop, the path before
-    the compiled loop and the baseline here), alternating; and each path's run statistics."""
+def w1_stiff(solver: str, repeats: int) -> tuple[float, float, dict, dict]:
+    """W1 pid_ff under radau or bdf (rtol 1e-6, atol 1e-8), compiled mode, Simulator.run():
+    medians (s) of the compiled stiff loop (engine/stiff_loop.py and bdf_loop.py: blocksim's
+    Radau IIA and BDF) and of SciPy's Radau or BDF stepping in Python over the same compiled
+    derivatives (the scheduler's loop, the path before the compiled loops and the baseline here),
+    alternating; and each path's run statistics."""
     d = blocksim.load(W1, variant="pid_ff", set={
-        "simulation.mode": "compiled", "simulation.solver": "radau", "simulation.rtol": 1e-6,
+        "simulation.mode": "compiled", "simulation.solver": solver, "simulation.rtol": 1e-6,
         "simulation.atol": 1e-8})
     compiled, scipy_path = blocksim.Simulator(d), blocksim.Simulator(d)
-    scipy_path.parts[0].backend.loop = None          # the scheduler's loop, SciPy's Radau
+    scipy_path.parts[0].backend.loop = None          # the scheduler's loop, SciPy's solver
     stats = [compiled.run().stats, scipy_path.run().stats]     # warm
     times: tuple[list, list] = ([], [])
     for _ in range(repeats):
@@ -234,13 +235,14 @@ def main() -> None:
               + " / ".join(f"{t * 1e3:.3f}" for t in times)
               + f" ms | {numba_t * 1e3:.3f} ms | {ratios} | "
               + (f"{python_t * 1e3:.1f} ms |" if python_t else "- |"))
-    ours, theirs, ours_stats, theirs_stats = w1_radau(n)
-    print("\n| workload | mode | compiled Radau (run_stiff) | SciPy's Radau over compiled "
+    print("\n| workload | mode | compiled loop (run_stiff, run_bdf) | SciPy's solver over compiled "
           "derivatives | ratio | steps / evaluations |")
     print("| --- | --- | --- | --- | --- | --- |")
-    print(f"| W1 pid_ff radau rtol 1e-6 | compiled | {ours * 1e3:.2f} ms | {theirs * 1e3:.2f} ms | "
-          f"{ours / theirs:.3f}x | {ours_stats['nsteps']} / {ours_stats['nfev']} against "
-          f"{theirs_stats['nsteps']} / {theirs_stats['nfev']} |")
+    for solver in ("radau", "bdf"):
+        ours, theirs, ours_stats, theirs_stats = w1_stiff(solver, n)
+        print(f"| W1 pid_ff {solver} rtol 1e-6 | compiled | {ours * 1e3:.2f} ms | "
+              f"{theirs * 1e3:.2f} ms | {ours / theirs:.3f}x | {ours_stats['nsteps']} / "
+              f"{ours_stats['nfev']} against {theirs_stats['nsteps']} / {theirs_stats['nfev']} |")
     if not args.quick:
         cli = statistics.median(cli_wall_time(n))
         imp = statistics.median(import_time(n))

@@ -1,6 +1,6 @@
 """The compiled stiff loop (engine/stiff_loop.py, solvers/radau_kernels.py): a run under radau
 without zero crossings steps inside compiled code with a Radau IIA of its own, SciPy's method and
-constants. Its kernels are checked against independent arithmetic (numpy's solves, the
+constants (the batch, divergence and interrupt tests run bdf's loop too: tests/test_bdf_compiled.py). Its kernels are checked against independent arithmetic (numpy's solves, the
 collocation conditions, an analytic Jacobian), its runs against analytic solutions and against
 the interpreted run (SciPy's Radau), the Bari problems in tests/test_stiff_references.py."""
 import math
@@ -135,9 +135,14 @@ def test_quiet_hits_keep_the_jacobian_and_loud_hits_restart(quiet_runs):
     assert quiet["nsteps"] == interpreted["nsteps"]
 
 
-def test_a_batch_steps_its_members_together_as_one_system(tmp_path):
-    # members are independent systems sharing one step size (the RMS norm over the batch), as
-    # the interpreted path's block-diagonal SciPy Radau; each lands on its analytic solution
+LOOPS = {"radau": "run_stiff", "bdf": "run_bdf"}
+
+
+@pytest.mark.parametrize("solver", ["radau", "bdf"])
+def test_a_batch_steps_its_members_together_as_one_system(solver):
+    # members are independent systems sharing one step size (the RMS norm over the batch; bdf:
+    # one order too), as the interpreted path's block-diagonal SciPy solver; each lands on its
+    # analytic solution
     # x'' + c x' + k x = 0 (x0 = 1 m, k = 100 N/m per kg, c = 0.4 ... 40 N s/m per kg: the
     # stiffest member's eigenvalues are -2.6 and -37.4 1/s)
     text = """
@@ -150,15 +155,15 @@ blocks:
   force:  {type: Sum, signs: "++"}
 connections: [x -> spring, v -> damper, spring -> force.in1, damper -> force.in2, force -> v,
               v -> x]
-simulation: {stop_time: 1.0, solver: radau, rtol: 1.0e-8, atol: 1.0e-10}
+simulation: {stop_time: 1.0, solver: SOLVER, rtol: 1.0e-8, atol: 1.0e-10}
 log: {signals: [x.out]}
 """
     gains = [-0.4, -4.0, -40.0]
-    diagram = blocksim.load(text)
+    diagram = blocksim.load(text.replace("SOLVER", solver))
     a = blocksim.simulate(diagram, batch={"damper.gain": gains}, mode="interpreted")
     sim = blocksim.Simulator(diagram, batch={"damper.gain": gains}, mode="compiled")
     b = sim.run()
-    assert sim.parts[0].backend.loop == "run_stiff"
+    assert sim.parts[0].backend.loop == LOOPS[solver]
     assert b.stats["nsteps"] == a.stats["nsteps"]
     for m, gain in enumerate(gains):
         c = -gain
@@ -169,19 +174,21 @@ log: {signals: [x.out]}
         assert np.max(np.abs(b["x.out"][m].reshape(-1) - exact)) < 1e-6, gain
 
 
-def test_a_run_that_diverges_under_radau_is_blamed_on_its_block(tmp_path):
+@pytest.mark.parametrize("solver", ["radau", "bdf"])
+def test_a_run_that_diverges_is_blamed_on_its_block(tmp_path, solver):
     path = tmp_path / "blowup.yaml"
-    path.write_text(BLOWUP.replace("SOLVER", "radau"))
+    path.write_text(BLOWUP.replace("SOLVER", solver))
     sim = blocksim.Simulator(blocksim.load(path), mode="compiled")
-    assert sim.parts[0].backend.loop == "run_stiff"
+    assert sim.parts[0].backend.loop == LOOPS[solver]
     with pytest.raises(BlocksimError) as caught:
         sim.run()
     err = caught.value
     assert err.block == "x" and "x[0]" in err.message and "blowup.yaml:5" in str(err)
 
 
-def test_an_interrupt_between_chunks_keeps_the_log_up_to_the_time_reached(monkeypatch):
-    diagram = blocksim.load(QUIET.replace("solver: dopri5", "solver: radau"))
+@pytest.mark.parametrize("solver", ["radau", "bdf"])
+def test_an_interrupt_between_chunks_keeps_the_log_up_to_the_time_reached(monkeypatch, solver):
+    diagram = blocksim.load(QUIET.replace("solver: dopri5", f"solver: {solver}"))
     whole = blocksim.Simulator(diagram, mode="compiled").run()
 
     class CtrlC(stiff_loop.Progress):

@@ -10,7 +10,8 @@ is the rendering of the phases of a major step (engine/major_step.py) as a whole
 (major steps, exact hits, Runge-Kutta stages, logging) for runs without zero crossings, returning
 to Python between chunks only for the progress bar and Ctrl-C; run_adaptive
 (engine/adaptive_loop.py) runs explicit Runge-Kutta runs with error control or with zero
-crossings, run_stiff (engine/stiff_loop.py) radau without them.
+crossings, run_stiff (engine/stiff_loop.py) radau and run_bdf (engine/bdf_loop.py) bdf without
+them.
 
 Cache folder: $BLOCKSIM_CACHE_DIR, else ~/.cache/blocksim; the generated modules are kept in its
 subfolder compiled/, and numba's own cache (an index .nbi and data .nbc files per function) beside
@@ -52,7 +53,7 @@ from .source_text import unpacked as _unpacked
 CHUNK_SECONDS = 0.2
 """Wall time between returns to Python in the compiled fixed-step loop (progress, Ctrl-C)."""
 
-GENERATOR_VERSION = 16
+GENERATOR_VERSION = 17
 """Bumped whenever the generated code's form changes, so old cache entries are not reused."""
 
 
@@ -477,7 +478,7 @@ class NumbaBackend:
         into parts run apart (Simulator's threads) with the same numbers."""
         self.loop = "run_fixed" if self.runs_whole_loop else \
             "run_adaptive" if adaptive_loop.supports(plan, solver) else \
-            "run_stiff" if stiff_loop.supports(plan, solver) else None
+            stiff_loop.loop_for(plan, solver)
         """The module's function that runs the whole time loop of this run (None: the
         scheduler's loop runs it, calling the module's functions)."""
 
@@ -556,7 +557,7 @@ class NumbaBackend:
         None when its times are beyond exact float integers (the scheduler's loop then runs it)."""
         if self.loop == "run_adaptive":
             return adaptive_loop.run(self, sim)
-        if self.loop == "run_stiff":
+        if self.loop in stiff_loop.LOOPS.values():
             return stiff_loop.run(self, sim)
         s, tb, ctx = sim.settings, self.plan.timebase, self.context
         tableau = SOLVERS[s.solver].tableau

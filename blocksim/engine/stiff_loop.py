@@ -27,6 +27,7 @@ import numpy as np
 from ..errors import SolverError
 from ..solvers import make_solver
 from ..solvers.radau_kernels import newton_tolerance
+from . import bdf_loop
 from .major_step import phase_handlers
 from .loops import held_buffer, loop_clock
 from .progress import Progress
@@ -66,15 +67,20 @@ def renderable(plan) -> bool:
     return plan.n_xc > 0 and not plan.crossings
 
 
-def supports(plan, solver) -> bool:
-    """Whether run_stiff runs this plan under this solver: radau on a renderable plan."""
-    return renderable(plan) and getattr(solver, "name", None) == "radau"
+LOOPS = {"radau": "run_stiff", "bdf": "run_bdf"}
+"""The module's loop for each stiff solver it renders (engine/bdf_loop.py: run_bdf)."""
+
+
+def loop_for(plan, solver) -> str | None:
+    """The module's function that runs this plan under this solver: run_stiff (radau) or run_bdf
+    (bdf) on a renderable plan; None otherwise."""
+    return LOOPS.get(getattr(solver, "name", None)) if renderable(plan) else None
 
 
 def render(gen) -> str:
-    """run_stiff's source for Generator `gen`: STIFF_LOOP with the major step's phases (MAJOR_STEP,
-    in order) and the log copies filled in; the outputs, updates and derivatives are the module's
-    own functions, called."""
+    """run_stiff's and run_bdf's source for Generator `gen`: STIFF_LOOP and BDF_LOOP with the
+    major step's phases (MAJOR_STEP, in order) and the log copies filled in; the outputs, updates
+    and derivatives are the module's own functions, called."""
     renders = {"outputs": lambda: [], "advance": lambda: [],
                "events_at_t": gen._render_events_at_t,
                "log": lambda: ["if log_pos < n_log and log_times[log_pos] == t:"]
@@ -93,13 +99,110 @@ def render(gen) -> str:
         major += [f"# {name}"] + rendering()
     plan = gen.plan
     reads = [f"s[{i}]" for i in plan.stage_held] + [f"xd[:, {a}:{b}]" for a, b in plan.stage_xd]
-    return STIFF_LOOP.format(
+    parts = dict(
         unpack=unpack_tuples(len(plan.slots), len(gen.params), 4),
         stash=unpacked(block(["at = 0"] + [f"at = stash(held, at, {r})" for r in reads], 12)),
-        unchanged=unpacked(block(["at = 0"] + [f"at = unchanged(held, at, {r})" for r in reads]
-                                 + ["if at < 0:", "    have_f = 0"], 12)),
-        major=unpacked(block(major, 12)),
+        major_mode=MAJOR_MODE.format(
+            major=unpacked(block(major, 12)),
+            unchanged=unpacked(block(["at = 0"] + [f"at = unchanged(held, at, {r})" for r in reads]
+                                     + ["if at < 0:", "    have_f = 0"], 12))),
         record=unpacked(block(gen.record_body(), 16)))
+
+    def pieces(error_order, h_failed, dense):
+        return dict(first_step=FIRST_STEP.format(error_order=error_order),
+                    step_end=STEP_END.format(h_failed=h_failed),
+                    log_samples=LOG_SAMPLES.format(dense=dense, record=parts["record"],
+                                                   stash=parts["stash"]))
+    radau = pieces(3, FSTATE.index("h_failed"), "dense_at(te, t_old, t - t_old, x_old, Q, xc)")
+    bdf = pieces(1, bdf_loop.FSTATE.index("h_failed"), "bdf.dense_at(te, t, h_abs, order, D, xc)")
+    return STIFF_LOOP.format(**parts, **radau) + bdf_loop.BDF_LOOP.format(**parts, **bdf)
+
+MAJOR_MODE = """            # ---- a major step at t ----
+            if n >= 0:
+                rate_hits(n, per, off, hits)
+            else:
+                for q in range(hits.shape[0]):
+                    hits[q] = False
+            # outputs
+            outputs(t, hits, True, xc, xd, s, p)
+{major}
+            # advance: the next major time (the next sample hit, the stop time, or a breakpoint
+            # before them)
+            t1, tick_next, floor_next, next_break = next_major_time(
+                n, n_floor, t, per, off, stop_ceil, stop_tick, t_stop, num0, dnum, den, breaks,
+                break_ticks, next_break)
+            copy1d(xsol.reshape(-1), xc.reshape(-1))
+            # a quiet hit (RunPlan.stage_held) keeps the solver: its history, Jacobian and LU
+{unchanged}"""
+"""The major step of run_stiff and run_bdf (mode 0), at 12 spaces: the phases of MAJOR_STEP at t,
+the next major time, and the quiet-hit test, which sets have_f = 0 (the solver restarts) when
+what the stages read changed."""
+
+
+FIRST_STEP = """            # a (re)start at (t, xsol): f, the first step size, the Jacobian's factors afresh
+            copy1d(xc.reshape(-1), xsol.reshape(-1))
+            derivatives(t, xc, xd, f0, s, p)
+            nfev += 1
+            if math.isnan(h_abs):
+                h0, d1 = initial_step_probe(xsol.reshape(-1), f0.reshape(-1), rtol, atol,
+                                            t1 - t, xc.reshape(-1))
+                derivatives(t + h0, xc, xd, f_tmp, s, p)
+                nfev += 1
+                h_abs = initial_step_choice(xsol.reshape(-1), f0.reshape(-1),
+                                            f_tmp.reshape(-1), rtol, atol, t1 - t, max_step,
+                                            h0, d1, {error_order})
+            else:
+                h_abs = min(h_abs, max_step, t1 - t)
+            for q in range(jac_factor.shape[0]):
+                for k in range(n_x):
+                    jac_factor[q, k] = np.nan"""
+"""A stiff solver's (re)start at (t, xsol) with the step size kept (NaN: SciPy's first-step rule
+for the solver's error order, error_order), at 12 spaces: f0 = f(t, xsol)."""
+
+STEP_END = """        finished = t_new >= t1
+        if finished:
+            t_new = t1
+        if t_new - t_old < 10 * (np.nextafter(t_old, np.inf) - t_old) and not finished:
+            status = 3
+            reason = 1
+            fstate[{h_failed}] = t_new - t_old
+            t = t_old
+            copy1d(xsol.reshape(-1), x_old.reshape(-1))
+            break
+        t = t_new
+        nsteps += 1
+        done += 1"""
+"""An accepted step from (t_old, x_old) to (t_new, xsol), at 8 spaces: the solver contract's
+underflow (a step that moved t by less than ten of its spacings), else t = t_new."""
+
+LOG_SAMPLES = """        # the log samples inside the step, from its dense output
+        if log_pos < n_log and (log_times[log_pos] < min(t, t1)
+                                or (log_times[log_pos] == t and t < t1)):
+            while log_pos < n_log and (log_times[log_pos] < min(t, t1)
+                                       or (log_times[log_pos] == t and t < t1)):
+                te = log_times[log_pos]
+                if te == t:
+                    copy1d(xc.reshape(-1), xsol.reshape(-1))
+                elif te == t_old:
+                    copy1d(xc.reshape(-1), x_old.reshape(-1))
+                else:
+                    {dense}
+                outputs(te, hits, False, xc, xd, s, p)
+{record}
+                log_pos += 1
+        copy1d(xc.reshape(-1), xsol.reshape(-1))
+        if not (all_finite(xc) and all_finite(xd)):
+            status = 2
+            break
+        if t >= t1:
+            t = t1
+            n = tick_next
+            n_floor = floor_next
+            mode = 0
+            # what the stages read, to tell a quiet hit at the major step
+{stash}"""
+"""After an accepted step, at 8 spaces: the log samples inside it (the state at its ends, the
+solver's dense output `dense` between them), the finite check, and the major step at t1."""
 
 
 STIFF_LOOP = """
@@ -159,23 +262,7 @@ def run_stiff(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil
     at = 0
     while True:
         if mode == 0:
-            # ---- a major step at t ----
-            if n >= 0:
-                rate_hits(n, per, off, hits)
-            else:
-                for q in range(hits.shape[0]):
-                    hits[q] = False
-            # outputs
-            outputs(t, hits, True, xc, xd, s, p)
-{major}
-            # advance: the next major time (the next sample hit, the stop time, or a breakpoint
-            # before them)
-            t1, tick_next, floor_next, next_break = next_major_time(
-                n, n_floor, t, per, off, stop_ceil, stop_tick, t_stop, num0, dnum, den, breaks,
-                break_ticks, next_break)
-            copy1d(xsol.reshape(-1), xc.reshape(-1))
-            # a quiet hit (RunPlan.stage_held) keeps the solver: its history, Jacobian and LU
-{unchanged}
+{major_mode}
             if have_f == 1 and not math.isnan(cut_from) and h_abs < cut_from:
                 # the step cut short by this bound gives its proposed size back (stiff.Radau)
                 h_abs = cut_from
@@ -189,23 +276,7 @@ def run_stiff(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil
         if done >= budget:
             break
         if have_f == 0:
-            # a (re)start at (t, xsol): f, the first step size, the Jacobian afresh
-            copy1d(xc.reshape(-1), xsol.reshape(-1))
-            derivatives(t, xc, xd, f0, s, p)
-            nfev += 1
-            if math.isnan(h_abs):
-                h0, d1 = initial_step_probe(xsol.reshape(-1), f0.reshape(-1), rtol, atol,
-                                            t1 - t, xc.reshape(-1))
-                derivatives(t + h0, xc, xd, f_tmp, s, p)
-                nfev += 1
-                h_abs = initial_step_choice(xsol.reshape(-1), f0.reshape(-1),
-                                            f_tmp.reshape(-1), rtol, atol, t1 - t, max_step,
-                                            h0, d1, 3)
-            else:
-                h_abs = min(h_abs, max_step, t1 - t)
-            for q in range(jac_factor.shape[0]):
-                for k in range(n_x):
-                    jac_factor[q, k] = np.nan
+{first_step}
             h_abs_old = np.nan
             error_norm_old = np.nan
             have_dense = 0
@@ -356,19 +427,7 @@ def run_stiff(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil
         copy1d(xsol.reshape(-1), x_new.reshape(-1))
         dense_coefficients(Z, Q)
         have_dense = 1
-        finished = t_new >= t1
-        if finished:
-            t_new = t1
-        if t_new - t_old < 10 * (np.nextafter(t_old, np.inf) - t_old) and not finished:
-            status = 3
-            reason = 1
-            fstate[7] = t_new - t_old
-            t = t_old
-            copy1d(xsol.reshape(-1), x_old.reshape(-1))
-            break
-        t = t_new
-        nsteps += 1
-        done += 1
+{step_end}
         cut_from = h_abs_entry if finished and t - t_old < h_abs_entry else np.nan
         if current_jac == 2:
             # the Jacobian at the step's end (slow convergence)
@@ -376,33 +435,7 @@ def run_stiff(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil
                                    y_scale, jac_step, jac_retry, max_diff, f_scale)
             njev += 1
             current_jac = 1
-        # the log samples inside the step, from its collocation polynomial
-        if log_pos < n_log and (log_times[log_pos] < min(t, t1)
-                                or (log_times[log_pos] == t and t < t1)):
-            hh = t - t_old
-            while log_pos < n_log and (log_times[log_pos] < min(t, t1)
-                                       or (log_times[log_pos] == t and t < t1)):
-                te = log_times[log_pos]
-                if te == t:
-                    copy1d(xc.reshape(-1), xsol.reshape(-1))
-                elif te == t_old:
-                    copy1d(xc.reshape(-1), x_old.reshape(-1))
-                else:
-                    dense_at(te, t_old, hh, x_old, Q, xc)
-                outputs(te, hits, False, xc, xd, s, p)
-{record}
-                log_pos += 1
-        copy1d(xc.reshape(-1), xsol.reshape(-1))
-        if not (all_finite(xc) and all_finite(xd)):
-            status = 2
-            break
-        if t >= t1:
-            t = t1
-            n = tick_next
-            n_floor = floor_next
-            mode = 0
-            # what the stages read, to tell a quiet hit at the major step
-{stash}
+{log_samples}
     fstate[0], fstate[1], fstate[2], fstate[3] = t, t1, h_abs, t_old
     fstate[4], fstate[5], fstate[6] = h_abs_old, error_norm_old, cut_from
     istate[0], istate[1], istate[2], istate[3], istate[4] = n, n_floor, mode, have_f, log_pos
@@ -419,51 +452,47 @@ IMPORTS = ("from blocksim.solvers.radau_kernels import (C, JAC_RECOMPUTE_RATE, M
            "dense_coefficients, error_estimate, error_scale, iteration_matrices, jacobian_column, "
            "jacobian_finish, jacobian_retry_column, jacobian_retry_steps, jacobian_steps, "
            "newton_increment, perturbed, predict_factor, predicted_stages, refine_error, "
-           "rms_scaled, safety_factor, stage_state, tolerance_scale, transform)")
-"""The generated module's import of the Radau kernels (numba_backend writes it when the module
-holds run_stiff)."""
+           "rms_scaled, safety_factor, stage_state, tolerance_scale, transform)\n"
+           + bdf_loop.IMPORTS)
+"""The generated module's import of the Radau and BDF kernels (numba_backend writes it)."""
 
 
 def run(backend, sim) -> RunOutput | None:
     """The run of Simulation sim (started: initial states and constant outputs set) in the
-    module's run_stiff, chunk by chunk; None when its ticks are beyond exact float integers (the
-    scheduler's loop then runs it). Failures raise the errors the scheduler's loop raises."""
+    module's run_stiff (radau) or run_bdf (bdf), chunk by chunk; None when its ticks are beyond
+    exact float integers (the scheduler's loop then runs it). Failures raise the errors the
+    scheduler's loop raises."""
     s, plan, ctx = sim.settings, backend.plan, backend.context
     clock = loop_clock(sim, plan)
     if clock is None:
         return None
     num0, dnum, den, stop_ceil, int_stop, breaks, break_ticks, per, off, hits = clock
     B, n_x = ctx.xc.shape
-    states = [np.zeros((B, n_x)) for _ in range(7)]   # xsol, x_old, f0, f_tmp, scale, ZE, err
-    x_new = np.zeros((B, n_x))
-    stages = [np.zeros((3, B, n_x)) for _ in range(5)]          # F, Z, W, dW, Q
-    J = np.zeros((B, n_x, n_x))
-    LU_real = np.zeros((B, n_x, n_x))
-    LU_complex = np.zeros((B, n_x, n_x), dtype=complex)
-    pivots = [np.zeros((B, n_x), dtype=np.int64) for _ in range(2)]
-    f_real = np.zeros((B, n_x))
-    f_complex = np.zeros((B, n_x), dtype=complex)
+    if backend.loop == "run_bdf":
+        fnames, inames, work = bdf_loop.FSTATE, bdf_loop.ISTATE, bdf_loop.arrays(B, n_x)
+    else:
+        fnames, inames, work = FSTATE, ISTATE, radau_arrays(B, n_x)
+    f_at = {name: k for k, name in enumerate(fnames)}
     jacobian = [np.full((B, n_x), np.nan)] + [np.zeros((B, n_x)) for _ in range(5)]
     held = held_buffer(backend.module_plan, B)      # what the module's quiet-hit test reads
     logs = tuple(sim.recorder.data[name] for name, _ in sim.recorder.sources)
-    fstate = np.full(len(FSTATE), np.nan)
-    fstate[_F["t"]] = fstate[_F["t1"]] = float(s.start)
+    fstate = np.full(len(fnames), np.nan)
+    fstate[f_at["t"]] = fstate[f_at["t1"]] = float(s.start)
     if s.step is not None:
-        fstate[_F["h_abs"]] = float(s.step)
-    istate = np.zeros(len(ISTATE), dtype=np.int64)
-    istate[_I["tick_next"]] = istate[_I["floor_next"]] = -1
+        fstate[f_at["h_abs"]] = float(s.step)
+    istate = np.zeros(len(inames), dtype=np.int64)
+    istate[inames.index("tick_next")] = istate[inames.index("floor_next")] = -1
 
     def args(budget):
         return (budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil, int_stop,
                 float(s.stop), breaks, break_ticks, plan.log_grid, ctx.xc, ctx.xd, backend.s,
                 backend.p, logs, float(s.rtol), float(s.atol), float(s.max_step),
-                newton_tolerance(float(s.rtol)), *states, x_new, *stages, J, LU_real,
-                LU_complex, *pivots, f_real, f_complex, *jacobian, held)
+                newton_tolerance(float(s.rtol)), *work, *jacobian, held)
 
     progress = Progress(s.start, s.stop, s.progress)
     status, interrupted, budget = DONE, False, 4
     try:
-        loop = backend.loop_entry("run_stiff", args(0))
+        loop = backend.loop_entry(backend.loop, args(0))
         while status == DONE:
             if sim.stop_requested:
                 interrupted = True
@@ -472,25 +501,37 @@ def run(backend, sim) -> RunOutput | None:
             status = loop(*args(budget))
             elapsed = _time.perf_counter() - started
             budget = max(4, int(budget * min(4.0, CHUNK_SECONDS / max(elapsed, 1e-6))))
-            progress.update(float(fstate[_F["t"]]), force=True)
+            progress.update(float(fstate[f_at["t"]]), force=True)
     except KeyboardInterrupt:
         interrupted = True
     finally:
         progress.close()
-    counters = {name: int(istate[_I[name]]) for name in ISTATE}
+    counters = {name: int(istate[k]) for k, name in enumerate(inames)}
     sim.recorder.count = counters["log_pos"]
-    t = float(fstate[_F["t"]])
+    t = float(fstate[f_at["t"]])
+    xsol = work[0]
     if interrupted:
-        sim.log_final_state(t, states[0])
+        sim.log_final_state(t, xsol)
     elif status == NOT_FINITE:
         sim.check_finite(t)
     elif status == UNDERFLOW:
-        _fail(sim, counters["reason"], t, float(fstate[_F["h_failed"]]), states[0])
+        _fail(sim, counters["reason"], t, float(fstate[f_at["h_failed"]]), xsol)
     t_log, data = sim.recorder.finished()
     stats = {"major_steps": counters["major_steps"], "nfev": counters["nfev"],
              "nsteps": counters["nsteps"], "nrejected": counters["nrejected"], "events": 0,
              "njev": counters["njev"], "nlu": counters["nlu"], "mode": "compiled"}
     return RunOutput(t_log, data, [], stats, interrupted, None)
+
+
+def radau_arrays(B: int, n_x: int) -> list[np.ndarray]:
+    """run_stiff's work arrays for B members of n_x states, in its argument order (after
+    newton_tol and before the Jacobian's arrays)."""
+    states = [np.zeros((B, n_x)) for _ in range(7)]   # xsol, x_old, f0, f_tmp, scale, ZE, err
+    stages = [np.zeros((3, B, n_x)) for _ in range(5)]          # F, Z, W, dW, Q
+    return [*states, np.zeros((B, n_x)), *stages, np.zeros((B, n_x, n_x)),
+            np.zeros((B, n_x, n_x)), np.zeros((B, n_x, n_x), dtype=complex),
+            np.zeros((B, n_x), dtype=np.int64), np.zeros((B, n_x), dtype=np.int64),
+            np.zeros((B, n_x)), np.zeros((B, n_x), dtype=complex)]
 
 
 def _fail(sim, reason: int, t: float, h: float, x: np.ndarray) -> None:
@@ -508,4 +549,4 @@ def _fail(sim, reason: int, t: float, h: float, x: np.ndarray) -> None:
         raise err.located(where=sim.cd.spec.where.get("simulation.solver"))
 
 
-__all__ = ["renderable", "supports", "render", "run", "STIFF_LOOP", "ISTATE", "FSTATE"]
+__all__ = ["renderable", "loop_for", "render", "run", "STIFF_LOOP", "ISTATE", "FSTATE"]
