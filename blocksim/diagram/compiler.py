@@ -41,9 +41,10 @@ class CompiledDiagram:
     varying       blocks whose outputs change between major steps (they read continuous state or t)
     first_member  the whole batch's index of member 0 (non-zero for a part of a split batch)
     xc_slices, xd_slices, zc_slices   name -> (start, stop) columns in the run's state arrays
-    switchable    blocks whose `enabled` differs among the variants of the diagram's file
-                  (Diagram.switchable): a compiled run writes its module for every variant,
-                  these blocks' calls switched by run data (engine/plan.py, RunPlan.compiled_as)
+    switchable_of a function giving the blocks whose `enabled` differs among the variants of
+                  the diagram's file (Diagram.switchable), asked only by a compiled run's plan
+                  (`switchable`): its module is written for every variant, these blocks' calls
+                  switched by run data (engine/plan.py, RunPlan.compiled_as)
     """
 
     spec: Any
@@ -60,7 +61,14 @@ class CompiledDiagram:
     xd_slices: dict[str, tuple[int, int]] = field(default_factory=dict)
     zc_slices: dict[str, tuple[int, int]] = field(default_factory=dict)
     values: dict[str, Params] = field(default_factory=dict)
-    switchable: frozenset[str] = frozenset()
+    switchable_of: Any = None
+
+    @property
+    def switchable(self) -> frozenset[str]:
+        """The blocks of this diagram that the file's variants switch on and off (switchable_of,
+        asked now: it reads every variant of the file once per Diagram); empty without one."""
+        return frozenset() if self.switchable_of is None else \
+            frozenset(self.switchable_of()) & self.blocks.keys()
 
     @property
     def values_are_data(self) -> bool:

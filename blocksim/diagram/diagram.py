@@ -17,6 +17,9 @@ from .settings import LogSettings, SimulationSettings, log_settings, simulation_
 from .spec import DiagramSpec, load_spec
 
 
+_SWITCHABLE: dict = {}
+"""Diagram.switchable's answers by the diagram's source and overrides (the newest 64)."""
+
 TEXT_NAME, DICT_NAME = "<text>", "<dict>"
 """How a diagram given as YAML text or as a dict is named in messages (in place of a file)."""
 
@@ -68,9 +71,26 @@ class Diagram:
         expression counts too. A compiled run writes its module for all of them, their calls
         switched by run data, so every variant runs one compiled module (RunPlan.compiled_as).
         Empty for a file with fewer than two variants, or when a variant does not load (that
-        variant's own run then says why)."""
+        variant's own run then says why). Remembered for the process by the file's path, size
+        and modification time (or its text) and the overrides: a sweep that loads the file anew
+        for every run reads its variants once. (Any answer gives each run a module that is
+        right for it; a stale one could only cost sharing.)"""
         if len(self.spec.variants) < 2:
             return frozenset()
+        try:
+            stamp = None if self.text is not None else self.path.stat()
+            key = (str(self.path), self.text, stamp and (stamp.st_size, stamp.st_mtime_ns),
+                   pickle.dumps(sorted(self.overrides.items())))
+        except (OSError, pickle.PicklingError, TypeError, AttributeError):
+            return self._switchable_now()
+        found = _SWITCHABLE.get(key)
+        if found is None:
+            found = _SWITCHABLE[key] = self._switchable_now()
+            while len(_SWITCHABLE) > 64:
+                del _SWITCHABLE[next(iter(_SWITCHABLE))]
+        return found
+
+    def _switchable_now(self) -> frozenset[str]:
         flags: dict[str, set] = {}
         for variant in [None, *self.spec.variants]:
             try:
@@ -88,8 +108,10 @@ class Diagram:
         """Compile for one run, or for a batch: {dotted key: [value per member]} (a part of a
         batch is a member range of it, CompiledDiagram.for_members)."""
         cd = self._compile(batch)
-        switchable = self.switchable & cd.blocks.keys()
-        return replace(cd, switchable=frozenset(switchable)) if switchable else cd
+        return replace(cd, switchable_of=self._switchable) if len(self.spec.variants) > 1 else cd
+
+    def _switchable(self) -> frozenset[str]:
+        return self.switchable
 
     def _compile(self, batch: dict[str, list] | None) -> CompiledDiagram:
         if not batch:

@@ -451,6 +451,9 @@ class NumbaBackend:
     numbers), and the whole fixed-step loop (run_loop) where the run allows it."""
 
     mode = "compiled"
+    compiled = True
+    """Its plan is made with the plan of the module it runs (make_plan(compiled=True)): a file's
+    variants that switch blocks share one module (RunPlan.compiled_as)."""
 
     def __init__(self, plan: RunPlan, context: RunContext, blocks: dict, records: dict,
                  like: "NumbaBackend | None" = None):

@@ -178,17 +178,22 @@ def signal_slots(cd: CompiledDiagram) -> tuple[list[Slot], dict, dict, dict]:
     return slots, outputs_of, inputs_of, index
 
 
-def make_plan(cd: CompiledDiagram, run, logged: dict[str, tuple[str, str]]) -> RunPlan:
+def make_plan(cd: CompiledDiagram, run, logged: dict[str, tuple[str, str]],
+              compiled: bool = False) -> RunPlan:
     """The plan of one run of cd with the RunSettings `run`, logging `logged` ({signal name:
-    (block, output)}); with the plan its compiled module is written for (RunPlan.compiled_as)
-    when cd's file has variants that switch blocks on and off (CompiledDiagram.switchable)."""
+    (block, output)}); for a compiled run (`compiled`), with the plan its module is written for
+    (RunPlan.compiled_as) when cd's file has variants that switch blocks on and off
+    (CompiledDiagram.switchable)."""
     own = {n for n, b in cd.blocks.items() if b.enabled}
     plan = _plan(cd, run, logged, own)
-    union = own | set(cd.switchable)
-    if not cd.switchable or not _shareable(cd, union - own):
+    if not compiled:
+        return plan
+    switchable = cd.switchable
+    union = own | set(switchable)
+    if not switchable or not _shareable(cd, union - own):
         return plan
     shared = _plan(cd, run, logged, union)
-    shared = replace(shared, switched=tuple(n for n in shared.order if n in cd.switchable))
+    shared = replace(shared, switched=tuple(n for n in shared.order if n in switchable))
     # The shared module must make this run's decisions: the same zero crossings, and a quiet hit
     # where this plan has one. Its quiet-hit test reads what this plan's does and, besides, the
     # outputs and discrete states of blocks switched off here, which never change (no call

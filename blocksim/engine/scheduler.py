@@ -133,7 +133,8 @@ class Simulation:
         from .python_backend import PythonBackend
         self.cd = cd
         self.settings = settings
-        self.plan = make_plan(cd, settings, logged) if like is None else like.plan
+        self.plan = like.plan if like is not None else make_plan(
+            cd, settings, logged, compiled=getattr(backend, "compiled", False))
         self.context = RunContext(self.plan)
         self.records = cd.records()   # the kernels' parameter records of this run's values
         for name, blk in cd.blocks.items():
