@@ -140,6 +140,22 @@ def test_w1_under_bdf_steps_in_compiled_code_with_scipys_steps():
     np.testing.assert_allclose(err, [0.0068, 0.0054], atol=1e-4)
 
 
+def test_a_per_member_batch_under_bdf_is_its_members_own_runs():
+    # simulation.step_control: per_member: each member its own compiled BDF run, as alone; the
+    # batch's counters are the sums of its members' (Jacobians and LU factorisations included)
+    d = blocksim.load(EXAMPLES / "two_link_pid_vs_ff.yaml", variant="pid_ff")
+    gains = [[400.0 * (1 + 0.001 * m), 200.0] for m in range(3)]
+    settings = dict(solver="bdf", rtol=1e-6, atol=1e-8, step_control="per_member")
+    batch = blocksim.Simulator(d, batch={"pid.Kp": gains}, mode="compiled", **settings).run()
+    alone = [blocksim.simulate(blocksim.load(EXAMPLES / "two_link_pid_vs_ff.yaml",
+                                             variant="pid_ff", set={"pid.Kp": kp}),
+                               mode="compiled", **settings) for kp in gains]
+    for key in ("nsteps", "nfev", "njev", "nlu"):
+        assert batch.stats[key] == sum(r.stats[key] for r in alone), key
+    for m, r in enumerate(alone):
+        np.testing.assert_array_equal(batch["plant.q"][m], r["plant.q"])
+
+
 @pytest.fixture(scope="module")
 def quiet_runs():
     """(interpreted, compiled, compiled Simulator) of the quiet-hit plant under bdf."""

@@ -16,7 +16,7 @@ import numpy as np
 from .python_backend import PythonBackend
 from .run_output import Event, RunOutput
 
-COUNTERS = ("major_steps", "nfev", "nsteps", "nrejected", "events")
+COUNTERS = ("major_steps", "nfev", "nsteps", "nrejected", "events", "njev", "nlu")
 """The run statistics that are counts: a per-member batch reports their sums over members."""
 
 
