@@ -64,12 +64,7 @@ def run_bdf(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil, 
     the state being evaluated; the solver's state is xsol, its differences D. held: what the
     stages read at the end of the last interval (RunPlan.stage_held).\"\"\"
 {unpack}
-    n_log = log_times.shape[0]
-    n_x = xsol.shape[1]
-    t, t1, h_abs, t_old = fstate[0], fstate[1], fstate[2], fstate[3]
-    n, n_floor, mode, have_f, log_pos = istate[0], istate[1], istate[2], istate[3], istate[4]
-    nfev, nsteps, nrejected, major_steps = istate[5], istate[6], istate[7], istate[8]
-    next_break, tick_next, floor_next = istate[9], istate[10], istate[11]
+{load_state}
     order, n_equal, have_lu, njev, nlu = (istate[12], istate[13], istate[14], istate[15],
                                           istate[16])
     reason = istate[17]
@@ -222,10 +217,7 @@ def run_bdf(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil, 
             have_lu = 0
 {step_end}
 {log_samples}
-    fstate[0], fstate[1], fstate[2], fstate[3] = t, t1, h_abs, t_old
-    istate[0], istate[1], istate[2], istate[3], istate[4] = n, n_floor, mode, have_f, log_pos
-    istate[5], istate[6], istate[7], istate[8] = nfev, nsteps, nrejected, major_steps
-    istate[9], istate[10], istate[11] = next_break, tick_next, floor_next
+{save_state}
     istate[12], istate[13], istate[14], istate[15], istate[16] = (order, n_equal, have_lu, njev,
                                                                   nlu)
     istate[17] = reason

@@ -115,6 +115,7 @@ def render(gen) -> str:
                                                    stash=parts["stash"]))
     radau = pieces(3, FSTATE.index("h_failed"), "dense_at(te, t_old, t - t_old, x_old, Q, xc)")
     bdf = pieces(1, bdf_loop.FSTATE.index("h_failed"), "bdf.dense_at(te, t, h_abs, order, D, xc)")
+    parts.update(load_state=LOAD_STATE, save_state=SAVE_STATE)
     return STIFF_LOOP.format(**parts, **radau) + bdf_loop.BDF_LOOP.format(**parts, **bdf)
 
 MAJOR_MODE = """            # ---- a major step at t ----
@@ -138,6 +139,21 @@ MAJOR_MODE = """            # ---- a major step at t ----
 the next major time, and the quiet-hit test, which sets have_f = 0 (the solver restarts) when
 what the stages read changed."""
 
+
+LOAD_STATE = """    n_log = log_times.shape[0]
+    n_x = xsol.shape[1]
+    t, t1, h_abs, t_old = fstate[0], fstate[1], fstate[2], fstate[3]
+    n, n_floor, mode, have_f, log_pos = istate[0], istate[1], istate[2], istate[3], istate[4]
+    nfev, nsteps, nrejected, major_steps = istate[5], istate[6], istate[7], istate[8]
+    next_break, tick_next, floor_next = istate[9], istate[10], istate[11]"""
+"""The loop state both stiff loops share, read from fstate and istate at entry (ISTATE's and
+engine/bdf_loop.ISTATE's first twelve fields, FSTATE's first four), at 4 spaces."""
+
+SAVE_STATE = """    fstate[0], fstate[1], fstate[2], fstate[3] = t, t1, h_abs, t_old
+    istate[0], istate[1], istate[2], istate[3], istate[4] = n, n_floor, mode, have_f, log_pos
+    istate[5], istate[6], istate[7], istate[8] = nfev, nsteps, nrejected, major_steps
+    istate[9], istate[10], istate[11] = next_break, tick_next, floor_next"""
+"""The same state written back at the end of a chunk."""
 
 FIRST_STEP = """            # a (re)start at (t, xsol): f, the first step size, the Jacobian's factors afresh
             copy1d(xc.reshape(-1), xsol.reshape(-1))
@@ -247,13 +263,8 @@ def run_stiff(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil
     solver's state is xsol, f(t, xsol) is f0. held: what the stages read at the end of the last
     interval (RunPlan.stage_held).\"\"\"
 {unpack}
-    n_log = log_times.shape[0]
-    n_x = xsol.shape[1]
-    t, t1, h_abs, t_old = fstate[0], fstate[1], fstate[2], fstate[3]
+{load_state}
     h_abs_old, error_norm_old, cut_from = fstate[4], fstate[5], fstate[6]
-    n, n_floor, mode, have_f, log_pos = istate[0], istate[1], istate[2], istate[3], istate[4]
-    nfev, nsteps, nrejected, major_steps = istate[5], istate[6], istate[7], istate[8]
-    next_break, tick_next, floor_next = istate[9], istate[10], istate[11]
     have_dense, have_lu, current_jac, njev, nlu = (istate[12], istate[13], istate[14],
                                                    istate[15], istate[16])
     reason = istate[17]
@@ -436,11 +447,8 @@ def run_stiff(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil
             njev += 1
             current_jac = 1
 {log_samples}
-    fstate[0], fstate[1], fstate[2], fstate[3] = t, t1, h_abs, t_old
+{save_state}
     fstate[4], fstate[5], fstate[6] = h_abs_old, error_norm_old, cut_from
-    istate[0], istate[1], istate[2], istate[3], istate[4] = n, n_floor, mode, have_f, log_pos
-    istate[5], istate[6], istate[7], istate[8] = nfev, nsteps, nrejected, major_steps
-    istate[9], istate[10], istate[11] = next_break, tick_next, floor_next
     istate[12], istate[13], istate[14], istate[15], istate[16] = (have_dense, have_lu,
                                                                   current_jac, njev, nlu)
     istate[17] = reason
