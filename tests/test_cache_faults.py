@@ -346,3 +346,12 @@ def test_a_generated_module_that_is_not_even_text_is_healed_too(cache):
     assert mode_of(result) == "compiled" and len(told) == 1
     assert "its text is not the generated code" in told[0]
     assert_set_aside(path, b"\xff\xfe\x00garbage", told[0])
+
+
+def test_a_cache_root_whose_parents_do_not_exist_yet_is_made_with_them(tmp_path):
+    # ~/.cache does not exist on a fresh account: the cache root is made with its parents (it
+    # was refused, "cannot be created", and every compiled run built its code anew)
+    from blocksim.engine import cache_guard
+    folder = tmp_path / "home" / ".cache" / "blocksim" / "compiled"
+    assert cache_guard.prepare_folder(folder, "private") is None
+    assert folder.is_dir() and (folder.parent.stat().st_mode & 0o777) == 0o700

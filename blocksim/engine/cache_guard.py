@@ -102,12 +102,14 @@ def untrusted(path: Path, shared: str) -> str | None:
 def prepare_folder(folder: Path, shared: str) -> str | None:
     """Create the cache folder (and its parent, the cache root) when missing, and check it:
     why it cannot be used (a file, not writable, not trusted), or None when it can."""
-    for path in (folder.parent, folder):
+    for is_root, path in ((True, folder.parent), (False, folder)):
         if path.exists() and not path.is_dir():
             return f"{path} is a file, not a folder"
         try:
             if not path.exists():
-                path.mkdir(mode=FOLDER_MODE[shared], parents=path is folder.parent)
+                # the root's own parents too (~/.cache on a fresh account); pathlib makes a new
+                # object at every .parent, so which one this is is said, not compared by identity
+                path.mkdir(mode=FOLDER_MODE[shared], parents=is_root)
         except FileExistsError:
             pass                          # made by another process in the meantime
         except OSError as err:
