@@ -18,7 +18,8 @@ from .spec import DiagramSpec, load_spec
 
 
 _SWITCHABLE: dict = {}
-"""Diagram.switchable's answers by the diagram's source and overrides (the newest 64)."""
+"""Diagram.switchable's answers by the diagram's source and overrides (at most 64: past that all
+are forgotten)."""
 
 TEXT_NAME, DICT_NAME = "<text>", "<dict>"
 """How a diagram given as YAML text or as a dict is named in messages (in place of a file)."""
@@ -86,8 +87,8 @@ class Diagram:
         found = _SWITCHABLE.get(key)
         if found is None:
             found = _SWITCHABLE[key] = self._switchable_now()
-            while len(_SWITCHABLE) > 64:
-                del _SWITCHABLE[next(iter(_SWITCHABLE))]
+            if len(_SWITCHABLE) > 64:             # bounded: forget all (safe beside other threads)
+                _SWITCHABLE.clear()
         return found
 
     def _switchable_now(self) -> frozenset[str]:

@@ -77,15 +77,15 @@ def sampled_range(block, port: str, start: float, stop: float):
         np.maximum(highest, ys[index], out=highest)
     if key is not None:
         _RANGES[key] = (lowest.copy(), highest.copy())
-        while len(_RANGES) > 256:
-            del _RANGES[next(iter(_RANGES))]
+        if len(_RANGES) > 256:             # bounded: forget all (safe beside other threads)
+            _RANGES.clear()
     return lowest, highest
 
 
 _RANGES: dict = {}
 """sampled_range's answers by the source's output kernel, parameter record, widths, batch, span,
-breakpoints and port (the newest 256): a source is a pure function of time and its parameters,
-so a diagram loaded again for each run of a sweep samples each reference once."""
+breakpoints and port (at most 256, then all forgotten): a source is a pure function of time and
+its parameters, so a diagram loaded again for each run of a sweep samples each reference once."""
 
 
 def warn_references_outside_limits(spec, blocks: dict, wires: dict, start: float,
