@@ -60,10 +60,7 @@ class Diagram:
         return list(self.spec.variants)
 
     def with_variant(self, variant: str | None) -> "Diagram":
-        d = Diagram(self.path, variant, self.overrides, self.text)
-        if "switchable" in self.__dict__:
-            d.switchable = self.switchable        # the same file and overrides: the same answer
-        return d
+        return Diagram(self.path, variant, self.overrides, self.text)
 
     @functools.cached_property
     def switchable(self) -> frozenset[str]:

@@ -461,10 +461,10 @@ class NumbaBackend:
         and bound entry points this one shares: only its arrays and parameter records are its
         own (writing the module's source and typing the loops' arguments cost milliseconds)."""
         self.plan = plan
-        self.module_plan = plan.compiled_as or plan
-        """The plan the module is written for (RunPlan.compiled_as): what its loops read."""
         self.context = context
         gen = Generator(plan, blocks, records)
+        self.module_plan = gen.plan
+        """The plan the module is written for (RunPlan.compiled_as): what its loops read."""
         self.p = tuple(gen.params)
         if like is None:
             self.module = load_module(gen.source())

@@ -46,8 +46,6 @@ ISTATE = ("n", "n_floor", "mode", "have_f", "log_pos", "nfev", "nsteps", "nrejec
 whether the last step's collocation polynomial predicts the next (0 after a restart), whether
 the LU factors are those of the current step size and Jacobian, whether the Jacobian is the
 current state's, the Jacobian estimates and LU factorisations made, why the solver failed."""
-_F = {name: k for k, name in enumerate(FSTATE)}
-_I = {name: k for k, name in enumerate(ISTATE)}
 
 CHUNK_SECONDS = 0.2
 """Wall time between returns to Python (progress, Ctrl-C)."""
@@ -117,6 +115,7 @@ def render(gen) -> str:
     bdf = pieces(1, bdf_loop.FSTATE.index("h_failed"), "bdf.dense_at(te, t, h_abs, order, D, xc)")
     parts.update(load_state=LOAD_STATE, save_state=SAVE_STATE)
     return STIFF_LOOP.format(**parts, **radau) + bdf_loop.BDF_LOOP.format(**parts, **bdf)
+
 
 MAJOR_MODE = """            # ---- a major step at t ----
             if n >= 0:
