@@ -29,6 +29,7 @@ h_next (NaN before the first step), t_old], istate = ISTATE's fields.
 """
 from __future__ import annotations
 
+import re
 import time as _time
 
 import numpy as np
@@ -116,11 +117,13 @@ def render(gen) -> str:
               "(Simulation._modes_ahead)",
               "if leaving != 0:", "    leaving = 0", "    if has_modes:", "        resume = 2",
               "        status = 7", "        break"]
-    major = ["# events_at_t"] + phases[1][1]() + ["if resume <= 1:"] + indent(after, 4) + \
-        ["resume = 0"]
     plan = gen.plan
+    events = plan.n_zc > 0
+    major = ["# events_at_t"] + (phases[1][1]() if events else []) + ["if resume <= 1:"] + \
+        indent(after, 4) + ["resume = 0"]
     reads = [f"s[{i}]" for i in plan.stage_held] + [f"xd[:, {a}:{b}]" for a, b in plan.stage_xd]
-    return ADAPTIVE_LOOP.format(
+    source = ADAPTIVE_LOOP.format(
+        n_zc="g.shape[1]" if events else "0",
         unpack=unpack_tuples(len(plan.slots), len(gen.params), 4),
         stash=unpacked(block(["at = 0"] + [f"at = stash(held, at, {r})" for r in reads], 16)),
         unchanged=unpacked(block(["at = 0"] + [f"at = unchanged(held, at, {r})" for r in reads]
@@ -133,6 +136,12 @@ def render(gen) -> str:
         evaluate=unpacked(block(gen.output_body(None, "te") + gen.derivative_body("te", "K[row]"),
                                 8)),
         snap=repr(BOUND_SNAP_FRACTION), spacings=MIN_STEP_SPACINGS)
+    return _EVENT_TASKS.sub(r"\1" if events else "", source)
+
+
+_EVENT_TASKS = re.compile(r"^ *# events\{\n(.*?)^ *# \}events\n", re.S | re.M)
+"""The loop's event tasks (locating a crossing, the event's major step), between these markers:
+left out of a plan without zero crossings, whose module then compiles in less time."""
 
 
 def _render_events_at_t() -> list[str]:
@@ -179,7 +188,7 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
 {unpack}
     n_stages = b.shape[0]
     n_main = n_stages + 1
-    n_zc = g.shape[1]
+    n_zc = {n_zc}
     ROW_F = K.shape[0] - 2
     ROW_TMP = K.shape[0] - 1
     stages = K.reshape((K.shape[0], -1))
@@ -332,6 +341,7 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
             reason = 0 if math.isfinite(error) else 1
             task = 3
             continue
+        # events{{
         if task == 12:                               # a crossing in the step: locate it
             copy2d(g_new, g)
             if have_gprev != 0 and crossed_into(g_prev, g_new, directions, ev_mask):
@@ -347,6 +357,7 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
             else:
                 task = 13
             continue
+        # }}events
         if task == 13:                               # no event: the log samples of the step
             log_end = min(t, t1)
             log_incl = t < t1
@@ -368,6 +379,7 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
             else:
                 mode = 2
             continue
+        # events{{
         if task == 14:                               # the crossing search's start
             if crossing_search_begin(t_old, t, g_prev, g_new, directions,
                                      zc_tol * max(1.0, abs(t)), search_fs, search_is, g_lo,
@@ -429,6 +441,7 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
             mode = 4
             task = 10
             continue
+        # }}events
         if task == 9:                                # the step is done
             copy1d(xc_flat, xsol_flat)
             if not (all_finite(xc) and all_finite(xd)):

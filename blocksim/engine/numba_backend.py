@@ -53,7 +53,7 @@ from .source_text import unpacked as _unpacked
 CHUNK_SECONDS = 0.2
 """Wall time between returns to Python in the compiled fixed-step loop (progress, Ctrl-C)."""
 
-GENERATOR_VERSION = 17
+GENERATOR_VERSION = 18
 """Bumped whenever the generated code's form changes, so old cache entries are not reused."""
 
 

@@ -38,14 +38,14 @@ _SQRT3 = math.sqrt(3.0)
 
 # ---------------------------------------------------------------- scalar cores (inlined into every caller)
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def clarke_transform(a, b, c):
     """Amplitude-invariant Clarke transform abc -> (alpha, beta, zero), any unit (A or V):
     alpha = (2a - b - c) / 3, beta = (b - c) / sqrt(3), zero = (a + b + c) / 3."""
     return (2.0 * a - b - c) / 3.0, (b - c) / _SQRT3, (a + b + c) / 3.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def inverse_clarke_transform(alpha, beta, zero):
     """Inverse Clarke (alpha, beta, zero) -> (a, b, c): a = alpha + zero,
     b = -alpha/2 + sqrt(3)/2 beta + zero, c = -alpha/2 - sqrt(3)/2 beta + zero."""
@@ -53,7 +53,7 @@ def inverse_clarke_transform(alpha, beta, zero):
             -0.5 * alpha - 0.5 * _SQRT3 * beta + zero)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def park_transform(alpha, beta, theta_e):
     """Park rotation alpha-beta -> (d, q) into the rotor frame at electrical angle theta_e (rad):
     d = alpha cos(theta_e) + beta sin(theta_e), q = -alpha sin(theta_e) + beta cos(theta_e)."""
@@ -62,7 +62,7 @@ def park_transform(alpha, beta, theta_e):
     return alpha * c + beta * s, -alpha * s + beta * c
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def inverse_park_transform(d, q, theta_e):
     """Inverse Park dq -> (alpha, beta) at electrical angle theta_e (rad):
     alpha = d cos(theta_e) - q sin(theta_e), beta = d sin(theta_e) + q cos(theta_e)."""
@@ -71,20 +71,20 @@ def inverse_park_transform(d, q, theta_e):
     return d * c - q * s, d * s + q * c
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def svpwm_voltage_limit(vdc):
     """The largest stator-voltage amplitude an SVPWM inverter makes from a DC link vdc (V) without
     distortion: vdc / sqrt(3), V (the circle inscribed in the hexagon)."""
     return vdc / _SQRT3
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def voltage_magnitude(x, y):
     """|v| = sqrt(x^2 + y^2), V, of a voltage vector (x, y) in dq or alpha-beta (the same length)."""
     return math.sqrt(x * x + y * y)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def voltage_circle_limit(x, y, v_max):
     """Average-value inverter limit: (x, y) scaled onto |v| <= v_max (V) keeping its direction;
     returns (x, y, True when the limit acted). The length is frame-independent (dq or alpha-beta)."""
@@ -95,7 +95,7 @@ def voltage_circle_limit(x, y, v_max):
     return x, y, False
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def svpwm_duty_cycles(v_alpha, v_beta, vdc):
     """Space-vector PWM duty cycles (da, db, dc) in [0, 1], by min-max (zero-sequence) injection,
     centred in the carrier, for a commanded voltage (v_alpha, v_beta) (V) and DC link vdc (V).
@@ -114,13 +114,13 @@ def svpwm_duty_cycles(v_alpha, v_beta, vdc):
             min(1.0, max(0.0, 0.5 + (vc + off) * inv)))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def q_current_setpoint(tau, N, Kt):
     """The q-current set-point for a joint torque: iq* = tau / (N Kt), A (tau N m, Kt N m/A, gear N)."""
     return tau / (N * Kt)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def current_pi_axis(i_ref, i, z, Kp, Ki, v_ff, v_max, Ts):
     """One sample of a single-axis discrete current PI with clamp and conditional integration:
     (v, V, held until the next sample; z_next, A s), as in the reference workload W2
@@ -140,7 +140,7 @@ def current_pi_axis(i_ref, i, z, Kp, Ki, v_ff, v_max, Ts):
     return u, z + Ts * e
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def current_pi_dq(id_ref, iq_ref, i_d, i_q, z_d, z_q, we, Kp_d, Ki_d, Kp_q, Ki_q, Ld, Lq, psi,
                   decouple, v_max, Ts):
     """One sample of the dq current controller of field-oriented control: (vd, vq, V; zd_next,

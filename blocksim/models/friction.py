@@ -43,7 +43,7 @@ __all__ = [
 
 # ---------------------------------------------------------------- scalar cores (inlined into every caller)
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def sign_or_tanh(v, smoothing):
     """sign(v) with sign(0) = 0 when smoothing == 0, else tanh(v / smoothing); v and smoothing in rad/s."""
     if smoothing > 0.0:
@@ -55,7 +55,7 @@ def sign_or_tanh(v, smoothing):
     return 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def stribeck_level(v, Fc, Fs, vs, delta):
     """g(v) = Fc + (Fs - Fc) exp(-|v / vs|^delta), N m: the Coulomb level Fc (N m) with the Stribeck
     hump up to the static level Fs (N m) at rest; v and the Stribeck speed vs in rad/s, delta > 0."""
@@ -64,7 +64,7 @@ def stribeck_level(v, Fc, Fs, vs, delta):
     return Fc + (Fs - Fc) * math.exp(-(abs(v / vs) ** delta))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def stribeck_torque(v, Fc, Fs, vs, delta, Fv, smoothing):
     """Static friction torque g(v) sgn(v) + Fv v, N m, at joint speed v (rad/s).
 
@@ -75,7 +75,7 @@ def stribeck_torque(v, Fc, Fs, vs, delta, Fv, smoothing):
     return stribeck_signed(v, sign_or_tanh(v, smoothing), Fc, Fs, vs, delta, Fv)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def stribeck_signed(v, sign, Fc, Fs, vs, delta, Fv):
     """g(v) sign + Fv v, N m: stribeck_torque with the sign given (a mode held through a solver's
     stages: +1, -1 or 0), v in rad/s."""
@@ -106,7 +106,7 @@ def stribeck_slope(v, Fc, Fs, vs, delta, Fv, smoothing, sign=0.0):
     return dg * s + g * ds + Fv
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def karnopp_torque(v, tau_applied, Fc, Fs, vs, delta, Fv, dv):
     """Karnopp stick-slip friction torque, N m (Karnopp 1985).
 
@@ -118,7 +118,7 @@ def karnopp_torque(v, tau_applied, Fc, Fs, vs, delta, Fv, dv):
                              delta, Fv)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def karnopp_region(v, tau_applied, Fs, dv):
     """Where the Karnopp law is at speed v (rad/s) and applied torque tau_applied (N m): 0 sticking
     (|v| < dv) within the static limit, +-2 sticking at +-Fs (|tau_applied| > Fs), +-1 slipping
@@ -129,7 +129,7 @@ def karnopp_region(v, tau_applied, Fs, dv):
     return 1.0 if v > 0.0 else -1.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def karnopp_torque_in(region, v, tau_applied, Fc, Fs, vs, delta, Fv):
     """karnopp_torque in a given region (karnopp_region), N m: tau_applied sticking, +-Fs at the
     static limit, the Stribeck curve with the region's sign slipping."""
@@ -142,14 +142,14 @@ def karnopp_torque_in(region, v, tau_applied, Fc, Fs, vs, delta, Fv):
     return stribeck_signed(v, region, Fc, Fs, vs, delta, Fv)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def karnopp_switching(v, tau_applied, Fs, dv):
     """The two switching functions of the Karnopp law: (|v| - dv, rad/s: the stick band's edge;
     |tau_applied| - Fs, N m: the applied torque crossing the static limit)."""
     return karnopp_switching_in(karnopp_region(v, tau_applied, Fs, dv), v, tau_applied, Fs, dv)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def karnopp_switching_in(region, v, tau_applied, Fs, dv):
     """karnopp_switching for a held region (karnopp_region): slipping at +-1 the band edge is
     +-v - dv, which stays below zero once the speed has fallen into the band, even if it passes
@@ -162,7 +162,7 @@ def karnopp_switching_in(region, v, tau_applied, Fs, dv):
     return edge, static
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def lugre_bristle_rate(v, z, sigma0, Fc, Fs, vs, delta):
     """LuGre bristle dynamics (Canudas de Wit et al. 1995): dz/dt = v - sigma0 |v| z / g(v), rad/s.
 
@@ -172,7 +172,7 @@ def lugre_bristle_rate(v, z, sigma0, Fc, Fs, vs, delta):
     return v - sigma0 * abs(v) * z / stribeck_level(v, Fc, Fs, vs, delta)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def lugre_friction(v, z, sigma0, sigma1, sigma2, Fc, Fs, vs, delta):
     """LuGre friction: (dz/dt, rad/s, from lugre_bristle_rate; tau_f = sigma0 z + sigma1 dz/dt + sigma2 v,
     N m), with sigma1 the bristle damping and sigma2 the viscous coefficient, N m s/rad."""
@@ -180,7 +180,7 @@ def lugre_friction(v, z, sigma0, sigma1, sigma2, Fc, Fs, vs, delta):
     return zdot, sigma0 * z + sigma1 * zdot + sigma2 * v
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def lugre_steady_bristle(v, sigma0, Fc, Fs, vs, delta):
     """The bristle deflection where lugre_bristle_rate is zero at constant speed v (rad/s):
     z_ss = g(v) sgn(v) / sigma0, rad (exact sign, sgn(0) = 0)."""

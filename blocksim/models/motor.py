@@ -32,14 +32,14 @@ __all__ = [
 
 # ---------------------------------------------------------------- scalar cores (inlined into every caller)
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def electrical(x, p, N):
     """p N x: the rotor's electrical angle (rad) of a joint angle x (rad), or its electrical speed
     (rad/s) of a joint speed x (rad/s), through a gear of ratio N and p pole pairs."""
     return p * N * x
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def pmsm_current_rates(i_d, i_q, v_d, v_q, we, R, Ld, Lq, psi):
     """PMSM stator equations in the rotor dq frame (amplitude-invariant Park): (di_d/dt, di_q/dt), A/s.
 
@@ -52,7 +52,7 @@ def pmsm_current_rates(i_d, i_q, v_d, v_q, we, R, Ld, Lq, psi):
             (v_q - R * i_q - we * (Ld * i_d + psi)) / Lq)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def pmsm_torque(i_d, i_q, psi, p, Ld, Lq, N):
     """Joint torque of a geared PMSM, N Te with Te = 1.5 p (psi i_q + (Ld - Lq) i_d i_q), N m.
 
@@ -62,7 +62,7 @@ def pmsm_torque(i_d, i_q, psi, p, Ld, Lq, N):
     return N * 1.5 * p * (psi * i_q + (Ld - Lq) * i_d * i_q)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def pmsm_powers(i_d, i_q, v_d, v_q, R, Ld, Lq):
     """PMSM power terms in amplitude-invariant dq: (electrical power 1.5 (v_d i_d + v_q i_q), W;
     copper loss 1.5 R (i_d^2 + i_q^2), W; magnetic energy 0.75 (Ld i_d^2 + Lq i_q^2), J)."""
@@ -70,7 +70,7 @@ def pmsm_powers(i_d, i_q, v_d, v_q, R, Ld, Lq):
             0.75 * (Ld * i_d * i_d + Lq * i_q * i_q))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def dc_current_rate(i, v, qd, R, L, Ke, N):
     """Armature equation of a geared DC motor: di/dt = (v - R i - Ke N qd) / L, A/s.
 
@@ -80,13 +80,13 @@ def dc_current_rate(i, v, qd, R, L, Ke, N):
     return (v - R * i - Ke * N * qd) / L
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def dc_torque(i, Kt, N):
     """Joint torque of a geared DC motor, N Kt i, N m (i A, Kt N m/A)."""
     return N * Kt * i
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def load_acceleration(tau, qd, tau_load, J, b):
     """The joint acceleration of a motor's own mechanical load, rad/s^2:
     J qdd = tau - b qd - tau_load, with tau the motor's joint torque (N m), qd the joint speed
@@ -95,7 +95,7 @@ def load_acceleration(tau, qd, tau_load, J, b):
     return (tau - b * qd - tau_load) / J
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, error_model="numpy")
 def dc_powers(i, v, R, L):
     """DC motor power terms: (electrical power v i, W; copper loss R i^2, W; magnetic energy
     0.5 L i^2, J) for current i (A), voltage v (V), resistance R (ohm) and inductance L (H)."""

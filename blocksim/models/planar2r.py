@@ -204,7 +204,7 @@ def ik_2r(x, y, l1, l2, elbow_up_sign=1.0):
 # Numba kernels: p = (m1, m2, l1, l2, c1, c2, I1, I2, g, Ja1, Ja2) (Distributed2R.params()); the
 # per-member functions are the one copy of the formulas, which the block kernels inline too.
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def mass_entries(p, q2):
     """(M11, M12, M22) of the distributed 2R at elbow angle q2 (kg m^2)."""
     m1, m2, l1, c1, c2, I1, I2 = p[0], p[1], p[2], p[4], p[5], p[6], p[7]
@@ -214,7 +214,7 @@ def mass_entries(p, q2):
             I2 + m2 * c2 * c2 + p[10])
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def bias_factors(p, q1, q2):
     """(b, G1, G2): the Coriolis factor b = m2 l1 c2 sin q2 and the gravity torques (N m)."""
     m1, m2, l1, c1, c2, g = p[0], p[1], p[2], p[4], p[5], p[8]
@@ -224,7 +224,7 @@ def bias_factors(p, q1, q2):
     return b, g1, g2
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def rnea_one(p, q1, q2, w1, w2, a1, a2):
     """(tau1, tau2) = M qdd + c + G of one member (N m)."""
     m11, m12, m22 = mass_entries(p, q2)
@@ -233,7 +233,7 @@ def rnea_one(p, q1, q2, w1, w2, a1, a2):
             m12 * a1 + m22 * a2 + b * w1 * w1 + g2)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy")
 def aba_one(p, q1, q2, w1, w2, t1, t2):
     """(qdd1, qdd2) = M^-1 (tau - c - G) of one member, by Cramer's rule (rad/s^2)."""
     m11, m12, m22 = mass_entries(p, q2)
