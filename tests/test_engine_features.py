@@ -167,6 +167,41 @@ def test_an_interrupt_inside_an_adaptive_step_logs_up_to_the_time_reached(tmp_pa
     np.testing.assert_allclose(r["x.out"][:, 0], 0.5 * r.t ** 2, rtol=1e-9)
 
 
+def test_an_interrupt_right_after_a_step_logs_the_state_of_the_time_reached(tmp_path, monkeypatch):
+    """Ctrl-C landing just after the solver's step, while the major step takes in the time it
+    reached (its tick and sample hits): the last sample pairs that time with its own state, not
+    with the state one step ahead (seen once under SIGTERM in the test below, on CI)."""
+    from blocksim.engine.scheduler import Simulation
+    path = write(tmp_path, "d.yaml", """
+    blocksim: 1
+    blocks:
+      x: {type: Integrator, x0: 1.0}
+      k: {type: Gain, gain: -0.5}
+    connections: [x -> k, k -> x]
+    simulation: {stop_time: 10.0, solver: rk4, step: 0.1, mode: interpreted}
+    log: {every: 1.0}
+    """)
+    calls = {"n": 0}
+    hits_at = Simulation.hits_at
+
+    def interrupted_at_the_25th(self, n):
+        calls["n"] += 1
+        if calls["n"] == 25:
+            raise KeyboardInterrupt
+        return hits_at(self, n)
+
+    monkeypatch.setattr(Simulation, "hits_at", interrupted_at_the_25th)
+    sim = blocksim.Simulator(blocksim.load(path))
+    with pytest.raises(KeyboardInterrupt):
+        sim.run()
+    r = sim.last_result
+    assert r.interrupted and r.t[-1] == pytest.approx(2.4)     # 24 steps of 0.1 s taken
+    # rk4 on x' = -x/2: each step multiplies x by the degree-4 Taylor polynomial of exp(-h/2)
+    z = -0.05
+    growth = 1 + z + z ** 2 / 2 + z ** 3 / 6 + z ** 4 / 24
+    np.testing.assert_allclose(r["x.out"][-1, 0], growth ** 24, rtol=1e-12)
+
+
 def test_sigterm_stops_a_cli_run_as_ctrl_c_does_and_keeps_the_log(tmp_path):
     """A long run under `simulate --out`, sent SIGTERM: exit 130, one line (no traceback), and a
     saved run whose time vector rises to the time reached."""

@@ -305,10 +305,12 @@ class Simulation:
         step.integrating = True
         t_end, event_mask, g_end = self._advance(step.solver, t, t_next, step.adaptive,
                                                  step.g_prev)
+        # the time reached before integrating ends: an interrupt in between logs the solver's
+        # own (t, x), one after it the context's state at step.t, never a state ahead of its time
+        step.t = t_end
         step.integrating = False
         step.n = next_tick if t_end == t_next and isinstance(next_tick, int) else None
         step.hits = self.hits_at(step.n)
-        step.t = t_end
         if event_mask is not None:
             # the event's major step: outputs at the event state (modes switch here), then its
             # reactions; the next major step (at the same t) computes the outputs again, and a
