@@ -11,7 +11,7 @@ dopri5 with per-member steps (simulation.step_control: per_member) as a compiled
 all cores. W1 under radau and bdf (rtol 1e-6) compiled: the compiled stiff loops against SciPy's
 Radau and BDF over the compiled derivatives. Also: the
 wall time of a warm `python cli.py simulate` of W1, the import time of blocksim, and the first-run
-compile time of W1 (a fresh cache folder).
+compile time of W1 under rk4 and dopri5 (a fresh cache folder).
 Peers (bdsim, PathSim, pydrake) are run on W1 when installed, skipped otherwise.
 
     python benchmarks/run.py [--repeats 5] [--quick] [--only LABEL]
@@ -110,12 +110,15 @@ def import_time(repeats: int) -> list[float]:
     return timed(lambda: subprocess.run(cmd, capture_output=True, check=True), repeats)
 
 
-def first_compile_time() -> float:
+def first_compile_time(solver: str = "rk4") -> float:
+    """Seconds of W1 pid_ff's first compiled run under `solver` in a new process with an empty
+    blocksim cache (numba's kernels stay cached): the generated module's compile and one run."""
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ, BLOCKSIM_CACHE_DIR=tmp)
         code = ("import time, blocksim; d = blocksim.load(r'%s', variant='pid_ff', "
-                "set={'simulation.mode': 'compiled'}); t = time.perf_counter(); "
-                "blocksim.simulate(d); print(time.perf_counter() - t)" % W1)
+                "set={'simulation.mode': 'compiled', 'simulation.solver': '%s'}); "
+                "t = time.perf_counter(); "
+                "blocksim.simulate(d); print(time.perf_counter() - t)" % (W1, solver))
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                              env=env, check=True)
         return float(out.stdout.strip().splitlines()[-1])
@@ -248,7 +251,9 @@ def main() -> None:
         imp = statistics.median(import_time(n))
         print(f"\nwarm `python cli.py simulate {W1.name} --variant pid_ff --quiet`: {cli:.3f} s wall")
         print(f"`import blocksim`: {imp:.3f} s wall (a bare python start included)")
-        print(f"first-run compile + run of W1 pid_ff (empty cache): {first_compile_time():.1f} s")
+        for solver in ("rk4", "dopri5"):
+            print(f"first-run compile + run of W1 pid_ff under {solver} (empty cache): "
+                  f"{first_compile_time(solver):.1f} s")
     found = peers()
     print(f"\npeers installed: {', '.join(found) if found else 'none (bdsim, pathsim, pydrake)'}")
 

@@ -735,7 +735,7 @@ class Kernels:
     nobody reads, for blocks without update and zero-crossing kernels, and calls partial_output,
     where the block has one, when only some are read. Kernels, and the helpers that index their
     arrays, are declared inline="always", so a call costs nothing beyond its work; a law's
-    arithmetic on numbers (models/friction.py, the PID law) is a function compiled on its own,
+    arithmetic on numbers (models/friction.py) is a function compiled on its own,
     which numba does not copy into every call site of a diagram's loop (its compile time).
 
     p is the block's parameter record (`params`): a `collections.namedtuple` declared with the

@@ -33,7 +33,7 @@ def _pick(signal, b, i):
     return signal[b, i if signal.shape[1] > 1 else 0]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always")
 def pid_law(ref, meas, ref_d, meas_d, b, i, integral, filt, derivative_gain, g, d_source):
     """(u before saturation, error e) of one joint: u = Kp (bw r - m) + Ki integral + D, with
     D = Kd (cw r_d - m_d) (velocity inputs) or Kd N (cw r - m - filt) / derivative_gain (filter).
@@ -48,12 +48,12 @@ def pid_law(ref, meas, ref_d, meas_d, b, i, integral, filt, derivative_gain, g, 
     return u, r - m
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always")
 def _saturate(u, lo, hi):
     return lo if u < lo else (hi if u > hi else u)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always")
 def _integrand(e, u, y, Ki, kb, antiwindup):
     """The integral state's rate (continuous) or increment per unit time (discrete): e, except
     clamping: 0 while the output is saturated and Ki e pushes further out; back-calculation:
