@@ -3,8 +3,8 @@
 
 Every block is vector-valued, one channel per joint; a scalar parameter applies to every joint and a
 scalar input expands to the width. Friction torques enter the joint equation as
-`M qdd + c + G + tau_f = tau`: they oppose the motion. Each law lives once, as an inlined scalar core
-of `blocksim.models` (friction: Stribeck, Karnopp, LuGre; motor: DC, PMSM; foc: the current PI); the
+`M qdd + c + G + tau_f = tau`: they oppose the motion. Each law lives once, as a scalar core of
+`blocksim.models` (friction: Stribeck, Karnopp, LuGre; motor: DC, PMSM; foc: the current PI); the
 kernels here map ports and per-member parameters onto the cores' arguments, so a batch may sweep any
 parameter, packed into one (B, n, K) array per block with named columns (XX_NAME constants below):
 compiled code pays a few ns for every array argument of a call.

@@ -735,8 +735,8 @@ class Kernels:
     nobody reads, for blocks without update and zero-crossing kernels, and calls partial_output,
     where the block has one, when only some are read. Kernels, and the helpers that index their
     arrays, are declared inline="always", so a call costs nothing beyond its work; a law's
-    arithmetic on numbers (models/friction.py) is a function compiled on its own,
-    which numba does not copy into every call site of a diagram's loop (its compile time).
+    arithmetic on numbers (models/friction.py) is a function compiled on its own, which numba
+    does not copy into every call site of a diagram's loop (its compile time).
 
     p is the block's parameter record (`params`): a `collections.namedtuple` declared with the
     kernels, of parameter arrays, numbers and scratch, read by name (`p.lower`; numba compiles it

@@ -3,7 +3,7 @@ inverter (the voltage circle of the DC bus) and space-vector PWM duty cycles.
 
 Transforms are amplitude-invariant (the 2/3 factor): a balanced three-phase set of amplitude A is a
 vector of length A, and power is 1.5 (vd id + vq iq). Park rotates by the electrical angle
-theta_e = p N q (rad), the PMSM block's output. Each piece lives once, as an inlined scalar core of
+theta_e = p N q (rad), the PMSM block's output. Each piece lives once, as a scalar core of
 `blocksim.models.foc`; the kernels here map ports and parameters onto the cores' arguments.
 Every block works per channel (one motor per joint); scalar inputs expand to the width.
 """

@@ -2,8 +2,8 @@
 
 Every block is vector-valued, one channel per joint; a scalar parameter applies to every joint and a
 scalar input expands to the width. Friction torques enter the joint equation as
-`M qdd + c + G + tau_f = tau`: they oppose the motion. Each law lives once, as an inlined scalar core
-of `blocksim.models.friction`; the kernels here map ports and per-member parameters onto the cores'
+`M qdd + c + G + tau_f = tau`: they oppose the motion. Each law lives once, as a scalar core of
+`blocksim.models.friction`; the kernels here map ports and per-member parameters onto the cores'
 arguments, packed into one (B, n, K) array per block with named columns (XX_NAME constants below).
 A law that switches (an exact sign, Karnopp's regions) holds its mode through solver stages
 (Block.modes) and switches at the located crossing.

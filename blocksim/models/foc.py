@@ -7,7 +7,8 @@ rotates by the rotor's electrical angle theta_e = p N q (rad; `blocksim.models.m
 Each piece lives once, as a scalar core here (`clarke_transform`, `inverse_clarke_transform`,
 `park_transform`, `inverse_park_transform`, `svpwm_voltage_limit`, `voltage_magnitude`,
 `voltage_circle_limit`, `svpwm_duty_cycles`, `q_current_setpoint`, `current_pi_axis`,
-`current_pi_dq`): numba functions of floats, inlined wherever they are called. The `*_into` kernels
+`current_pi_dq`): numba functions of floats, each compiled once on its own (not copied into every
+call site: the generated loop's compile time; docs/architecture.md, "Physics"). The `*_into` kernels
 and the numpy API below and the blocks of `blocksim.blocks.foc` and `blocksim.blocks.actuators` call
 them, so every mode computes the same floats. Units: A, V, rad, rad/s, s; gains in V/A and V/(A s).
 """
@@ -36,7 +37,7 @@ __all__ = [
 _SQRT3 = math.sqrt(3.0)
 
 
-# ---------------------------------------------------------------- scalar cores (inlined into every caller)
+# ---------------------------------------------------------------- scalar cores (compiled once, called)
 
 @njit(cache=True, error_model="numpy")
 def clarke_transform(a, b, c):

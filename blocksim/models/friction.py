@@ -1,11 +1,12 @@
 """Joint friction laws as pure models: static maps (viscous, Coulomb, Stribeck), Karnopp stick-slip, LuGre.
 
-Each law lives once, as a scalar core here (`stribeck_torque`, `karnopp_torque`, `karnopp_switching`,
-`lugre_bristle_rate`, `lugre_friction`, `lugre_steady_bristle`, built on `stribeck_level` and
-`sign_or_tanh`): numba functions of floats, inlined wherever they are called. The `*_into` kernels
-and the numpy API below, the friction blocks of `blocksim.blocks.friction` and the Manipulator's
-joint friction in `blocksim.blocks.robot` all call these cores, so every mode and every caller
-computes the same floats.
+Each law lives once, as a scalar core here (`stribeck_torque`, `karnopp_torque`,
+`karnopp_switching`, `lugre_bristle_rate`, `lugre_friction`, `lugre_steady_bristle`, built on
+`stribeck_level` and `sign_or_tanh`): numba functions of floats, each compiled once on its own (not
+copied into every call site: the generated loop's compile time; docs/architecture.md, "Physics").
+The `*_into` kernels and the numpy API below, the friction blocks of `blocksim.blocks.friction` and
+the Manipulator's joint friction in `blocksim.blocks.robot` all call these cores, so every mode and
+every caller computes the same floats.
 
 Sign convention: every law returns the friction torque tau_f as it enters the joint equation
 `M qdd + c + G + tau_f = tau`: it opposes the motion, so tau_f * qd >= 0 for a passive static map.
@@ -41,7 +42,7 @@ __all__ = [
 ]
 
 
-# ---------------------------------------------------------------- scalar cores (inlined into every caller)
+# ---------------------------------------------------------------- scalar cores (compiled once, called)
 
 @njit(cache=True, error_model="numpy")
 def sign_or_tanh(v, smoothing):

@@ -5,9 +5,10 @@ N times its air-gap torque and its rotor adds N^2 Jm to the joint's diagonal ine
 electrical angle and speed are p N q and p N qd (p pole pairs; the d axis is on phase a at q = 0).
 
 Each equation lives once, as a scalar core here (`electrical`, `pmsm_current_rates`, `pmsm_torque`,
-`pmsm_powers`, `dc_current_rate`, `dc_torque`, `dc_powers`): numba functions of floats, inlined wherever
-they are called. The `*_into` kernels and the numpy API below and the motor blocks of
-`blocksim.blocks.actuators` call them, so every mode computes the same floats.
+`pmsm_powers`, `dc_current_rate`, `dc_torque`, `dc_powers`): numba functions of floats, each
+compiled once on its own (not copied into every call site: the generated loop's compile time). The
+`*_into` kernels and the numpy API below and the motor blocks of `blocksim.blocks.actuators` call
+them, so every mode computes the same floats.
 Units: A, V, ohm, H, Wb (= V s/rad, electrical), rad, rad/s, N m, W, J.
 """
 from __future__ import annotations
@@ -30,7 +31,7 @@ __all__ = [
 ]
 
 
-# ---------------------------------------------------------------- scalar cores (inlined into every caller)
+# ---------------------------------------------------------------- scalar cores (compiled once, called)
 
 @njit(cache=True, error_model="numpy")
 def electrical(x, p, N):

@@ -202,7 +202,7 @@ def ik_2r(x, y, l1, l2, elbow_up_sign=1.0):
 
 
 # Numba kernels: p = (m1, m2, l1, l2, c1, c2, I1, I2, g, Ja1, Ja2) (Distributed2R.params()); the
-# per-member functions are the one copy of the formulas, which the block kernels inline too.
+# per-member functions are the one copy of the formulas, which the block kernels call too.
 
 @njit(cache=True, error_model="numpy")
 def mass_entries(p, q2):
