@@ -282,7 +282,7 @@ def _rnea_general(b, q, qd, qdd, model, data, tau):
         tau[b, i] = out1[0, i]
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", inline="always")
 def _closed_form_rnea(b, q, qd, qdd, model, tau):
     """tau[b] = M(q) qdd + c(q, qd) + G(q) of member b of a planar 2R by the closed form."""
     t1, t2 = p2r.rnea_one(md.closed_form(model, member(model, b)), q[b, 0], q[b, 1], qd[b, 0],
