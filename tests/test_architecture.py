@@ -154,3 +154,40 @@ def test_the_worked_example_block_of_the_architecture_page_runs_in_both_modes(
     np.testing.assert_allclose(runs["interpreted"]["spring.out"], np.array([3.0, -1.5]) * u ** 3,
                                rtol=1e-15, atol=0)
     np.testing.assert_array_equal(runs["compiled"]["spring.out"], runs["interpreted"]["spring.out"])
+
+
+RETURNS_A_NUMBER_ARGUMENT = {
+    ("engine/loops.py", "next_major_time", "next_break"), ("engine/loops.py", "stash", "at"),
+    ("engine/loops.py", "unchanged", "at"), ("models/foc.py", "voltage_circle_limit", "x"),
+    ("models/foc.py", "voltage_circle_limit", "y"), ("models/foc.py", "current_pi_axis", "v_max"),
+    ("models/foc.py", "current_pi_axis", "z"), ("models/foc.py", "current_pi_dq", "z_d"),
+    ("models/foc.py", "current_pi_dq", "z_q"), ("models/friction.py", "stribeck_level", "Fc"),
+    ("models/friction.py", "karnopp_torque_in", "tau_applied"),
+    ("models/friction.py", "karnopp_torque_in", "Fs"),
+}
+"""The numba functions compiled on their own that return one of their arguments as it came: each
+argument here is a number (an index, a voltage, a torque), none an array."""
+
+
+def test_no_function_compiled_on_its_own_returns_an_array_it_was_given():
+    """A numba function not inlined, first compiled for a generated module's function (which
+    counts no references: engine/numba_backend.NO_REFERENCE_COUNTS), is compiled without counts
+    too; returning an array it was given, it would free that array under a caller that counts.
+    So such functions return only numbers they were given: any new `return <argument>` is to be
+    checked to be a number and added above."""
+    found = set()
+    for path in PACKAGE.rglob("*.py"):
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(fn, ast.FunctionDef):
+                continue
+            decorators = [ast.unparse(d) for d in fn.decorator_list]
+            if not any("jit" in d for d in decorators) or any("inline" in d for d in decorators):
+                continue
+            arguments = {a.arg for a in fn.args.args}
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Return) and node.value is not None:
+                    items = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+                    found.update((path.relative_to(PACKAGE).as_posix(), fn.name, item.id)
+                                 for item in items
+                                 if isinstance(item, ast.Name) and item.id in arguments)
+    assert found == RETURNS_A_NUMBER_ARGUMENT

@@ -220,3 +220,34 @@ def test_simulate_again_reuses_the_diagram_compiled_for_the_same_batch(tmp_path)
     assert fast_restart_of(d) is not busy
     np.testing.assert_array_equal(alone["x.out"], other["x.out"])
     assert fast_restart_of(pickle.loads(pickle.dumps(d))) is None
+
+
+def test_generated_functions_count_no_references_unless_numba_needs_them(tmp_path):
+    """The generated module's functions count no references to the arrays they handle (every
+    one of them is the caller's); a module numba refuses without the counts (here a function that
+    allocates: its functions are named as those of a generated module) is used with them, and later backends start from that module (its file in the
+    cache folder)."""
+    from numba import types
+
+    from blocksim.engine.numba_backend import NO_REFERENCE_COUNTS, ModuleCode
+    d = blocksim.load(_written(tmp_path, MSD), set={"simulation.mode": "compiled"})
+    sim = make_simulation(d.compile())
+    source = Path(sim.backend.module.__file__).read_text()
+    assert source.count("@njit(") == source.count(NO_REFERENCE_COUNTS) >= 7
+    assert not sim.backend.code.counts
+
+    allocating = (f"# {tmp_path}\nimport numpy as np\nfrom numba import njit\n\n\n"
+                  f"@njit(cache=True, error_model='numpy'{NO_REFERENCE_COUNTS}\n"
+                  "def outputs(n):\n    return np.arange(n).sum()\n")
+    code = ModuleCode(allocating)
+    assert not code.counts
+    total = code.entry("outputs", lambda dispatcher: dispatcher.compile((types.int64,)))
+    assert total(5) == 10 and code.counts
+    assert NO_REFERENCE_COUNTS not in Path(code.module.__file__).read_text()
+    assert ModuleCode(allocating).counts
+
+
+def _written(tmp_path, text):
+    path = tmp_path / "d.yaml"
+    path.write_text(dedent(text))
+    return path

@@ -41,6 +41,13 @@ def test_the_pages_compiled_capable_block_runs_in_both_modes(page_files):
     exact = np.array([1.0, 2.0]) * (1.0 - np.exp(-r.t[:, None] / np.array([0.1, 0.5])))
     np.testing.assert_allclose(r["lag.out"], exact, rtol=0, atol=1e-10)
     assert_same(runs["compiled"], r, 0.0)
+    # a plugin's kernels: its generated module keeps numba's reference counts (a helper of the
+    # plugin's may return an array it was given; engine/numba_backend.Generator.own_kernels_only)
+    from blocksim.engine.numba_backend import NO_REFERENCE_COUNTS
+    from blocksim.engine.simulate import make_simulation
+    d = blocksim.load(page_files / "lag.yaml", set={"simulation.mode": "compiled"})
+    backend = make_simulation(d.compile()).backend
+    assert backend.code.counts and NO_REFERENCE_COUNTS not in Path(backend.module.__file__).read_text()
     # its values are data of the run: a batch gives each member its tau
     b = blocksim.simulate(blocksim.load(page_files / "lag.yaml"), batch={"lag.tau": [0.2, 0.4]})
     np.testing.assert_allclose(b["lag.out"][1], np.array([1.0, 2.0]) * (1 - np.exp(-r.t[:, None]

@@ -37,6 +37,7 @@ import types
 from pathlib import Path
 
 import numpy as np
+from numba.core.errors import NumbaError
 
 from ..blocks._kernels import entry_point
 from ..blocks.base import Kernels
@@ -53,8 +54,18 @@ from .source_text import unpacked as _unpacked
 CHUNK_SECONDS = 0.2
 """Wall time between returns to Python in the compiled fixed-step loop (progress, Ctrl-C)."""
 
-GENERATOR_VERSION = 18
+GENERATOR_VERSION = 19
 """Bumped whenever the generated code's form changes, so old cache entries are not reused."""
+
+NO_REFERENCE_COUNTS = ", _nrt=False)"
+"""How every decorator of a generated module ends: numba counts no references to the arrays its
+functions handle. Each array there is owned by the caller (the run's context, records and logs)
+and outlives the call, so the counts only cost time: an atomic increment and decrement for every
+view, tuple of arrays and record field a kernel call makes, a third of W1's compiled fixed-step
+run (1.87 -> 1.24 ms, the same numbers). Numba refuses to compile without them what would need
+them (an allocation, a returned view, in a kernel or a helper compiled inside): such a module is
+used with the counts on (ModuleCode). So is every module that calls kernels from outside
+blocksim (Generator.source)."""
 
 
 def cache_dir() -> Path:
@@ -310,14 +321,30 @@ class Generator:
         for (module, name), alias in sorted(self.imports.items(), key=lambda kv: kv[1]):
             lines.append(f"from {module} import {name} as {alias}")
         for header, stmts in functions:
-            lines += ["", "", "@njit(cache=True, error_model='numpy')", header]
+            lines += ["", "", f"@njit(cache=True, error_model='numpy'{NO_REFERENCE_COUNTS}", header]
             lines += _indent(stmts, 4) or ["    pass"]
-        return "\n".join(lines) + "\n" + loop
+        source = "\n".join(lines) + "\n" + loop
+        if source.count("@njit(") != source.count(NO_REFERENCE_COUNTS):
+            raise AssertionError("a decorator of the generated module does not end with "
+                                 f"{NO_REFERENCE_COUNTS!r}")
+        return source if self.own_kernels_only() else with_reference_counts(source)
+
+    def own_kernels_only(self) -> bool:
+        """True when every kernel the module calls is blocksim's own (none from a plugin).
+
+        A function numba compiles on its own, first reached from a function without reference
+        counts, is compiled without them too (numba passes the flag on to callees it compiles
+        for a caller). One that returns one of its array arguments would then, called later from
+        code that counts, release a reference it never took, and free an array still in use.
+        blocksim's own helpers return numbers, never arrays (tests/test_architecture.py checks
+        it); a plugin's may not, so a module with a plugin's kernels keeps the counts."""
+        return all(module == "blocksim" or module.startswith("blocksim.")
+                   for module, _ in self.imports)
 
 
 FIXED_LOOP = """
 
-@njit(cache=True, error_model='numpy', nogil=True)
+@njit(cache=True, error_model='numpy', nogil=True, _nrt=False)
 def run_fixed(k0, k1, last_k, num0, dnum, den, step_ticks, t_stop, per, off, hits,
               xc, xd, dxc, s, p, logs, log_stride, log_pos, A, b, c, K, x0):
     \"\"\"Major steps k0..k1-1 on the fixed grid, each the phases of blocksim's major step
@@ -370,13 +397,17 @@ def run_fixed(k0, k1, last_k, num0, dnum, den, step_ticks, t_stop, per, off, hit
 """
 
 
+def module_name(source: str) -> str:
+    """The name of the generated module of text `source` (its file is NAME.py in cache_dir())."""
+    return f"blocksim_diagram_{hashlib.sha1(source.encode()).hexdigest()[:20]}"
+
+
 def load_module(source: str):
     """The generated module of `source`, from the cache folder (written there once, set aside and
     written anew when damaged), its functions cached by numba beside it; or, when the cache cannot
     be used (engine/cache_guard.py says why, in a warning), the module built in memory with numba's
     cache off, so the run goes on without the cache."""
-    digest = hashlib.sha1(source.encode()).hexdigest()[:20]
-    name = f"blocksim_diagram_{digest}"
+    name = module_name(source)
     if name in sys.modules:
         return sys.modules[name]
     folder = cache_dir()
@@ -438,12 +469,55 @@ def _exec_module(name: str, source: str, filename: str, file: str | None):
     return module
 
 
+def with_reference_counts(source: str) -> str:
+    """The generated module's text with numba's reference counts on in every function."""
+    return source.replace(NO_REFERENCE_COUNTS, ")")
+
+
 def _uncached(source: str) -> str:
     """The generated module's text with numba's cache off (a run without the cache)."""
     text = source.replace("@njit(cache=True,", "@njit(cache=False,")
     if text.count("cache=False") != source.count("@njit(cache=True,"):
         raise AssertionError("the generated module's decorators are not those of Generator")
     return text
+
+
+class ModuleCode:
+    """A plan's generated module and its functions compiled so far, shared by the backends of a
+    per-member batch.
+
+    The module's functions count no references (NO_REFERENCE_COUNTS). When numba refuses one of
+    them for that (a kernel that allocates, a helper compiled inside that returns a view), the
+    module with the counts on takes its place; it stays the choice in later processes, which
+    find its file in the cache folder."""
+
+    def __init__(self, source: str):
+        self.counted_source = with_reference_counts(source)
+        self.counts = source == self.counted_source
+        if not self.counts and (cache_dir() / f"{module_name(self.counted_source)}.py").exists():
+            source, self.counts = self.counted_source, True
+        self.module = load_module(source)
+        self.entries: dict[str, object] = {}
+
+    def entry(self, name: str, compile):
+        """The entry point compile(dispatcher) gives for the module's function `name`, compiled
+        (or loaded from numba's cache, healing a damaged entry) once."""
+        fn = self.entries.get(name)
+        if fn is None:
+            try:
+                fn = self._compiled(name, compile)
+            except NumbaError:
+                if self.counts:
+                    raise
+                self.module, self.counts = load_module(self.counted_source), True
+                fn = self._compiled(name, compile)
+            self.entries[name] = fn
+        return fn
+
+    def _compiled(self, name: str, compile):
+        dispatcher = getattr(self.module, name)
+        return cache_guard.compile_healing(lambda: compile(dispatcher),
+                                           f"{self.module.__name__}.{name}")
 
 
 class NumbaBackend:
@@ -466,11 +540,7 @@ class NumbaBackend:
         self.module_plan = gen.plan
         """The plan the module is written for (RunPlan.compiled_as): what its loops read."""
         self.p = tuple(gen.params)
-        if like is None:
-            self.module = load_module(gen.source())
-            self._entries: dict[str, object] = {}
-        else:
-            self.module, self._entries = like.module, like._entries
+        self.code = ModuleCode(gen.source()) if like is None else like.code
         self.s = context.signals
         self.nohits = np.zeros(len(plan.timebase.rates), dtype=np.bool_)
         solver = SOLVERS[plan.solver]
@@ -485,6 +555,11 @@ class NumbaBackend:
         """The module's function that runs the whole time loop of this run (None: the
         scheduler's loop runs it, calling the module's functions)."""
 
+    @property
+    def module(self):
+        """The generated module this backend runs."""
+        return self.code.module
+
     def is_cached(self) -> bool:
         """True when numba has compiled code for this module on disk (any signature; whether it
         loads is found when it is loaded, which heals a damaged entry)."""
@@ -496,30 +571,19 @@ class NumbaBackend:
     def _entry(self, name: str, args: tuple):
         """The module's function `name` bound to the types of (t, *args) at its first call (the
         scheduler's loop calls it every step; numba's typing of the records would cost more)."""
-        fn = self._entries.get(name)
-        if fn is None:
-            dispatcher = getattr(self.module, name)
-            fn = self._entries[name] = cache_guard.compile_healing(
-                lambda: entry_point(dispatcher, args), f"{self.module.__name__}.{name}")
-        return fn
+        return self.code.entry(name, lambda dispatcher: entry_point(dispatcher, args))
 
     def loop_entry(self, name: str, args: tuple):
         """The module's whole-run loop `name` (run_fixed, run_adaptive) compiled, or loaded from
         numba's cache (healing a damaged entry), for arguments of these types, and bound once per
         backend: the dispatcher's typing of its arguments (the signal and record tuples) costs
         about a millisecond at every call."""
-        fn = self._entries.get(name)
-        if fn is None:
-            dispatcher = getattr(self.module, name)
+        def compiled(dispatcher):
             signature = tuple(dispatcher.typeof_pyval(a) for a in args)
-
-            def compiled():
-                overload = dispatcher.overloads.get(signature)
-                return overload.entry_point if overload is not None else \
-                    dispatcher.compile(signature)
-            fn = self._entries[name] = cache_guard.compile_healing(
-                compiled, f"{self.module.__name__}.{name}")
-        return fn
+            overload = dispatcher.overloads.get(signature)
+            return overload.entry_point if overload is not None else \
+                dispatcher.compile(signature)
+        return self.code.entry(name, compiled)
 
     def outputs_major(self, t, hits):
         ctx = self.context
