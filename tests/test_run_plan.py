@@ -81,6 +81,19 @@ def test_the_plans_facts_of_w2_stage_reads_rates_and_when():
     assert {"pid"} <= {u.block for u in plan.updates}
 
 
+def test_calls_of_time_alone_are_the_reference_and_its_feedforward():
+    """W1: the cosine reference and the inverse dynamics of it (no state, inputs of t alone) are
+    functions of t alone; the PID (a state), the sum it feeds (reads the PID) and the plant are
+    not. The compiled loops leave such a call out at the time of its last evaluation, with the
+    same numbers (tests/test_example_w1.py and the compiled tests hold both modes equal)."""
+    d = blocksim.load(W1, variant="pid_ff", set={"simulation.stop_time": 0.01})
+    cd, plan = plan_of(d)
+    assert {o.block for o in plan.output_steps if o.time_only} == {"ref", "ff"}
+    module = Generator(plan, cd.blocks, {}).source()
+    fixed = module[module.index("def run_fixed"):module.index("def run_adaptive")]
+    assert fixed.count("if ti != t_memo") == 2 and fixed.count("= np.nan") == 2
+
+
 def test_both_backends_follow_the_major_step_and_refuse_an_unknown_phase(monkeypatch):
     assert PHASE_NAMES[0] == "outputs" and PHASE_NAMES[-1] == "advance"
     assert [p.name for p in MAJOR_STEP] == list(PHASE_NAMES) and all(p.rule for p in MAJOR_STEP)

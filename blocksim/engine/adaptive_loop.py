@@ -124,17 +124,18 @@ def render(gen) -> str:
     reads = [f"s[{i}]" for i in plan.stage_held] + [f"xd[:, {a}:{b}]" for a, b in plan.stage_xd]
     source = ADAPTIVE_LOOP.format(
         n_zc="g.shape[1]" if events else "0",
-        unpack=unpack_tuples(len(plan.slots), len(gen.params), 4),
+        unpack=unpack_tuples(len(plan.slots), len(gen.params), 4)
+        + "".join(f"\n    {line}" for line in gen.memo_lines()),
         stash=unpacked(block(["at = 0"] + [f"at = stash(held, at, {r})" for r in reads], 16)),
         unchanged=unpacked(block(["at = 0"] + [f"at = unchanged(held, at, {r})" for r in reads]
                                  + ["if at < 0:", "    have_f = 0"], 16)),
         outputs=unpacked(block(gen.output_body("major", "te", minor="all",
-                                               unlogged_guard="mode != 2"), 16)),
+                                               unlogged_guard="mode != 2", memo=True), 16)),
         crossings=unpacked(block(gen.zero_crossing_body("te") or ["pass"], 20)),
         major=unpacked(block(major, 16)),
         record=unpacked(block(gen.record_body(), 12)),
-        evaluate=unpacked(block(gen.output_body(None, "te") + gen.derivative_body("te", "K[row]"),
-                                8)),
+        evaluate=unpacked(block(gen.output_body(None, "te", memo=True)
+                                + gen.derivative_body("te", "K[row]"), 8)),
         snap=repr(BOUND_SNAP_FRACTION), spacings=MIN_STEP_SPACINGS)
     return _EVENT_TASKS.sub(r"\1" if events else "", source)
 

@@ -183,7 +183,7 @@ class Generator:
 
     def output_body(self, major: str | None, t: str = "t", minor: str = "stage",
                     stage_guard: str | None = None, lazy: bool = False,
-                    unlogged_guard: str | None = None) -> list[str]:
+                    unlogged_guard: str | None = None, memo: bool = False) -> list[str]:
         """Statements computing the outputs in sorted order. major: the expression telling a major
         step (discrete blocks then run at their hits, held blocks every time), or None for minor
         evaluations alone. minor: which varying blocks run at minor evaluations: "stage" (those a
@@ -193,34 +193,45 @@ class Generator:
         steps only run at those (the fixed-step loop, which knows log_now). unlogged_guard: a
         condition on the calls a log sample does not need (not OutputStep.log_read) made at every
         evaluation otherwise (the adaptive loop's "not a log sample", whose output site serves
-        the major steps, the crossing functions and the log samples)."""
+        the major steps, the crossing functions and the log samples). memo: a call of t alone
+        (OutputStep.time_only) is left out at the time of its last evaluation, which its local
+        t_memo<k> keeps (memo_lines: NaN at the function's entry; one local per call, shared by
+        every site that renders it in the function, so a site that leaves a call out, or
+        computes it at another time, keeps the others right)."""
         lines = []
-        for step in self.plan.output_steps:
+        for k, step in enumerate(self.plan.output_steps):
             stage = step.varies if minor == "all" else step.at_stages
             if major is None and not stage:
                 continue
-            text = self._output_call(step, t)
+            body = [self._output_call(step, t)]
+            if memo and step.time_only:
+                body = [f"if {t} != t_memo{k}:", "    " + body[0], f"    t_memo{k} = {t}"]
             if major is not None and step.modes:
                 # the modes first, at major steps only: every other evaluation holds them
                 modes = self._switched(step.block, f"{self._fn(self.kernels[step.block].modes)}"
                                                    f"({self._args(step.block, None, t)})")
                 lines += [f"if {major}" + (f" and hits[{step.rate}]:" if step.rate != EVERY_STEP
                                            else ":"), "    " + modes]
+            guard = None
             if major is not None and step.rate != EVERY_STEP:
-                lines += [f"if {major} and hits[{step.rate}]:", "    " + text]
+                guard = f"{major} and hits[{step.rate}]"
             elif major is not None and not stage and lazy and step.lazy:
                 atoms = [f"hits[{r}]" for r in step.when_rates] + \
                     (["log_now"] if step.when_logged else [])
-                lines += [f"if {major} and ({' or '.join(atoms)}):", "    " + text]
+                guard = f"{major} and ({' or '.join(atoms)})"
             elif major is not None and not stage:
-                lines += [f"if {major}:", "    " + text]
+                guard = major
             elif stage_guard is not None:
-                lines += [f"if {stage_guard}:", "    " + text]
+                guard = stage_guard
             elif unlogged_guard is not None and not step.log_read:
-                lines += [f"if {unlogged_guard}:", "    " + text]
-            else:
-                lines.append(text)
+                guard = unlogged_guard
+            lines += body if guard is None else [f"if {guard}:"] + ["    " + ln for ln in body]
         return lines
+
+    def memo_lines(self) -> list[str]:
+        """The memo locals of output_body(memo=True): no evaluation yet."""
+        return [f"t_memo{k} = np.nan" for k, step in enumerate(self.plan.output_steps)
+                if step.time_only]
 
     def derivative_body(self, t: str = "t", dxc: str = "dxc") -> list[str]:
         """The derivative calls, writing into the (B, n_xc) array named dxc."""
@@ -282,9 +293,10 @@ class Generator:
         # the loop reads the tuples' items from locals unpacked once at entry (an item taken from
         # a tuple costs a reference count each time)
         return FIXED_LOOP.format(
-            unpack=unpack_tuples(len(self.plan.slots), len(self.params), 4),
+            unpack=unpack_tuples(len(self.plan.slots), len(self.params), 4)
+            + "".join(f"\n    {line}" for line in self.memo_lines()),
             outputs=_unpacked(_block(self.output_body("major", "ti", stage_guard=guard,
-                                                      lazy=True), 12)),
+                                                      lazy=True, memo=True), 12)),
             major_phases=_unpacked(_block(major, 16)),
             derivatives=_unpacked(_block(self.derivative_body("ti", "K[i]"), 12)))
 

@@ -54,7 +54,10 @@ class OutputStep:
     output call, when it has modes: Block.modes); log_read: a logged signal reads what it serves,
     itself or through direct feedthrough (Block.feedthrough), so a log sample between major
     steps recomputes it; a varying call that is not log_read may be left out there (its buffers
-    then hold a value nobody reads before the next evaluation that computes it)."""
+    then hold a value nobody reads before the next evaluation that computes it); time_only:
+    its outputs are a function of t alone (see _Facts.time_only), so an evaluation at the time of
+    its last one gives the numbers its buffers hold already, and a loop may leave it out (RK4's
+    two stages at t + h/2, its last stage and the next major step at t + h)."""
 
     block: str
     serves: tuple[str, ...]
@@ -67,6 +70,7 @@ class OutputStep:
     when_logged: bool = False
     modes: bool = False
     log_read: bool = True
+    time_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -250,7 +254,8 @@ def _plan(cd: CompiledDiagram, run, logged: dict[str, tuple[str, str]],
             when_rates=tuple(sorted(r for r in (when or ()) if r != "log")),
             when_logged=when is not None and "log" in when,
             modes=blk.n_modes > 0 and last_call[name] == k,
-            log_read=any((name, o) in facts.log_read for o in call.serves)))
+            log_read=any((name, o) in facts.log_read for o in call.serves),
+            time_only=name in facts.time_only))
     updates = tuple(UpdateStep(n, rate_index[cd.sample_times[n]]
                                if cd.sample_times[n].kind == "discrete" else EVERY_STEP)
                     for n in order if n in enabled and facts.updates(n))
@@ -282,6 +287,7 @@ class _Facts:
         self.stage_read = self._read_at_stages()
         self.log_read = self._read_by_log()
         self.read_when = self._read_when()
+        self.time_only = self._time_only()
         self.stage_blocks = [n for n in order if n in enabled
                              and (n in self.stage_read or cd.blocks[n].n_xc > 0)]
         """The blocks a solver stage evaluates, in sorted order: the stage-read ones and those
@@ -306,6 +312,28 @@ class _Facts:
             return False
         k = self.kernels(name)
         return (k is not None and k.update is not None) or type(blk).update is not Block.update
+
+    def _time_only(self) -> set[str]:
+        """Varying blocks whose outputs are a function of t alone: no state of any kind and no
+        zero crossing, computed in one output call, every input they read directly (feedthrough)
+        wired from such a block, a constant block or a block switched off (whose outputs stay
+        zero). A trajectory source, and an inverse-dynamics feedforward of it: kernels are pure
+        functions of (t, x, u, parameters), so the same t gives the same numbers."""
+        cd = self.cd
+        calls: dict[str, int] = {}
+        for call in cd.calls:
+            calls[call.block] = calls.get(call.block, 0) + 1
+        found: set[str] = set()
+        for call in cd.calls:
+            name, blk = call.block, cd.blocks[call.block]
+            if (name not in self.enabled or name not in cd.varying or calls[name] > 1
+                    or blk.n_xc or blk.n_xd or blk.n_zc or blk.n_modes):
+                continue
+            sources = [cd.wires.get((name, i)) for i, _ in blk.feedthrough()]
+            if all(src is None or src[0] in found or src[0] not in self.enabled
+                   or cd.sample_times[src[0]].kind == "constant" for src in sources):
+                found.add(name)
+        return found
 
     def _read_at_stages(self) -> set[str]:
         """Varying blocks whose outputs a solver stage reads: those feeding, through varying
