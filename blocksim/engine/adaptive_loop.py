@@ -42,7 +42,7 @@ from .major_step import phase_handlers
 from .loops import held_buffer, loop_clock
 from .progress import Progress
 from .run_output import RunOutput
-from .source_text import block, indent, unpack_tuples, unpacked
+from .source_text import block, indent, unpacked
 
 ISTATE = ("n", "n_floor", "mode", "have_f", "log_pos", "nfev", "nsteps", "nrejected",
           "major_steps", "next_break", "tick_next", "floor_next", "reason", "resume", "first",
@@ -124,8 +124,7 @@ def render(gen) -> str:
     reads = [f"s[{i}]" for i in plan.stage_held] + [f"xd[:, {a}:{b}]" for a, b in plan.stage_xd]
     source = ADAPTIVE_LOOP.format(
         n_zc="g.shape[1]" if events else "0",
-        unpack=unpack_tuples(len(plan.slots), len(gen.params), 4)
-        + "".join(f"\n    {line}" for line in gen.memo_lines()),
+        unpack=gen.entry_locals(memo=True),
         stash=unpacked(block(["at = 0"] + [f"at = stash(held, at, {r})" for r in reads], 16)),
         unchanged=unpacked(block(["at = 0"] + [f"at = unchanged(held, at, {r})" for r in reads]
                                  + ["if at < 0:", "    have_f = 0"], 16)),

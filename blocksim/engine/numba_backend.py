@@ -195,7 +195,7 @@ class Generator:
         evaluation otherwise (the adaptive loop's "not a log sample", whose output site serves
         the major steps, the crossing functions and the log samples). memo: a call of t alone
         (OutputStep.time_only) is left out at the time of its last evaluation, which its local
-        t_memo<k> keeps (memo_lines: NaN at the function's entry; one local per call, shared by
+        t_memo<k> keeps (entry_locals: NaN at the function's entry; one local per call, shared by
         every site that renders it in the function, so a site that leaves a call out, or
         computes it at another time, keeps the others right)."""
         lines = []
@@ -228,10 +228,14 @@ class Generator:
             lines += body if guard is None else [f"if {guard}:"] + ["    " + ln for ln in body]
         return lines
 
-    def memo_lines(self) -> list[str]:
-        """The memo locals of output_body(memo=True): no evaluation yet."""
-        return [f"t_memo{k} = np.nan" for k, step in enumerate(self.plan.output_steps)
-                if step.time_only]
+    def entry_locals(self, memo: bool) -> str:
+        """A rendered loop's first statements: the signal and parameter tuples' items unpacked
+        into locals, and with memo the memo locals of output_body(memo=True), no evaluation
+        yet (NaN)."""
+        memos = [f"t_memo{k} = np.nan" for k, step in enumerate(self.plan.output_steps)
+                 if memo and step.time_only]
+        return unpack_tuples(len(self.plan.slots), len(self.params), 4) + \
+            "".join(f"\n    {line}" for line in memos)
 
     def derivative_body(self, t: str = "t", dxc: str = "dxc") -> list[str]:
         """The derivative calls, writing into the (B, n_xc) array named dxc."""
@@ -293,8 +297,7 @@ class Generator:
         # the loop reads the tuples' items from locals unpacked once at entry (an item taken from
         # a tuple costs a reference count each time)
         return FIXED_LOOP.format(
-            unpack=unpack_tuples(len(self.plan.slots), len(self.params), 4)
-            + "".join(f"\n    {line}" for line in self.memo_lines()),
+            unpack=self.entry_locals(memo=True),
             outputs=_unpacked(_block(self.output_body("major", "ti", stage_guard=guard,
                                                       lazy=True, memo=True), 12)),
             major_phases=_unpacked(_block(major, 16)),

@@ -32,7 +32,7 @@ from .major_step import phase_handlers
 from .loops import held_buffer, loop_clock
 from .progress import Progress
 from .run_output import RunOutput
-from .source_text import block, indent, unpack_tuples, unpacked
+from .source_text import block, indent, unpacked
 
 FSTATE = ("t", "t1", "h_abs", "t_old", "h_abs_old", "error_norm_old", "cut_from", "h_failed")
 """The float state of run_stiff: the time, the bound of the interval being integrated, the step
@@ -98,7 +98,7 @@ def render(gen) -> str:
     plan = gen.plan
     reads = [f"s[{i}]" for i in plan.stage_held] + [f"xd[:, {a}:{b}]" for a, b in plan.stage_xd]
     parts = dict(
-        unpack=unpack_tuples(len(plan.slots), len(gen.params), 4),
+        unpack=gen.entry_locals(memo=False),
         stash=unpacked(block(["at = 0"] + [f"at = stash(held, at, {r})" for r in reads], 12)),
         major_mode=MAJOR_MODE.format(
             major=unpacked(block(major, 12)),
