@@ -77,6 +77,34 @@ def test_cache_is_keyed_by_structure_not_values(tmp_path):
     assert sorted(p.name for p in folder.glob("*.py")) == before
 
 
+def test_a_new_diagram_of_a_known_structure_reuses_its_module_text(tmp_path, monkeypatch):
+    """A newly loaded diagram whose structure this process has compiled (other parameter values)
+    takes the module and its bound entry points from the memo, without writing the text again,
+    and gives the interpreted run's numbers for its own values; another structure (one more
+    block on the log) gets its own text."""
+    from blocksim.engine import numba_backend
+    first = make_simulation(blocksim.load(_written(tmp_path, MSD),
+                                          set={"simulation.mode": "compiled"}).compile())
+    first.run()
+    written = []
+    real = numba_backend.Generator.source
+    monkeypatch.setattr(numba_backend.Generator, "source",
+                        lambda self: written.append(1) or real(self))
+    sets = {"parameters.k": 7.5, "parameters.c": 0.1}
+    d = blocksim.load(_written(tmp_path, MSD), set={"simulation.mode": "compiled", **sets})
+    again = make_simulation(d.compile())
+    assert again.backend.code is first.backend.code and written == []
+    x = again.run().signals["x.out"].ravel()
+    ref = np.ravel(run(tmp_path, "interpreted", **sets)["x.out"])
+    np.testing.assert_allclose(x, ref, rtol=0, atol=1e-12)
+    old = first.run().signals["x.out"].ravel()
+    assert np.abs(x - old).max() > 0.1                        # the new values, not the old ones
+    other = MSD.replace("log: {signals: [x.out, v.out]", "log: {signals: [x.out, v.out, force.out]")
+    make_simulation(blocksim.load(_written(tmp_path, other),
+                                  set={"simulation.mode": "compiled"}).compile())
+    assert written == [1]
+
+
 class PythonGain(Block):
     """A user block written in plain Python, with no compiled kernels."""
 
@@ -241,7 +269,8 @@ def test_generated_functions_count_no_references_unless_numba_needs_them(tmp_pat
                   "def outputs(n):\n    return np.arange(n).sum()\n")
     code = ModuleCode(allocating)
     assert not code.counts
-    total = code.entry("outputs", lambda dispatcher: dispatcher.compile((types.int64,)))
+    total = code.entry("outputs", (5,),
+                       lambda dispatcher, signature: dispatcher.compile(signature))
     assert total(5) == 10 and code.counts
     assert NO_REFERENCE_COUNTS not in Path(code.module.__file__).read_text()
     assert ModuleCode(allocating).counts

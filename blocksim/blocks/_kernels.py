@@ -43,7 +43,7 @@ def entry_point(fn, args: tuple, wait: bool = True):
     wait=False: when this code is neither compiled in this process nor in numba's disk cache, fn's
     Python twin instead (blocksim/twins.py: the same arithmetic, uncompiled), and the
     signature is kept for a later compilation (take_deferred)."""
-    signature = tuple(fn.typeof_pyval(a) for a in (0.0,) + tuple(args))
+    signature = argument_types(fn, (0.0,) + tuple(args))
     compiled = fn.overloads.get(signature)
     if compiled is not None:          # already in this process: no compilation to announce
         return compiled.entry_point
@@ -55,6 +55,49 @@ def entry_point(fn, args: tuple, wait: bool = True):
         return python_twin(fn)
     with compile_notice(fn):
         return fn.compile(signature)
+
+
+def argument_types(fn, args: tuple) -> tuple:
+    """The numba types of args as the dispatcher fn types them (Dispatcher.typeof_pyval), from a
+    memo keyed by type_key: numba's typing walks every array of the parameter records at about
+    40 us a record, a millisecond for a diagram's loop; the key is the same walk without
+    building numba types, so a newly loaded diagram of a known structure binds its compiled loop
+    in a fraction of that."""
+    types = []
+    for a in args:
+        key = type_key(a)
+        tp = None if key is None else _TYPES.get(key)
+        if tp is None:
+            tp = fn.typeof_pyval(a)
+            if key is not None:
+                _TYPES[key] = tp
+        types.append(tp)
+    return tuple(types)
+
+
+_TYPES: dict = {}
+
+
+def type_key(value):
+    """A hashable key that determines numba's type of value as an argument, or None when there
+    is none (the value is then typed by numba every time): an array's dtype, dimensions, layout
+    (C, F or any: numpy_support.map_layout) and writability; a tuple's (or a named tuple's) class
+    and its items' keys; an int's width (numba types it by its bit length); the class of a float,
+    bool, numpy scalar or None."""
+    kind = type(value)
+    if kind is np.ndarray:
+        flags = value.flags
+        layout = "C" if flags.c_contiguous else "F" if flags.f_contiguous else "A"
+        return kind, value.dtype, value.ndim, layout, flags.writeable
+    if kind is float or kind is bool or value is None or isinstance(value, np.generic):
+        return kind
+    if kind is int:
+        bits = value.bit_length()
+        return kind, bits < 32, bits < 64, value >= 0
+    if isinstance(value, tuple):
+        items = tuple(type_key(v) for v in value)
+        return None if None in items else (kind,) + items
+    return None
 
 
 _deferred: list = []

@@ -39,13 +39,13 @@ from pathlib import Path
 import numpy as np
 from numba.core.errors import NumbaError
 
-from ..blocks._kernels import entry_point
+from ..blocks._kernels import argument_types, entry_point
 from ..blocks.base import Kernels
 from ..solvers import SOLVERS
 from . import adaptive_loop, cache_guard, stiff_loop
 from .context import RunContext
 from .major_step import phase_handlers
-from .plan import EVERY_STEP, OutputStep, RunPlan
+from .plan import EVERY_STEP, OutputStep, RunPlan, plan_key
 from .progress import Progress
 from .run_output import RunOutput
 from .source_text import block as _block, indent as _indent, unpack_tuples
@@ -143,6 +143,15 @@ class Generator:
             # a tuple, passed by value: its flags sit in registers through the loops (an array's
             # would be loaded again after every store the loop makes, as any store may alias it)
             self.params.append(tuple(bool(blocks[n].enabled) for n in plan.switched))
+
+    def structure_key(self) -> tuple:
+        """What the module's text is a function of: the plan it is written for (every field but
+        the log times, which no loop's text reads), each called block's kernels (the functions,
+        not their parameter values) and the number of parameter records. Two diagrams with one
+        key get the same text from source()."""
+        kernels = tuple((name, k.output, k.partial_output, k.derivative, k.update,
+                         k.zero_crossings, k.modes) for name, k in self.kernels.items())
+        return plan_key(self.plan), kernels, len(self.params)
 
     def _switched(self, name: str, call: str) -> str:
         """A block's call as a statement, made only when the run's flag enables the block when it
@@ -507,32 +516,55 @@ class ModuleCode:
     find its file in the cache folder."""
 
     def __init__(self, source: str):
+        self.source = source
         self.counted_source = with_reference_counts(source)
         self.counts = source == self.counted_source
         if not self.counts and (cache_dir() / f"{module_name(self.counted_source)}.py").exists():
             source, self.counts = self.counted_source, True
         self.module = load_module(source)
-        self.entries: dict[str, object] = {}
+        self.entries: dict[tuple, object] = {}
 
-    def entry(self, name: str, compile):
-        """The entry point compile(dispatcher) gives for the module's function `name`, compiled
-        (or loaded from numba's cache, healing a damaged entry) once."""
-        fn = self.entries.get(name)
+    def entry(self, name: str, args: tuple, compile):
+        """The entry point compile(dispatcher, signature) gives for the module's function `name`
+        and the numba types of args (argument_types), compiled (or loaded from numba's cache,
+        healing a damaged entry) once per signature: diagrams of one structure share the module,
+        and their records' types may differ (an integer parameter where another has a float)."""
+        signature = argument_types(getattr(self.module, name), args)
+        fn = self.entries.get((name, signature))
         if fn is None:
             try:
-                fn = self._compiled(name, compile)
+                fn = self._compiled(name, signature, compile)
             except NumbaError:
                 if self.counts:
                     raise
                 self.module, self.counts = load_module(self.counted_source), True
-                fn = self._compiled(name, compile)
-            self.entries[name] = fn
+                fn = self._compiled(name, signature, compile)
+            self.entries[name, signature] = fn
         return fn
 
-    def _compiled(self, name: str, compile):
+    def _compiled(self, name: str, signature: tuple, compile):
         dispatcher = getattr(self.module, name)
-        return cache_guard.compile_healing(lambda: compile(dispatcher),
+        return cache_guard.compile_healing(lambda: compile(dispatcher, signature),
                                            f"{self.module.__name__}.{name}")
+
+
+_CODES: dict[tuple, ModuleCode] = {}
+"""The ModuleCode of each structure met in this process (Generator.structure_key): a newly loaded
+diagram of a known structure, whatever its parameter values, skips writing the module's text
+(about a millisecond for W1) and finds its bound entry points."""
+
+
+def module_code(gen: "Generator") -> ModuleCode:
+    """The ModuleCode of the module gen writes, made on the first request for its structure, and
+    made anew (from the text kept) when its module has left sys.modules: it is then loaded from
+    the cache folder again, as in a new process."""
+    key = gen.structure_key()
+    code = _CODES.get(key)
+    if code is None or sys.modules.get(code.module.__name__) is not code.module:
+        if len(_CODES) >= 256:              # a long session of many structures: start over
+            _CODES.clear()
+        code = _CODES[key] = ModuleCode(gen.source() if code is None else code.source)
+    return code
 
 
 class NumbaBackend:
@@ -555,7 +587,7 @@ class NumbaBackend:
         self.module_plan = gen.plan
         """The plan the module is written for (RunPlan.compiled_as): what its loops read."""
         self.p = tuple(gen.params)
-        self.code = ModuleCode(gen.source()) if like is None else like.code
+        self.code = module_code(gen) if like is None else like.code
         self.s = context.signals
         self.nohits = np.zeros(len(plan.timebase.rates), dtype=np.bool_)
         solver = SOLVERS[plan.solver]
@@ -586,19 +618,19 @@ class NumbaBackend:
     def _entry(self, name: str, args: tuple):
         """The module's function `name` bound to the types of (t, *args) at its first call (the
         scheduler's loop calls it every step; numba's typing of the records would cost more)."""
-        return self.code.entry(name, lambda dispatcher: entry_point(dispatcher, args))
+        return self.code.entry(name, args,
+                               lambda dispatcher, signature: entry_point(dispatcher, args))
 
     def loop_entry(self, name: str, args: tuple):
         """The module's whole-run loop `name` (run_fixed, run_adaptive) compiled, or loaded from
         numba's cache (healing a damaged entry), for arguments of these types, and bound once per
         backend: the dispatcher's typing of its arguments (the signal and record tuples) costs
         about a millisecond at every call."""
-        def compiled(dispatcher):
-            signature = tuple(dispatcher.typeof_pyval(a) for a in args)
+        def compiled(dispatcher, signature):
             overload = dispatcher.overloads.get(signature)
             return overload.entry_point if overload is not None else \
                 dispatcher.compile(signature)
-        return self.code.entry(name, compiled)
+        return self.code.entry(name, args, compiled)
 
     def outputs_major(self, t, hits):
         ctx = self.context

@@ -11,7 +11,7 @@ step (engine/major_step.py), so what a run means is written once, here and there
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from fractions import Fraction
 
@@ -157,6 +157,22 @@ class RunPlan:
         """The stop time in base ticks: an int, or a Fraction when it is off the tick grid."""
         ticks = (self.stop - self.start) / self.timebase.tick
         return int(ticks) if ticks.denominator == 1 else ticks
+
+
+def plan_key(plan: RunPlan) -> tuple:
+    """A hashable key of every field of the plan but its log times (log_grid): dictionaries as
+    sorted items, compiled_as by its own key."""
+    items = []
+    for f in fields(plan):
+        if f.name == "log_grid":
+            continue
+        value = getattr(plan, f.name)
+        if isinstance(value, dict):
+            value = tuple(sorted(value.items()))
+        elif isinstance(value, RunPlan):
+            value = plan_key(value)
+        items.append(value)
+    return tuple(items)
 
 
 def signal_slots(cd: CompiledDiagram) -> tuple[list[Slot], dict, dict, dict]:
