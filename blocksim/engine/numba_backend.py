@@ -588,6 +588,9 @@ class NumbaBackend:
         """The plan the module is written for (RunPlan.compiled_as): what its loops read."""
         self.p = tuple(gen.params)
         self.code = module_code(gen) if like is None else like.code
+        self._bound: dict[str, object] = {}
+        """The entry points this backend called, by function name: its arrays and records keep
+        their types for its life, so it types them once (ModuleCode.entry), not at every run."""
         self.s = context.signals
         self.nohits = np.zeros(len(plan.timebase.rates), dtype=np.bool_)
         solver = SOLVERS[plan.solver]
@@ -618,8 +621,11 @@ class NumbaBackend:
     def _entry(self, name: str, args: tuple):
         """The module's function `name` bound to the types of (t, *args) at its first call (the
         scheduler's loop calls it every step; numba's typing of the records would cost more)."""
-        return self.code.entry(name, args,
-                               lambda dispatcher, signature: entry_point(dispatcher, args))
+        fn = self._bound.get(name)
+        if fn is None:
+            fn = self._bound[name] = self.code.entry(
+                name, args, lambda dispatcher, signature: entry_point(dispatcher, args))
+        return fn
 
     def loop_entry(self, name: str, args: tuple):
         """The module's whole-run loop `name` (run_fixed, run_adaptive) compiled, or loaded from
@@ -630,7 +636,10 @@ class NumbaBackend:
             overload = dispatcher.overloads.get(signature)
             return overload.entry_point if overload is not None else \
                 dispatcher.compile(signature)
-        return self.code.entry(name, args, compiled)
+        fn = self._bound.get(name)
+        if fn is None:
+            fn = self._bound[name] = self.code.entry(name, args, compiled)
+        return fn
 
     def outputs_major(self, t, hits):
         ctx = self.context
