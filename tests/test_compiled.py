@@ -255,8 +255,6 @@ def test_generated_functions_count_no_references_unless_numba_needs_them(tmp_pat
     one of them is the caller's); a module numba refuses without the counts (here a function that
     allocates: its functions are named as those of a generated module) is used with them, and later backends start from that module (its file in the
     cache folder)."""
-    from numba import types
-
     from blocksim.engine.numba_backend import NO_REFERENCE_COUNTS, ModuleCode
     d = blocksim.load(_written(tmp_path, MSD), set={"simulation.mode": "compiled"})
     sim = make_simulation(d.compile())
@@ -280,3 +278,38 @@ def _written(tmp_path, text):
     path = tmp_path / "d.yaml"
     path.write_text(dedent(text))
     return path
+
+
+def test_argument_types_are_numbas_own_types_of_the_arguments():
+    """argument_types (a memo keyed by type_key) gives what numba's dispatcher types each value
+    as, for arrays of every layout and writability, tuples and named tuples of them, numbers of
+    every width, and values it has no key for; values of one key share one type, and values
+    numba types apart get keys apart."""
+    from collections import namedtuple
+
+    from numba import njit
+
+    from blocksim.blocks._kernels import argument_types, type_key
+
+    @njit
+    def f(*args):
+        return 0
+
+    Record = namedtuple("Record", "a b")
+    base = np.zeros((3, 4))
+    readonly = np.ones(5)
+    readonly.flags.writeable = False
+    values = [base, base[:, 1:3], base.T, np.asfortranarray(base), readonly, np.ones(5),
+              np.zeros(3, np.int32),
+              np.zeros(()), (base, 2.0), Record(base, (1, True)), Record(readonly, 1.5), 1.0, True,
+              None, 5, 2 ** 40, 2 ** 63, -(2 ** 63), np.float32(1.0), np.int64(3), "text",
+              [1.0, 2.0]]
+    expected = [f.typeof_pyval(v) for v in values]
+    assert list(argument_types(f, tuple(values))) == expected
+    assert list(argument_types(f, tuple(values))) == expected            # from the memo now
+    keys = [type_key(v) for v in values]
+    for i, ki in enumerate(keys):
+        for j, kj in enumerate(keys):
+            if ki is not None and ki == kj:
+                assert expected[i] == expected[j]
+    assert type_key(2 ** 64) != type_key(2 ** 63) and type_key(base) != type_key(base.T)

@@ -91,9 +91,9 @@ def type_key(value):
         return kind, value.dtype, value.ndim, layout, flags.writeable
     if kind is float or kind is bool or value is None or isinstance(value, np.generic):
         return kind
-    if kind is int:
+    if kind is int:             # numba: intp, int64, uint64 (64 bits, >= 0), else no type
         bits = value.bit_length()
-        return kind, bits < 32, bits < 64, value >= 0
+        return kind, 0 if bits < 32 else 1 if bits < 64 else 2 if bits == 64 and value >= 0 else 3
     if isinstance(value, tuple):
         items = tuple(type_key(v) for v in value)
         return None if None in items else (kind,) + items
