@@ -95,10 +95,12 @@ def hermite_at(t, t0, h, x0, x1, f0, f1, out):
         out[k] = h00 * x0[k] + h01 * x1[k] + h * (h10 * f0[k] + h11 * f1[k])
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", inline="always")
 def power_series_at(t, t_old, h, x_old, Q, out):
     """out = x_old + theta (Q_0 + theta (Q_1 + ...)), theta = (t - t_old) / h: the dense output of
-    a step in the power basis, Q of shape (degree, B * n)."""
+    a step in the power basis, Q of shape (degree, B * n). Inlined where the compiled adaptive
+    loop calls it: each log sample between steps takes one, and called out of line it was a
+    tenth of W1's dopri5 loop (0.72 -> 0.67 ms inlined, the same numbers)."""
     theta = (t - t_old) / h
     last = Q.shape[0] - 1
     for k in range(out.shape[0]):
