@@ -38,7 +38,7 @@ def memberwise_stage_sum(base, h, weights, stages, count, out):
         out[k] = base[k] + h * out[k]
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", inline="always")
 def memberwise_scaled_square_sum(weights, stages, count, x, x_new, rtol, atol):
     """sum_k ((weights . stages[:, k]) / (atol + rtol * max(|x[k]|, |x_new[k]|)))**2, the stage
     combination of each element summed in a fixed order (x, x_new: flat states)."""
@@ -54,7 +54,7 @@ def memberwise_scaled_square_sum(weights, stages, count, x, x_new, rtol, atol):
     return total
 
 
-@numba.njit(cache=True, error_model="numpy")
+@numba.njit(cache=True, error_model="numpy", inline="always")
 def memberwise_error_norm(E, E3, stages, h, x, x_new, rtol, atol):
     """The scaled RMS error of an embedded Runge-Kutta step over all B * n elements (the batch
     shares each step): |h| * sqrt(sum (E . K / scale)^2 / size), scale = atol + rtol *
@@ -62,7 +62,9 @@ def memberwise_error_norm(E, E3, stages, h, x, x_new, rtol, atol):
     |h| * s5 / sqrt((s5 + 0.01 s3) * size). inf when the error is not finite.
 
     E, E3: the error weights (E3 of length 0 for one estimate); stages: (rows, B * n); h (s);
-    x, x_new: the flat states at the step's start and end."""
+    x, x_new: the flat states at the step's start and end. Inlined, with the square sums, where
+    the compiled adaptive loop calls it once a step: out of line its eight arrays were pushed on
+    the stack at each call (W1 dopri5 0.62-0.67 -> 0.60-0.66 ms, the same numbers)."""
     size = x.shape[0]
     if size == 0:
         return 0.0
