@@ -115,6 +115,7 @@ def test_an_interrupt_between_chunks_keeps_the_log_up_to_the_time_reached(tmp_pa
             if t > 0.2:
                 raise KeyboardInterrupt
     monkeypatch.setattr(adaptive_loop, "Progress", CtrlC)
+    monkeypatch.setattr(adaptive_loop, "first_chunk", lambda elements, least: 16)  # chunks of 16
     sim = blocksim.Simulator(diagram, mode="compiled")
     with pytest.raises(KeyboardInterrupt):
         sim.run()

@@ -39,7 +39,7 @@ from ..solvers import SOLVERS, make_solver
 from ..solvers.base import BOUND_SNAP_FRACTION, MIN_STEP_SPACINGS
 from ..solvers.events import SEARCH_FLOATS, SEARCH_INTS
 from .major_step import phase_handlers
-from .loops import held_buffer, loop_clock
+from .loops import first_chunk, held_buffer, loop_clock
 from .progress import Progress
 from .run_output import RunOutput
 from .source_text import block, indent, unpacked
@@ -563,17 +563,20 @@ def run(backend, sim) -> RunOutput | None:
     E = tab.E if tab.E is not None else np.zeros(0)
     ev = _EventArrays(ctx.g, sim.zc_directions)
 
+    rest = (fstate, istate, per, off, hits, num0, dnum, den,
+            stop_ceil, int_stop, float(s.stop), breaks, break_ticks, plan.log_grid,
+            ctx.xc, ctx.xd, backend.s, backend.p, logs, tab.A, tab.b, tab.c, E, E3,
+            P_rows, A_dense, c_dense, exponent, error_order, float(s.rtol),
+            float(s.atol), max_step, K, *arrays, Q, zero, held, ctx.g, ev.g_prev,
+            ev.g_new, ev.g_end, ev.mask, ev.directions, float(s.zero_crossing_tol),
+            sim._has_modes, ev.search_fs, ev.search_is, ev.g_lo, ev.g_hi, ev.cand, ev.sign, fixed)
+
     def args(budget):
-        return (budget, fstate, istate, per, off, hits, num0, dnum, den,
-                stop_ceil, int_stop, float(s.stop), breaks, break_ticks, plan.log_grid,
-                ctx.xc, ctx.xd, backend.s, backend.p, logs, tab.A, tab.b, tab.c, E, E3,
-                P_rows, A_dense, c_dense, exponent, error_order, float(s.rtol),
-                float(s.atol), max_step, K, *arrays, Q, zero, held, ctx.g, ev.g_prev,
-                ev.g_new, ev.g_end, ev.mask, ev.directions, float(s.zero_crossing_tol),
-                sim._has_modes, ev.search_fs, ev.search_is, ev.g_lo, ev.g_hi, ev.cand, ev.sign, fixed)
+        return (budget,) + rest
 
     progress = Progress(s.start, s.stop, s.progress)
-    status, interrupted, stopped, budget = DONE, False, False, 16
+    status, interrupted, stopped = DONE, False, False
+    budget = first_chunk(B * n_x, 16)
     try:
         loop = backend.loop_entry("run_adaptive", args(0))
         while status == DONE:

@@ -101,6 +101,18 @@ def unchanged(buffer, at, a):
     return at
 
 
+FIRST_CHUNK_ELEMENTS = 65536
+"""About how many state elements (members x states, each step) a rendered loop's first chunk
+steps before it returns to Python: a short run ends in one call, and a large batch comes back
+soon for the progress bar and Ctrl-C; later chunks are sized by the time the last one took."""
+
+
+def first_chunk(elements: int, least: int) -> int:
+    """The steps of a rendered loop's first chunk for a state of `elements` numbers (B n_x):
+    FIRST_CHUNK_ELEMENTS of them, at least `least` steps, at most 256."""
+    return max(least, min(256, FIRST_CHUNK_ELEMENTS // max(elements, 1)))
+
+
 def loop_clock(sim, plan):
     """The integer clock of a rendered loop (run_adaptive, run_stiff) for Simulation sim:
     (num0, dnum, den, stop_ceil, int_stop, breaks, break_ticks, per, off, hits), where t at base

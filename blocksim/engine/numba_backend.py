@@ -44,6 +44,7 @@ from ..blocks.base import Kernels
 from ..solvers import SOLVERS
 from . import adaptive_loop, cache_guard, stiff_loop
 from .context import RunContext
+from .loops import first_chunk
 from .major_step import phase_handlers
 from .plan import EVERY_STEP, OutputStep, RunPlan, plan_key
 from .progress import Progress
@@ -702,7 +703,7 @@ class NumbaBackend:
         logs = tuple(sim.recorder.data[name] for name, _ in sim.recorder.sources)
         progress = Progress(s.start, s.stop, s.progress)
         k, log_pos, status, interrupted = 0, 0, 0, False
-        chunk = 64
+        chunk = first_chunk(B * n, 64)
 
         def args(k0, k1, log_pos):
             return (k0, k1, last_k, num0, dnum, den, step_ticks, float(s.stop), per, off, hits,
