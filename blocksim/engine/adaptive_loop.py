@@ -39,7 +39,7 @@ from ..solvers import SOLVERS, make_solver
 from ..solvers.base import BOUND_SNAP_FRACTION, MIN_STEP_SPACINGS
 from ..solvers.events import SEARCH_FLOATS, SEARCH_INTS
 from .major_step import phase_handlers
-from .loops import first_chunk, held_buffer, loop_clock
+from .loops import first_chunk, held_buffer, loop_clock, next_chunk
 from .progress import Progress
 from .run_output import RunOutput
 from .source_text import block, indent, unpacked
@@ -57,9 +57,6 @@ its events at t, 2: after the modes of the step ahead), whether the next major s
 first, whether the crossing functions have a baseline, and whether one of them leaves zero at
 t (the modes of the step ahead are then set a moment later)."""
 _I = {name: k for k, name in enumerate(ISTATE)}
-
-CHUNK_SECONDS = 0.2
-"""Wall time between returns to Python (progress, Ctrl-C)."""
 
 DONE, FINISHED, NOT_FINITE, UNDERFLOW, BAD_DERIVATIVE, STEP_NOT_FINITE = 0, 1, 2, 3, 4, 9
 """run_adaptive's status: the chunk's steps done, the stop time reached, a state became NaN/Inf
@@ -590,7 +587,7 @@ def run(backend, sim) -> RunOutput | None:
                 stopped = _serve(sim, status, fstate, istate, hits, ev)
                 status = FINISHED if stopped else DONE
                 continue
-            budget = max(16, int(budget * min(4.0, CHUNK_SECONDS / max(elapsed, 1e-6))))
+            budget = next_chunk(budget, elapsed, 16)
             progress.update(float(fstate[0]), force=True)
     except KeyboardInterrupt:
         interrupted = True

@@ -101,6 +101,9 @@ def unchanged(buffer, at, a):
     return at
 
 
+CHUNK_SECONDS = 0.2
+"""Wall time between a rendered loop's returns to Python (progress, Ctrl-C)."""
+
 FIRST_CHUNK_ELEMENTS = 65536
 """About how many state elements (members x states, each step) a rendered loop's first chunk
 steps before it returns to Python: a short run ends in one call, and a large batch comes back
@@ -111,6 +114,12 @@ def first_chunk(elements: int, least: int) -> int:
     """The steps of a rendered loop's first chunk for a state of `elements` numbers (B n_x):
     FIRST_CHUNK_ELEMENTS of them, at least `least` steps, at most 256."""
     return max(least, min(256, FIRST_CHUNK_ELEMENTS // max(elements, 1)))
+
+
+def next_chunk(steps: int, elapsed: float, least: int) -> int:
+    """The steps of a rendered loop's next chunk after one of `steps` steps took `elapsed` s:
+    scaled toward CHUNK_SECONDS, at most four times as many, at least `least`."""
+    return max(least, int(steps * min(4.0, CHUNK_SECONDS / max(elapsed, 1e-6))))
 
 
 def loop_clock(sim, plan):

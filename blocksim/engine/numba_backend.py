@@ -44,16 +44,13 @@ from ..blocks.base import Kernels
 from ..solvers import SOLVERS
 from . import adaptive_loop, cache_guard, stiff_loop
 from .context import RunContext
-from .loops import first_chunk
+from .loops import first_chunk, next_chunk
 from .major_step import phase_handlers
 from .plan import EVERY_STEP, OutputStep, RunPlan, plan_key
 from .progress import Progress
 from .run_output import RunOutput
 from .source_text import block as _block, indent as _indent, unpack_tuples
 from .source_text import unpacked as _unpacked
-
-CHUNK_SECONDS = 0.2
-"""Wall time between returns to Python in the compiled fixed-step loop (progress, Ctrl-C)."""
 
 GENERATOR_VERSION = 19
 """Bumped whenever the generated code's form changes, so old cache entries are not reused."""
@@ -619,28 +616,30 @@ class NumbaBackend:
         return folder is not None and \
             any(Path(folder).glob(f"{self.module.__name__}.{entry}-*.nbi"))
 
+    def _bound_entry(self, name: str, args: tuple, compile):
+        """The module's function `name` bound at this backend's first call of it
+        (ModuleCode.entry, for the types of args), and kept under its name."""
+        fn = self._bound.get(name)
+        if fn is None:
+            fn = self._bound[name] = self.code.entry(name, args, compile)
+        return fn
+
     def _entry(self, name: str, args: tuple):
         """The module's function `name` bound to the types of (t, *args) at its first call (the
         scheduler's loop calls it every step; numba's typing of the records would cost more)."""
-        fn = self._bound.get(name)
-        if fn is None:
-            fn = self._bound[name] = self.code.entry(
-                name, args, lambda dispatcher, signature: entry_point(dispatcher, args))
-        return fn
+        return self._bound_entry(name, args,
+                                 lambda dispatcher, signature: entry_point(dispatcher, args))
 
     def loop_entry(self, name: str, args: tuple):
         """The module's whole-run loop `name` (run_fixed, run_adaptive) compiled, or loaded from
         numba's cache (healing a damaged entry), for arguments of these types, and bound once per
-        backend: the dispatcher's typing of its arguments (the signal and record tuples) costs
-        about a millisecond at every call."""
+        backend: the dispatcher's typing of its arguments (the signal and record tuples) would
+        cost a millisecond at every call."""
         def compiled(dispatcher, signature):
             overload = dispatcher.overloads.get(signature)
             return overload.entry_point if overload is not None else \
                 dispatcher.compile(signature)
-        fn = self._bound.get(name)
-        if fn is None:
-            fn = self._bound[name] = self.code.entry(name, args, compiled)
-        return fn
+        return self._bound_entry(name, args, compiled)
 
     def outputs_major(self, t, hits):
         ctx = self.context
@@ -718,7 +717,7 @@ class NumbaBackend:
                 started = _time.perf_counter()
                 status, k, log_pos = loop(*args(k, min(k + chunk, last_k + 1), log_pos))
                 elapsed = _time.perf_counter() - started
-                chunk = max(16, int(chunk * min(4.0, CHUNK_SECONDS / max(elapsed, 1e-6))))
+                chunk = next_chunk(chunk, elapsed, 16)
                 progress.update(float(s.start) + k * float(s.step), force=True)
         except KeyboardInterrupt:
             interrupted = True

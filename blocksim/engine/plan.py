@@ -11,6 +11,7 @@ step (engine/major_step.py), so what a run means is written once, here and there
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
 from fractions import Fraction
@@ -336,9 +337,7 @@ class _Facts:
         zero). A trajectory source, and an inverse-dynamics feedforward of it: kernels are pure
         functions of (t, x, u, parameters), so the same t gives the same numbers."""
         cd = self.cd
-        calls: dict[str, int] = {}
-        for call in cd.calls:
-            calls[call.block] = calls.get(call.block, 0) + 1
+        calls = Counter(call.block for call in cd.calls)
         found: set[str] = set()
         for call in cd.calls:
             name, blk = call.block, cd.blocks[call.block]

@@ -29,7 +29,7 @@ from ..solvers import make_solver
 from ..solvers.radau_kernels import newton_tolerance
 from . import bdf_loop
 from .major_step import phase_handlers
-from .loops import held_buffer, loop_clock
+from .loops import held_buffer, loop_clock, next_chunk
 from .progress import Progress
 from .run_output import RunOutput
 from .source_text import block, indent, unpacked
@@ -46,9 +46,6 @@ ISTATE = ("n", "n_floor", "mode", "have_f", "log_pos", "nfev", "nsteps", "nrejec
 whether the last step's collocation polynomial predicts the next (0 after a restart), whether
 the LU factors are those of the current step size and Jacobian, whether the Jacobian is the
 current state's, the Jacobian estimates and LU factorisations made, why the solver failed."""
-
-CHUNK_SECONDS = 0.2
-"""Wall time between returns to Python (progress, Ctrl-C)."""
 
 DONE, FINISHED, NOT_FINITE, UNDERFLOW = 0, 1, 2, 3
 """run_stiff's status: the chunk's steps done, the stop time reached, a state became NaN/Inf,
@@ -507,7 +504,7 @@ def run(backend, sim) -> RunOutput | None:
             started = _time.perf_counter()
             status = loop(*args(budget))
             elapsed = _time.perf_counter() - started
-            budget = max(4, int(budget * min(4.0, CHUNK_SECONDS / max(elapsed, 1e-6))))
+            budget = next_chunk(budget, elapsed, 4)
             progress.update(float(fstate[f_at["t"]]), force=True)
     except KeyboardInterrupt:
         interrupted = True
