@@ -164,6 +164,7 @@ RETURNS_A_NUMBER_ARGUMENT = {
     ("models/foc.py", "current_pi_dq", "z_q"), ("models/friction.py", "stribeck_level", "Fc"),
     ("models/friction.py", "karnopp_torque_in", "tau_applied"),
     ("models/friction.py", "karnopp_torque_in", "Fs"),
+    ("solvers/events.py", "note_events", "count"),
 }
 """The numba functions compiled on their own that return one of their arguments as it came: each
 argument here is a number (an index, a voltage, a torque), none an array."""

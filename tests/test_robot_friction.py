@@ -238,3 +238,34 @@ def test_compiled_mode_equals_interpreted_mode(tmp_path, monkeypatch):
         np.testing.assert_allclose(compiled[name], interpreted[name], rtol=1e-12, atol=1e-12,
                                    err_msg=name)
     assert len([e for e in interpreted.events if e.block == "hang"]) == 1
+
+
+@pytest.mark.parametrize("stiction", [None, 8.0])
+def test_the_held_sign_closed_form_is_the_general_paths_arithmetic(monkeypatch, stiction):
+    """W1 with exact-sign friction takes manipulator_held_sign_derivative (the 2R closed form
+    inlined under held signs, the general path for a joint at sign 0): its run is bit for bit the
+    run of the general kernel, with plain Coulomb friction (every joint slipping but at its two
+    reversals) and with a Stribeck breakaway level of 8 N m, at which the second joint sticks
+    for about 0.2 s after each reversal (the general path's stiction solve)."""
+    import dataclasses
+    from blocksim.blocks import robot, robot_kernels
+    sets = {"plant.friction_smoothing": 0.0}
+    if stiction is not None:
+        sets.update({"plant.friction": "stribeck", "plant.Fs": stiction, "plant.vs": 0.05})
+    diagram = blocksim.load(Path(__file__).resolve().parents[1] / "examples"
+                            / "two_link_pid_vs_ff.yaml", variant="pid_ff", set=sets)
+    settings = dict(solver="dopri5", rtol=1e-6, atol=1e-8, mode="interpreted")
+    held = blocksim.Simulator(diagram, **settings).run()
+    kernels = robot.Manipulator.kernels
+
+    def general(self):
+        k = kernels(self)
+        assert k.derivative is robot_kernels.manipulator_held_sign_derivative
+        return dataclasses.replace(k, derivative=robot_kernels.manipulator_derivative)
+    monkeypatch.setattr(robot.Manipulator, "kernels", general)
+    reference = blocksim.Simulator(diagram, **settings).run()
+    assert held.stats["nfev"] == reference.stats["nfev"]
+    assert [(e.t, e.index) for e in held.events] == [(e.t, e.index) for e in reference.events]
+    assert len(held.events) == (2 if stiction is None else 4)
+    for name in held.names:
+        assert np.array_equal(held[name], reference[name], equal_nan=True), name

@@ -630,12 +630,20 @@ class Block:
         return entry_point(kernel, full, wait), full
 
     def on_event(self, t: float, xc, xd, u, mask, p=None) -> bool:
-        """React to located crossings; True stops the simulation. p: the run's record."""
+        """React to located crossings (mask (B, n_zc): the functions that fired); True stops the
+        simulation. The event kernel; nothing (False) without one. p: the run's record."""
+        k = self.runtime_kernels()
+        if k is not None and k.event is not None:
+            return bool(k.event(t, xc, xd, u, mask, self.own_record(p)))
         return False
 
     def stop_requested(self, t: float, xc, xd, u, p=None) -> bool:
         """Checked once, at the start time, for blocks with zero crossings: True stops the run
-        there (a crossing needs a change, so a condition already true at the start is seen here)."""
+        there (a crossing needs a change, so a condition already true at the start is seen here).
+        The stop_requested kernel; False without one. p: the run's record."""
+        k = self.runtime_kernels()
+        if k is not None and k.stop_requested is not None:
+            return bool(k.stop_requested(t, xc, xd, u, self.own_record(p)))
         return False
 
     # ---- compiled mode ----------------------------------------------------------------------
@@ -729,6 +737,15 @@ class Kernels:
         partial_output(t, xc, xd, u, y, p, want)
                                              optional: only the outputs whose flag in `want` (a
                                              tuple of bools, in port order) is set
+        event(t, xc, xd, u, mask, p) -> bool the block's reaction to located crossings
+                                             (Block.on_event): mask is a (B, n_zc) bool array
+                                             (possibly a non-contiguous column view of a larger
+                                             array) of the block's functions that fired; resets
+                                             xc / xd in place; returns True to stop the run (a
+                                             terminal event)
+        stop_requested(t, xc, xd, u, p) -> bool
+                                             checked once at the start time
+                                             (Block.stop_requested): True stops the run there
 
     An output kernel writes the block's outputs and nothing another kernel relies on (memos that
     the others recompute on a miss are fine): compiled mode leaves out output calls whose outputs
@@ -736,7 +753,10 @@ class Kernels:
     where the block has one, when only some are read. Kernels, and the helpers that index their
     arrays, are declared inline="always", so a call costs nothing beyond its work; a law's
     arithmetic on numbers (models/friction.py) is a function compiled on its own, which numba
-    does not copy into every call site of a diagram's loop (its compile time).
+    does not copy into every call site of a diagram's loop (its compile time). The event and
+    stop_requested kernels run inside loops compiled without numba's runtime: they allocate
+    nothing (explicit loops over members and channels, scalar temporaries), read everything
+    beyond their arguments from p, and return a plain bool on every path.
 
     p is the block's parameter record (`params`): a `collections.namedtuple` declared with the
     kernels, of parameter arrays, numbers and scratch, read by name (`p.lower`; numba compiles it
@@ -752,6 +772,8 @@ class Kernels:
     params: tuple = NO_PARAMS
     partial_output: Any = None
     modes: Any = None
+    event: Any = None
+    stop_requested: Any = None
 
     @staticmethod
     def missing(block: Block, sample: SampleTime) -> list[str]:

@@ -18,12 +18,57 @@ RESET_DIRECTIONS = {"rising": 1, "falling": -1, "either": 0}
 # ---- Integrator -------------------------------------------------------------------------------------
 
 IntegratorParams = namedtuple("IntegratorParams",
-                              "lower upper has_limits reset_port x0_port x0 on_limit held")
+                              "lower upper has_limits reset_port x0_port x0 on_limit held "
+                              "reset_width")
 """Integrator kernels' record: the limits (B, w) (+-inf: none), whether any is finite, the
 indices in u of the `reset` and `x0` inputs (-1: not there), the x0 parameter (B, w) (read by
-initial_state and a reset, not by the kernels), and the first columns in xd of the per-channel
-`on limit` modes (-1: no limits) and of the state port's `state held` flag, followed by the held
-state (-1: no state port)."""
+initial_state and a reset's event), the first columns in xd of the per-channel `on limit` modes
+(-1: no limits) and of the state port's `state held` flag, followed by the held state (-1: no
+state port), and the width of the `reset` input (its crossings are the last reset_width; 0: no
+reset)."""
+
+
+@njit(cache=True, inline="always")
+def clipped(v, lo, hi):
+    """np.clip(v, lo, hi) of one number, as numpy computes it (a NaN v, or a NaN limit, gives
+    NaN; at equal zeros of opposite signs the limit): min(max(v, lo), hi) with numpy's NaN rule."""
+    m = v if (math.isnan(v) or v > lo) else lo
+    return m if (math.isnan(m) or m < hi) else hi
+
+
+@njit(cache=True, inline="always")
+def start_value_at(u, p, b, i):
+    """Channel i of member b's start value: x0 (the input port x0 where there is one, else the
+    parameter) within the limits."""
+    if p.x0_port >= 0:
+        x0 = u[p.x0_port]
+        v = x0[b, i if x0.shape[1] > 1 else 0]
+    else:
+        v = p.x0[b, i]
+    lo, hi = p.lower[b, i], p.upper[b, i]
+    return lo if v < lo else (hi if v > hi else v)
+
+
+@njit(cache=True, inline="always")
+def start_value_rows(u, p, out):
+    """out (B, w) = every channel's start value (start_value_at)."""
+    for b in range(out.shape[0]):
+        for i in range(out.shape[1]):
+            out[b, i] = start_value_at(u, p, b, i)
+
+
+@njit(cache=True, inline="always")
+def limit_mode_rows(xc, xd, p):
+    """Each channel's mode (xd[:, on_limit + i]): on a limit (1) where the state is at one or
+    beyond, whatever the input, else free (0); nothing without limits (on_limit < 0)."""
+    a = p.on_limit
+    if a < 0:
+        return
+    lower, upper = p.lower, p.upper
+    for b in range(xc.shape[0]):
+        for i in range(xc.shape[1]):
+            x = xc[b, i]
+            xd[b, a + i] = 1.0 if (x <= lower[b, i] or x >= upper[b, i]) else 0.0
 
 
 @njit(cache=True, inline="always")
@@ -190,7 +235,8 @@ class Integrator(Block):
                              reset_port=self._index.get("reset", -1),
                              x0_port=self._index.get("x0", -1),
                              x0=self.param_as_row("x0", width, v),
-                             on_limit=self._on_limit, held=self._held)
+                             on_limit=self._on_limit, held=self._held,
+                             reset_width=self._reset_width)
 
     def state_names(self):
         width = self.n_xc
@@ -212,15 +258,12 @@ class Integrator(Block):
         input. At the start and at an event, until the updates of that major step judge again
         with the input (on a limit only while u pushes outward)."""
         if self._has_limits:
-            a = self._on_limit
-            xd[:, a:a + self.n_xc] = (xc <= p.lower) | (xc >= p.upper)
+            limit_mode_rows(xc, xd, p)
 
     def start_value(self, u, out, p=None):
         """x0 (parameter or input port) within the limits, into out (B, width); p: the run's
         record (None: the block's own)."""
-        p = self.own_record(p)
-        x0 = u[self._index["x0"]] if self._external else p.x0
-        clamp_rows(x0, p.lower, p.upper, out)
+        start_value_rows(u, self.own_record(p), out)
 
     def kernels(self):
         output = integrator_external_output if self._external else integrator_output
@@ -229,33 +272,44 @@ class Integrator(Block):
                 else integrator_state_output
         return Kernels(output=output, derivative=integrator_derivative,
                        update=integrator_update if self.n_xd else None,
-                       zero_crossings=integrator_zc if self.n_zc else None)
+                       zero_crossings=integrator_zc if self.n_zc else None,
+                       event=integrator_event if self.n_zc else None)
 
-    def on_event(self, t, xc, xd, u, mask, p=None):
-        p = self.own_record(p)
-        width = self.n_xc
-        if self._has_limits:
-            hit = mask[:, :width] | mask[:, width:2 * width]
-            clamped = np.clip(xc, p.lower, p.upper)
-            xc[hit] = clamped[hit]
-        if self._reset_width:
-            resets = mask[:, self.n_zc - self._reset_width:]
-            if self._reset_width == 1:
-                resets = np.repeat(resets, width, axis=1)
-            if self._state_port:
+
+@njit(cache=True, inline="always")
+def integrator_event(t, xc, xd, u, mask, p):
+    """The reaction to located crossings, per member: a channel whose limit crossing fired is
+    clamped onto the limit; where a reset fired, the state port first keeps the value before it
+    (within the limits; a second reset at t keeps the first's), and the channels restart from
+    their start value (start_value_at). Then the modes at once, for the crossings' baseline at t:
+    a state a clamp or a reset put on a limit stays there while u pushes outward."""
+    w = xc.shape[1]
+    rw = p.reset_width
+    first = mask.shape[1] - rw                      # the reset crossings are the last rw
+    lower, upper = p.lower, p.upper
+    for b in range(xc.shape[0]):
+        if p.has_limits:
+            for i in range(w):
+                if mask[b, i] or mask[b, w + i]:
+                    xc[b, i] = clipped(xc[b, i], lower[b, i], upper[b, i])
+        if rw > 0:
+            h = p.held
+            if h >= 0 and xd[b, h] == 0.0:
                 # the state port shows, until this major step's updates, the output the block
                 # would have had without the reset
-                h = self._held
-                members = resets.any(axis=1) & (xd[:, h] == 0.0)    # a second reset at t: kept
-                xd[members, h] = 1.0
-                xd[members, h + 1:h + 1 + width] = np.clip(xc, p.lower, p.upper)[members]
-            start = np.empty_like(xc)
-            self.start_value(u, start, p)
-            xc[resets] = start[resets]
-        # the modes at once, for the crossings' baseline at t: a state a clamp or a reset put on a
-        # limit stays there while u pushes outward
-        self.modes_at_limits(xc, xd, p)
-        return False
+                fired = False
+                for j in range(rw):
+                    if mask[b, first + j]:
+                        fired = True
+                if fired:
+                    xd[b, h] = 1.0
+                    for i in range(w):
+                        xd[b, h + 1 + i] = clipped(xc[b, i], lower[b, i], upper[b, i])
+            for i in range(w):
+                if mask[b, first + (i if rw > 1 else 0)]:
+                    xc[b, i] = start_value_at(u, p, b, i)
+    limit_mode_rows(xc, xd, p)
+    return False
 
 
 @njit(cache=True, inline="always")

@@ -691,6 +691,23 @@ def relay_zc(t, xc, xd, u, g, p):
                 g[b, w + i] = -1.0
 
 
+@njit(cache=True, inline="always")
+def relay_event(t, xc, xd, u, mask, p):
+    """Switch the channels whose crossing applies: on where u - switch_on rose through zero while
+    off, off where u - switch_off fell through zero while on (after the update, which starts a
+    relay not started yet; one started already in a run keeps its mode)."""
+    relay_update(t, xc, xd, u, p)
+    w = xd.shape[1] - 1
+    for b in range(xd.shape[0]):
+        for i in range(w):
+            on = xd[b, i] != 0.0
+            if mask[b, i] and not on:
+                xd[b, i] = 1.0
+            elif mask[b, w + i] and on:
+                xd[b, i] = 0.0
+    return False
+
+
 @register
 class Relay(Elementwise):
     """On/off with hysteresis, elementwise (Simulink's Relay): an off channel switches on when its
@@ -750,15 +767,5 @@ class Relay(Elementwise):
         return [], [f"on[{i}]" for i in range(w)] + ["started"]
 
     def kernels(self):
-        return Kernels(output=relay_output, update=relay_update, zero_crossings=relay_zc)
-
-    def on_event(self, t, xc, xd, u, mask, p=None):
-        """Switch the channels whose crossing applies: on where u - switch_on rose through zero
-        while off, off where u - switch_off fell through zero while on."""
-        self.update(t, xc, xd, u, p)        # started already in a run: the mode is kept
-        w = self.n_xd - 1
-        mode = xd[:, :w]
-        on = mode != 0.0
-        mode[mask[:, :w] & ~on] = 1.0
-        mode[mask[:, w:2 * w] & on] = 0.0
-        return False
+        return Kernels(output=relay_output, update=relay_update, zero_crossings=relay_zc,
+                       event=relay_event)

@@ -58,7 +58,7 @@ from .base import Block, Kernels, Param, register
 from .robot_models import (MEMBER_KEYS, _key, _member_model, _with_links, chain_of, frozen_links,
                            load_robot)
 from ._kernels import kernel_params, packed
-from .robot_kernels import (RESET_Q0, RESET_QD0, RESTITUTION, CoupledDynamicsParams,
+from .robot_kernels import (RESET_Q0, RESET_QD0, CoupledDynamicsParams,
                             CoupledKinematicsParams, CoupledManipulatorParams, DynamicsParams,
                             KinematicsParams, ManipulatorParams, computed_torque_output,
                             coupled_computed_torque_output, coupled_energy_output,
@@ -70,12 +70,10 @@ from .robot_kernels import (RESET_Q0, RESET_QD0, RESTITUTION, CoupledDynamicsPar
                             inverse_dynamics_closed_form_output, inverse_dynamics_output,
                             jacobian_output, manipulator_closed_form_derivative,
                             manipulator_derivative, manipulator_mode_rows, manipulator_modes,
+                            manipulator_event, manipulator_held_sign_derivative,
                             manipulator_output, manipulator_partial_output,
                             manipulator_zero_crossings)
 
-#: Impact speed (rad/s or m/s) below which a bounce off a joint stop is taken as inelastic, so a
-#: joint with restitution comes to rest after finitely many events.
-STOP_CAPTURE_SPEED = 1e-6
 
 FRICTION_LAWS = ("none", "model", "coulomb_viscous", "stribeck")
 #: The Manipulator's laws: the static maps, and LuGre (bristle state) and Karnopp (stick band).
@@ -485,6 +483,10 @@ class Manipulator(RobotBlock):
         self._karnopp = p.friction == "karnopp"
         self._cf_only = self._closed_form_only(self._use_cf, self._has_limits, can_stick,
                                                self._exact)
+        # the closed form under held exact signs, the general path only for a joint at sign 0
+        self._cf_held = bool(self._exact and self._closed_form_only(self._use_cf,
+                                                                    self._has_limits, False,
+                                                                    False))
         self.n_xc = 3 * n if self._lugre else 2 * n
         limits, exact = 2 * n if self._has_limits else 0, n if self._exact else 0
         self.n_zc = limits + exact
@@ -522,27 +524,6 @@ class Manipulator(RobotBlock):
         if self.n_modes:
             manipulator_mode_rows(xc, p.law, xd)
 
-    def on_event(self, t, xc, xd, u, mask, p=None):
-        """A stop reached: q onto the limit, qd reversed and scaled by the restitution (or 0).
-        A joint speed through zero under exact-sign friction: qd = 0 exactly, so the dynamics
-        decide between sticking and reversing (see manipulator_accelerations; the next major
-        step holds sign 0 for it, and the sign it leaves with once it moves). A Karnopp band
-        entered or left: nothing to reset (the crossing ends the step there, and the major step
-        switches the region). p: the run's record (None: the block's own)."""
-        p = self.own_record(p)
-        n = self.n
-        if p.has_limits:
-            for b, i in zip(*np.nonzero(mask[:, :n] | mask[:, n:2 * n])):
-                upper = mask[b, i]
-                xc[b, i] = p.law[b, i, Q_MAX] if upper else p.law[b, i, Q_MIN]
-                bounce = -p.resets[b, i, RESTITUTION] * xc[b, n + i]
-                xc[b, n + i] = bounce if abs(bounce) >= STOP_CAPTURE_SPEED else 0.0
-        if p.exact and not self._karnopp:
-            start = 2 * n if p.has_limits else 0
-            for b, i in zip(*np.nonzero(mask[:, start:start + n])):
-                xc[b, n + i] = 0.0
-        return False
-
     def kernels(self):
         if self.coupled:
             output, partial, derivative = (coupled_manipulator_output,
@@ -551,10 +532,15 @@ class Manipulator(RobotBlock):
         else:
             output, partial = manipulator_output, manipulator_partial_output
             derivative = (manipulator_closed_form_derivative if self._cf_only
+                          else manipulator_held_sign_derivative if self._cf_held
                           else manipulator_derivative)
+        # an event kernel where a crossing has a reaction: a stop, or an exact sign (a Karnopp
+        # band's edges reset nothing)
+        reacts = self._has_limits or (self._exact and not self._karnopp)
         return Kernels(output=output, partial_output=partial, derivative=derivative,
                        zero_crossings=manipulator_zero_crossings if self.n_zc else None,
-                       modes=manipulator_modes if self.n_modes else None)
+                       modes=manipulator_modes if self.n_modes else None,
+                       event=manipulator_event if reacts else None)
 
 
 def check_friction_values(block: RobotBlock, v) -> None:

@@ -18,8 +18,9 @@ from collections import namedtuple
 from numba import njit
 
 from ..models import planar2r as p2r
-from ..models.joint_law import (GAIN_D, GAIN_P, _law_friction, clipped, crossings, friction_rate,
-                                joint_mode, less_passive)
+from ..models.joint_law import (FKIND, GAIN_D, GAIN_P, KIND_KARNOPP, Q_MAX, Q_MIN,
+                                _law_friction, _law_friction_held, clipped, crossings,
+                                friction_rate, joint_mode, less_passive)
 from ..models.kinematics import energy, jacobian, tool_pose
 from ..models import model_data as md
 from ..models.model_data import OUT1, Q1, QD1, TE, joint_row, member
@@ -236,6 +237,78 @@ def manipulator_closed_form_derivative(t, xc, xd, u, dxc, p):
         dxc[b, 1] = w2
         dxc[b, 2] = a1
         dxc[b, 3] = a2
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def manipulator_held_sign_derivative(t, xc, xd, u, dxc, p):
+    """dxc = [qd | qdd] of a planar 2R with exact-sign friction held in modes (xd: the sign of
+    each joint, +-1 or 0), no stop, wrench, LuGre, Karnopp band or CRBA: the Manipulator's
+    derivative kernel in that case. A member whose joints both slip with a held sign takes the
+    closed form inlined (effective_torque's held branch, then the 2R's ABA: the operations of
+    accelerations_closed_form, so the same floats); a member with a joint at sign 0, which may
+    stick, takes manipulator_accelerations' paths for that member (the closed form when it
+    decides, else the general solve). No accelerations memo: recomputing the closed form costs
+    less than keeping it."""
+    tau, model, law = u[0], p.model, p.law
+    qdd = dxc[:, 2:]
+    for b in range(xc.shape[0]):
+        m1 = xd[b, 0]
+        m2 = xd[b, 1]
+        w1 = xc[b, 2]
+        w2 = xc[b, 3]
+        dxc[b, 0] = w1
+        dxc[b, 1] = w2
+        if m1 == 0.0 or m2 == 0.0:
+            if not accelerations_closed_form(b, xc, xd, tau, model, law, p.has_friction, False,
+                                             qdd):
+                accelerations_general(b, xc, xd, tau, u[1], model, law, p.data, False, False,
+                                      p.has_friction, False, True, qdd)
+            continue
+        q1 = xc[b, 0]
+        q2 = xc[b, 1]
+        t1 = clipped(law, b, 0, tau[b, 0])
+        t2 = clipped(law, b, 1, tau[b, 1])
+        if p.has_friction:
+            t1 -= _law_friction_held(law, b, 0, w1, m1)
+            t2 -= _law_friction_held(law, b, 1, w2, m2)
+        a1, a2 = p2r.aba_one(md.closed_form(model, member(model, b)), q1, q2, w1, w2,
+                             less_passive(law, b, 0, q1, w1, t1), less_passive(law, b, 1, q2, w2, t2))
+        dxc[b, 2] = a1
+        dxc[b, 3] = a2
+
+
+#: Impact speed (rad/s or m/s) below which a bounce off a joint stop is taken as inelastic, so a
+#: joint with restitution comes to rest after finitely many events.
+STOP_CAPTURE_SPEED = 1e-6
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def manipulator_event(t, xc, xd, u, mask, p):
+    """The Manipulator's reaction to located crossings (mask: [q - q_max | q - q_min] per joint
+    when it has stops, then the exact-sign crossings qd per joint). A stop reached: q onto the
+    limit, qd reversed and scaled by the restitution (or 0 below STOP_CAPTURE_SPEED). A joint
+    speed through zero under exact-sign friction: qd = 0 exactly, so the dynamics decide between
+    sticking and reversing (see manipulator_accelerations; the next major step holds sign 0 for
+    it, and the sign it leaves with once it moves). A Karnopp band entered or left (the law's
+    FKIND column KIND_KARNOPP): nothing to reset (the crossing ends the step there, and the major
+    step switches the region)."""
+    law, resets = p.law, p.resets
+    n = law.shape[1]
+    if p.has_limits:
+        for b in range(mask.shape[0]):
+            for i in range(n):
+                upper = mask[b, i]
+                if upper or mask[b, n + i]:
+                    xc[b, i] = law[b, i, Q_MAX] if upper else law[b, i, Q_MIN]
+                    bounce = -resets[b, i, RESTITUTION] * xc[b, n + i]
+                    xc[b, n + i] = bounce if abs(bounce) >= STOP_CAPTURE_SPEED else 0.0
+    if p.exact:
+        start = 2 * n if p.has_limits else 0
+        for b in range(mask.shape[0]):
+            for i in range(n):
+                if mask[b, start + i] and law[b, i, FKIND] != KIND_KARNOPP:
+                    xc[b, n + i] = 0.0
+    return False
 
 
 @njit(cache=True, error_model="numpy", inline="always")

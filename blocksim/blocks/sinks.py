@@ -69,6 +69,29 @@ def stop_zc(t, xc, xd, u, g, p):
     nonzero_indicator(u[0], g)
 
 
+@njit(cache=True, inline="always")
+def stop_event(t, xc, xd, u, mask, p):
+    """The StopSimulation's reaction to a located crossing: True (stop the run) when any of its
+    functions fired."""
+    for b in range(mask.shape[0]):
+        for i in range(mask.shape[1]):
+            if mask[b, i]:
+                return True
+    return False
+
+
+@njit(cache=True, inline="always")
+def stop_at_start(t, xc, xd, u, p):
+    """True when the input is nonzero now (a NaN counts as nonzero): the check the scheduler may
+    make at the start time."""
+    x = u[0]
+    for b in range(x.shape[0]):
+        for i in range(x.shape[1]):
+            if x[b, i] != 0.0:
+                return True
+    return False
+
+
 @register
 class StopSimulation(Sink):
     """Stops the run at the first instant its input becomes nonzero (any channel, any batch member).
@@ -90,13 +113,5 @@ class StopSimulation(Sink):
         self.zc_directions = np.ones(self.n_zc, dtype=np.int64)
 
     def kernels(self):
-        # on_event (stop the run) stays in Python, where the scheduler calls it
-        return Kernels(output=sink_output, zero_crossings=stop_zc)
-
-    def stop_requested(self, t, xc, xd, u, p=None) -> bool:
-        """True when the input is nonzero now (a check the scheduler may make at the start); p,
-        the run's record, holds no values."""
-        return bool(np.any(u[0] != 0.0))
-
-    def on_event(self, t, xc, xd, u, mask, p=None):
-        return bool(mask.any())
+        return Kernels(output=sink_output, zero_crossings=stop_zc, event=stop_event,
+                       stop_requested=stop_at_start)

@@ -16,13 +16,17 @@ run is the scheduler's loop's over the same module, step for step and bit for bi
 Events: after every accepted step the crossing functions are evaluated at its end and compared
 with their baseline (Simulation.crossed's rule); a crossing is located on the step's dense output
 by the crossing search of solvers/events.py, the one the scheduler's loop runs, its trial
-evaluations made through the loop's output site; the log is filled up to the event, the outputs
-of the event's major step computed (the modes switch there), and the loop returns to Python
-(_serve) for what only the blocks' Python methods do: on_event (resets, mode switches, a
-terminal event), the stop condition at the start, and the probe a moment later of a function
-that sits exactly on zero (Simulation._baseline, _modes_ahead). These come once or twice per
-event; Python is otherwise entered between chunks of steps only, for the progress bar and
-Ctrl-C.
+evaluations made through the loop's output site; the log is filled up to the event and the
+outputs of the event's major step computed (the modes switch there). When every block with zero
+crossings reacts in kernels (Kernels.event, Kernels.stop_requested; Generator.reactions_compiled),
+the loop then runs the hybrid rules of the scheduler itself: the blocks' reactions (resets, mode
+switches, a terminal event, the events noted in ev_times and ev_rows for Python to list between
+chunks), a major step's events at t, the stop condition at the start, and the probe a moment later
+of a function that sits exactly on zero or has just fired (Simulation._baseline, _modes_ahead:
+tasks 20 to 22, the probe's outputs in modes 5 and 6, the restore in mode 7). A block with an
+on_event of its own in Python keeps these in Python: the loop then returns (_serve) once or
+twice per event. Python is otherwise entered between chunks of steps only, for the progress bar
+and Ctrl-C.
 
 State carried between chunks: fstate = [t, t1 (the bound of the interval being integrated),
 h_next (NaN before the first step), t_old], istate = ISTATE's fields.
@@ -39,6 +43,8 @@ from ..solvers import SOLVERS, make_solver
 from ..solvers.base import BOUND_SNAP_FRACTION, MIN_STEP_SPACINGS
 from ..solvers.events import SEARCH_FLOATS, SEARCH_INTS
 from .major_step import phase_handlers
+from .run_output import Event
+from .scheduler import PROBE_STEP
 from .loops import first_chunk, held_buffer, loop_clock, next_chunk
 from .progress import Progress
 from .run_output import RunOutput
@@ -46,7 +52,7 @@ from .source_text import block, indent, unpacked
 
 ISTATE = ("n", "n_floor", "mode", "have_f", "log_pos", "nfev", "nsteps", "nrejected",
           "major_steps", "next_break", "tick_next", "floor_next", "reason", "resume", "first",
-          "have_gprev", "leaving")
+          "have_gprev", "leaving", "n_events", "stopped_by", "final_logged")
 """The integer state of a run in run_adaptive, by index: the tick of t (-1 off the tick grid,
 after a breakpoint), the tick counted from when off the grid, 0 at a major step or 1 between
 steps inside an interval, whether f(t, x) is known (FSAL), the log position, the solver's
@@ -54,8 +60,10 @@ counters, the major steps, the next breakpoint's index, the tick and floor tick 
 interval's end, why the solver failed (0: the tolerance, 1: a non-finite state or
 derivative), where a major step resumes after Python's part of it (0: from its start, 1: after
 its events at t, 2: after the modes of the step ahead), whether the next major step is the
-first, whether the crossing functions have a baseline, and whether one of them leaves zero at
-t (the modes of the step ahead are then set a moment later)."""
+first, whether the crossing functions have a baseline, whether one of them leaves zero at
+t (the modes of the step ahead are then set a moment later), the events noted since Python last
+listed them, the block that stopped the run (its index in the plan's crossings + 1, 0: none) and
+whether the log's last sample was taken at a stop off the log grid."""
 _I = {name: k for k, name in enumerate(ISTATE)}
 
 DONE, FINISHED, NOT_FINITE, UNDERFLOW, BAD_DERIVATIVE, STEP_NOT_FINITE = 0, 1, 2, 3, 4, 9
@@ -92,7 +100,9 @@ def render(gen) -> str:
     serves the major steps, the log samples and the crossing functions' evaluations, one
     evaluation site every derivative of a step (numba's compile time grows with call sites)."""
     frame = {"outputs": lambda: [], "advance": lambda: []}
-    renders = {"events_at_t": _render_events_at_t,
+    compiled = gen.reactions_compiled
+    renders = {"events_at_t": lambda: _render_events_at_t(gen) if compiled
+               else _render_python_events_at_t(),
                "log": lambda: ["if log_pos < n_log and log_times[log_pos] == t:"]
                + indent(gen.record_body(), 4) + ["    log_pos += 1"],
                "updates": gen.update_body,
@@ -112,8 +122,9 @@ def render(gen) -> str:
         after += [f"# {name}"] + rendering()
     after += ["# the modes of the step ahead, when a crossing function leaves zero at t "
               "(Simulation._modes_ahead)",
-              "if leaving != 0:", "    leaving = 0", "    if has_modes:", "        resume = 2",
-              "        status = 7", "        break"]
+              "if leaving != 0:", "    leaving = 0", "    if has_modes:", "        resume = 2"]
+    after += indent(["probe_kind = 2", "probe_return = 2", "mode = 1", "task = 20", "continue"]
+                    if compiled else ["status = 7", "break"], 8)
     plan = gen.plan
     events = plan.n_zc > 0
     major = ["# events_at_t"] + (phases[1][1]() if events else []) + ["if resume <= 1:"] + \
@@ -129,6 +140,12 @@ def render(gen) -> str:
                                                unlogged_guard="mode != 2", memo=True), 16)),
         crossings=unpacked(block(gen.zero_crossing_body("te") or ["pass"], 20)),
         major=unpacked(block(major, 16)),
+        event_reactions=unpacked(block(_render_event_reactions(gen) if compiled and events
+                                       else ["status = 5", "break"], 16)),
+        step_end_baseline=block(["copy2d(g_base, g_new)", "clear_fired(fired)",
+                                 "probe_kind = 1", "probe_return = 3", "task = 20", "continue"]
+                                if compiled else ["status = 8", "break"], 20),
+        probe=repr(PROBE_STEP),
         record=unpacked(block(gen.record_body(), 12)),
         evaluate=unpacked(block(gen.output_body(None, "te", memo=True)
                                 + gen.derivative_body("te", "K[row]"), 8)),
@@ -141,7 +158,7 @@ _EVENT_TASKS = re.compile(r"^ *# events\{\n(.*?)^ *# \}events\n", re.S | re.M)
 left out of a plan without zero crossings, whose module then compiles in less time."""
 
 
-def _render_events_at_t() -> list[str]:
+def _render_python_events_at_t() -> list[str]:
     """The events at t of a major step: g at t against its baseline; Python runs the phase
     (Simulation._phase_events_at_t: the stop condition at the start, the blocks' reactions, the
     baseline's probe a moment later) when there is something to run, at the first major step,
@@ -156,6 +173,69 @@ def _render_events_at_t() -> list[str]:
             "    leaving = 0"]
 
 
+def _finish_log(gen) -> list[str]:
+    """Simulation._finish_log at a stop: the log's last sample at t unless the log reaches t
+    (final_logged tells Python that sample's time is t, off the grid)."""
+    return ["if not (log_pos > 0 and log_times[log_pos - 1] == t) and log_pos < n_log:"] + \
+        indent(gen.record_body(), 4) + ["    log_pos += 1", "    final_logged = 1"]
+
+
+def _stop(gen) -> list[str]:
+    return ["if stop_now:"] + indent(_finish_log(gen) + ["status = 1", "break"], 4)
+
+
+def _render_events_at_t(gen) -> list[str]:
+    """The events at t of a major step in compiled code (Simulation._phase_events_at_t): the
+    stop condition at the first major step, the reactions to functions that crossed since the
+    baseline (after which the outputs and g at t are computed again: resume 3), then the new
+    baseline, with the probe a moment later (task 20) when a function is zero or has fired. A
+    step with nothing of that keeps g as its baseline at once."""
+    check = ["stop_now = False",
+             "if first != 0:", "    first = 0"] + indent(gen.stop_at_start_body(), 4) + \
+        _stop(gen) + \
+        ["clear_fired(fired)",
+         "if have_gprev != 0:",
+         "    fired_before(g_prev, fired)",
+         "    if crossed_into(g_prev, g, directions, ev_mask):"] + \
+        indent(gen.fire_events_body() + ["have_f = 0"] + _stop(gen)
+               + ["mark_fired(fired, ev_mask)", "resume = 3", "continue"], 8)
+    return ["if (resume == 0 or resume == 3) and n_zc > 0:",
+            "    if resume == 0 and first == 0 and have_gprev != 0 and not crossed_into("
+            "g_prev, g, directions, ev_mask) and not baseline_needed(g, g_prev):",
+            "        copy2d(g_prev, g)",
+            "        leaving = 0",
+            "    else:",
+            "        if resume == 0:"] + indent(check, 12) + \
+        ["        resume = 1",
+         "        have_gprev = 1",
+         "        if probe_needed(g, fired):",
+         "            copy2d(g_base, g)",
+         "            probe_kind = 1",
+         "            probe_return = 1",
+         "            mode = 1",
+         "            task = 20",
+         "            continue",
+         "        copy2d(g_prev, g)",
+         "        leaving = 0"]
+
+
+def _render_event_reactions(gen) -> list[str]:
+    """A located event's major step in compiled code, its outputs computed: the blocks'
+    reactions (Simulation.fire_events); a terminal one computes the outputs again and takes the
+    log's last sample; otherwise the baseline marks the fired functions (NaN: judged at the major
+    step at the same t that follows), and an event off the tick grid gets its floor tick."""
+    return ["if stopping:"] + indent(_finish_log(gen) + ["status = 1", "break"], 4) + \
+        gen.fire_events_body() + \
+        ["have_f = 0",
+         "if stop_now:", "    stopping = True", "    continue",
+         "baseline_after_event(g_prev, ev_mask, g_end)",
+         "if n < 0 and n_floor == -2:",
+         "    n_floor = tick_at_or_before(t, num0, dnum, den)",
+         "mode = 0",
+         "resume = 0",
+         "continue"]
+
+
 ADAPTIVE_LOOP = """
 
 @njit(cache=True, error_model='numpy', nogil=True, _nrt=False)
@@ -163,7 +243,8 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
                  t_stop, breaks, break_ticks, log_times, xc, xd, s, p, logs, A, b, c, E, E3,
                  P_rows, A_dense, c_dense, exponent, error_order, rtol, atol, max_step, K, xsol,
                  x_old, x_new, Q, zero, held, g, g_prev, g_new, g_end, ev_mask, directions,
-                 zc_tol, has_modes, search_fs, search_is, g_lo, g_hi, cand, sgn, fixed):
+                 zc_tol, has_modes, search_fs, search_is, g_lo, g_hi, cand, sgn, fixed, fired,
+                 g_base, x_probe, ev_times, ev_rows):
     \"\"\"At most `budget` solver steps of the run (engine/adaptive_loop.py); returns the status.
 
     mode 0: a major step at t (the outputs, the phases after them, the next major time, the
@@ -177,8 +258,11 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
     interval (RunPlan.stage_held). g_prev: the crossing functions' baseline; g_new: their values
     at the end of the last step; g_end: at a located event, before its reactions; ev_mask: the
     event's functions. search_*, g_lo, g_hi, cand, sgn: the crossing search's state
-    (solvers/events.py). resume: 1 after Python ran a major step's events at t, 2 after it set
-    the modes of the step ahead. fixed: a fixed-step run (euler ... rk4): every step goes from one major time to the next (the grid is one of the
+    (solvers/events.py). resume: 1 after a major step's events at t ran, 2 after the loop or
+    Python set the modes of the step ahead, 3 to compute a major step's outputs and g again
+    after its events at t. Modes 5, 6 and 7 (reactions in kernels): the outputs a moment later
+    with g (a baseline's probe), the major outputs a moment later without hits (the modes of the
+    step ahead), the outputs at t again after either. fixed: a fixed-step run (euler ... rk4): every step goes from one major time to the next (the grid is one of the
     rates of per and off), is never rejected, its f(t, x) is evaluated anew at each major step
     (the solver restarts there), and a crossing is reported at the step's end, not located, as
     solvers/explicit.RungeKutta._grid_step and the scheduler's _advance do.\"\"\"
@@ -199,6 +283,10 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
     nfev, nsteps, nrejected, major_steps = istate[5], istate[6], istate[7], istate[8]
     next_break, tick_next, floor_next, reason = istate[9], istate[10], istate[11], istate[12]
     resume, first, have_gprev, leaving = istate[13], istate[14], istate[15], istate[16]
+    n_events, stopped_by, final_logged = istate[17], istate[18], istate[19]
+    ev_room = ev_times.shape[0] - 4 * g.shape[0] * g.shape[1]
+    stop_now = stopping = False
+    probe_kind = probe_return = 0
     task = 10
     status = 0
     done = 0
@@ -212,13 +300,18 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
     i = r = row = at = 0
     while True:
         if mode != 1:
-            if mode != 0 or resume == 0:
+            if mode != 0 or resume == 0 or resume == 3:
                 if mode == 0 or mode == 4:
                     te = t
                     major = True
                     if n >= 0:
                         rate_hits(n, per, off, hits)
                     else:
+                        for q in range(hits.shape[0]):
+                            hits[q] = False
+                elif mode >= 5:                  # a probe's (5, 6) or the restore's (7) xc, te
+                    major = mode == 6
+                    if major:
                         for q in range(hits.shape[0]):
                             hits[q] = False
                 else:
@@ -237,7 +330,7 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
                 # the outputs: every block at a major step, the varying ones at a crossing
                 # evaluation, those a logged signal reads (OutputStep.log_read) at a log sample
 {outputs}
-                if mode == 0 or mode == 3:
+                if mode == 0 or mode == 3 or mode == 5:
                     # the zero-crossing functions
 {crossings}
             if mode == 0:
@@ -256,10 +349,9 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
                 mode = 1
                 task = 10
                 continue
-            if mode == 4:                    # Python runs the event's reactions
-                status = 5
-                break
-            if mode == 3:                    # g is read by the task that asked for it
+            if mode == 4:                    # the event's reactions
+{event_reactions}
+            if mode == 3 or mode >= 5:       # read by the task that asked for it
                 mode = 1
                 continue
             # the log sample
@@ -272,7 +364,7 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
             continue
         # ---- the solver, task by task ----
         if task == 10:                               # a new step
-            if done >= budget:
+            if done >= budget or n_events > ev_room:
                 break
             task = 0 if have_f == 0 else (1 if math.isnan(h_next) else 2)
             continue
@@ -455,11 +547,30 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
                 # what the stages read, to tell a quiet hit at the major step
 {stash}
             elif n_zc > 0:
-                if any_zero(g_new):                  # Python probes the baseline
-                    status = 8
-                    break
+                if any_zero(g_new):                  # the baseline needs the probe
+{step_end_baseline}
                 copy2d(g_prev, g_new)
             continue
+        # events{{
+        if task == 21:                               # the probe's outputs done: x back
+            copy1d(xc_flat, x_probe)
+            te = t
+            mode = 7
+            task = 22
+            continue
+        if task == 22:                               # the probe and the restore done
+            if probe_kind == 1:                      # g holds the functions a moment later
+                if baseline_from_probe(g_prev, g_base, g, fired) and probe_return == 1:
+                    leaving = 1
+                elif probe_return == 1:
+                    leaving = 0
+            if probe_return == 3:
+                task = 10
+            else:
+                mode = 0
+                resume = probe_return
+            continue
+        # }}events
         # an evaluation: its state into xc, its time te and its row of K
         if task == 0:                                # f(t, x) at the solver's restart
             copy1d(xc_flat, xsol_flat)
@@ -477,12 +588,24 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
             copy1d(xc_flat, x_new_flat)
             te = t_new
             row = n_stages
+        elif task == 20:                             # a probe's f(t, x) (_a_moment_later)
+            copy1d(x_probe, xc_flat)
+            te = t
+            row = ROW_TMP
         else:                                        # task 8: an extra stage of the dense output
             memberwise_stage_sum(x_old_flat, hh, A_dense[r], stages, n_main + r, xc_flat)
             te = t_old + c_dense[r] * hh
             row = n_main + r
         # the one evaluation site: stage outputs, then every derivative, at (te, xc)
 {evaluate}
+        if task == 20:                               # the state a moment later, then its outputs
+            hh_probe = {probe} * max(1.0, abs(t))
+            for q in range(xc_flat.shape[0]):
+                xc_flat[q] = x_probe[q] + hh_probe * stages[ROW_TMP, q]
+            te = t + hh_probe
+            mode = 5 if probe_kind == 1 else 6
+            task = 21
+            continue
         nfev += 1
         if task == 0:
             if not all_finite(K[ROW_F]):
@@ -513,6 +636,7 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
     istate[5], istate[6], istate[7], istate[8] = nfev, nsteps, nrejected, major_steps
     istate[9], istate[10], istate[11], istate[12] = next_break, tick_next, floor_next, reason
     istate[13], istate[14], istate[15], istate[16] = resume, first, have_gprev, leaving
+    istate[17], istate[18], istate[19] = n_events, stopped_by, final_logged
     return status
 """
 
@@ -558,7 +682,7 @@ def run(backend, sim) -> RunOutput | None:
     error_order = tab.error_order or 0             # 0: a fixed-step method, no error estimate
     exponent = -1.0 / (error_order + 1)
     E = tab.E if tab.E is not None else np.zeros(0)
-    ev = _EventArrays(ctx.g, sim.zc_directions)
+    ev = _EventArrays(ctx.g, sim.zc_directions, B * n_x)
 
     rest = (fstate, istate, per, off, hits, num0, dnum, den,
             stop_ceil, int_stop, float(s.stop), breaks, break_ticks, plan.log_grid,
@@ -566,7 +690,9 @@ def run(backend, sim) -> RunOutput | None:
             P_rows, A_dense, c_dense, exponent, error_order, float(s.rtol),
             float(s.atol), max_step, K, *arrays, Q, zero, held, ctx.g, ev.g_prev,
             ev.g_new, ev.g_end, ev.mask, ev.directions, float(s.zero_crossing_tol),
-            sim._has_modes, ev.search_fs, ev.search_is, ev.g_lo, ev.g_hi, ev.cand, ev.sign, fixed)
+            sim._has_modes, ev.search_fs, ev.search_is, ev.g_lo, ev.g_hi, ev.cand, ev.sign, fixed,
+            ev.fired, ev.g_base, ev.x_probe, ev.times, ev.rows)
+    crossings = backend.module_plan.crossings
 
     def args(budget):
         return (budget,) + rest
@@ -583,6 +709,7 @@ def run(backend, sim) -> RunOutput | None:
             started = _time.perf_counter()
             status = loop(*args(budget))
             elapsed = _time.perf_counter() - started
+            ev.flush(istate, sim.events, crossings)
             if status in SERVICES:
                 stopped = _serve(sim, status, fstate, istate, hits, ev)
                 status = FINISHED if stopped else DONE
@@ -594,9 +721,16 @@ def run(backend, sim) -> RunOutput | None:
     finally:
         progress.close()
     counters = {name: int(istate[_I[name]]) for name in ISTATE}
-    if not stopped:               # a terminal event's last sample is the recorder's own
-        sim.recorder.count = counters["log_pos"]
     t = float(fstate[0])
+    if counters["stopped_by"]:    # a block stopped the run in compiled code
+        stopped = True
+        sim.stopped_by = crossings[counters["stopped_by"] - 1]
+        sim.recorder.count = counters["log_pos"]
+        if counters["final_logged"]:                 # the last sample, at t off the log grid
+            sim.recorder.times = sim.recorder.times.copy()
+            sim.recorder.times[counters["log_pos"] - 1] = t
+    elif not stopped:             # a terminal event's last sample is the recorder's own
+        sim.recorder.count = counters["log_pos"]
     if interrupted:
         sim.log_final_state(t, arrays[0])
     elif status == NOT_FINITE:
@@ -613,10 +747,19 @@ def run(backend, sim) -> RunOutput | None:
 class _EventArrays:
     """The compiled loop's zero-crossing arrays for a run with g of shape (B, n_zc) (no
     crossings: n_zc = 0): the baseline g_prev, g at the last step's end (g_new) and at a located
-    event (g_end), the event's mask, the directions, and the crossing search's state."""
+    event (g_end), the event's mask, the directions, the crossing search's state; the functions
+    fired at a major step, g before a probe (g_base) and the state there (x_probe, n_state
+    numbers); and the events noted by the loop since the last flush (times, rows: the block's
+    index in the plan's crossings, the function, the member)."""
 
-    def __init__(self, g: np.ndarray, directions: np.ndarray):
+    def __init__(self, g: np.ndarray, directions: np.ndarray, n_state: int):
         shape = g.shape
+        self.fired = np.zeros(shape, dtype=np.bool_)
+        self.g_base = np.zeros(shape)
+        self.x_probe = np.zeros(n_state)
+        room = max(256, 8 * g.size)
+        self.times = np.zeros(room)
+        self.rows = np.zeros((room, 3), dtype=np.int64)
         self.g_prev, self.g_new, self.g_end = (np.zeros(shape) for _ in range(3))
         self.g_lo, self.g_hi, self.sign = (np.zeros(shape) for _ in range(3))
         self.mask = np.zeros(shape, dtype=np.bool_)
@@ -624,6 +767,14 @@ class _EventArrays:
         self.directions = np.ascontiguousarray(directions, dtype=np.int64)
         self.search_fs = np.zeros(len(SEARCH_FLOATS))
         self.search_is = np.zeros(len(SEARCH_INTS), dtype=np.int64)
+
+    def flush(self, istate, events: list, crossings) -> None:
+        """The events the loop noted, appended to `events` as Event records; the count reset."""
+        count = int(istate[_I["n_events"]])
+        for k in range(count):
+            block, index, member = self.rows[k]
+            events.append(Event(float(self.times[k]), crossings[block], int(index), int(member)))
+        istate[_I["n_events"]] = 0
 
 
 def _serve(sim, status: int, fstate, istate, hits, ev: _EventArrays) -> bool:

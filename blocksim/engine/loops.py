@@ -118,8 +118,9 @@ def first_chunk(elements: int, least: int) -> int:
 
 def next_chunk(steps: int, elapsed: float, least: int) -> int:
     """The steps of a rendered loop's next chunk after one of `steps` steps took `elapsed` s:
-    scaled toward CHUNK_SECONDS, at most four times as many, at least `least`."""
-    return max(least, int(steps * min(4.0, CHUNK_SECONDS / max(elapsed, 1e-6))))
+    scaled toward CHUNK_SECONDS, at most four times as many (and 2**30), at least `least`. (A
+    chunk may end early, its event list full, so few steps can take little time.)"""
+    return max(least, min(1 << 30, int(steps * min(4.0, CHUNK_SECONDS / max(elapsed, 1e-6)))))
 
 
 def loop_clock(sim, plan):
@@ -149,3 +150,19 @@ def held_buffer(plan, members: int) -> np.ndarray:
     inputs, stage_xd's discrete states), for the quiet-hit check (stash/unchanged)."""
     return np.zeros(members * (sum(plan.slots[i].width for i in plan.stage_held)
                                + sum(b - a for a, b in plan.stage_xd)))
+
+
+@njit(cache=True, error_model="numpy")
+def tick_at_or_before(t, num0, dnum, den):
+    """The last base tick n with (num0 + n dnum) / den <= t (Timebase.tick_at_or_before for a time
+    t off the tick grid, after a located event), each tick's time read as the loop reads it, a
+    correctly rounded division; a tick whose time rounds to t counts. (Timebase reads t from its
+    shortest decimal text: the two differ only at such a tick of a non-decimal base tick, which
+    is then no rate's hit, since an event at a hit's time is at a major time, so the next major
+    time counted from either is the same.)"""
+    n = int(math.floor((t * den - num0) / dnum))
+    while (num0 + (n + 1) * dnum) / den <= t:
+        n += 1
+    while n > 0 and (num0 + n * dnum) / den > t:
+        n -= 1
+    return n

@@ -40,7 +40,7 @@ import numpy as np
 from numba.core.errors import NumbaError
 
 from ..blocks._kernels import argument_types, entry_point
-from ..blocks.base import Kernels
+from ..blocks.base import Block, Kernels
 from ..solvers import SOLVERS
 from . import adaptive_loop, cache_guard, stiff_loop
 from .context import RunContext
@@ -137,6 +137,13 @@ class Generator:
                     self.param_index[name] = len(self.params)
                     self.params.append(records.get(name, k.params))
         self.switch_index = {name: j for j, name in enumerate(plan.switched)}
+        self.reactions_compiled = all(
+            name not in blocks or (type(blocks[name]).on_event is Block.on_event
+                                   and type(blocks[name]).stop_requested is Block.stop_requested)
+            for name in plan.crossings)
+        """Whether every block with zero crossings reacts to its events (and says whether to
+        stop at the start) in kernels: the adaptive loop then runs a run's hybrid rules itself,
+        with no return to Python at events (a block's Python on_event keeps them in Python)."""
         if plan.switched:
             # a tuple, passed by value: its flags sit in registers through the loops (an array's
             # would be loaded again after every store the loop makes, as any store may alias it)
@@ -148,8 +155,9 @@ class Generator:
         not their parameter values) and the number of parameter records. Two diagrams with one
         key get the same text from source()."""
         kernels = tuple((name, k.output, k.partial_output, k.derivative, k.update,
-                         k.zero_crossings, k.modes) for name, k in self.kernels.items())
-        return plan_key(self.plan), kernels, len(self.params)
+                         k.zero_crossings, k.modes, getattr(k, "event", None),
+                         getattr(k, "stop_requested", None)) for name, k in self.kernels.items())
+        return plan_key(self.plan), kernels, len(self.params), self.reactions_compiled
 
     def _switched(self, name: str, call: str) -> str:
         """A block's call as a statement, made only when the run's flag enables the block when it
@@ -176,6 +184,9 @@ class Generator:
         elif extra == "g":
             e, f = plan.zc_slices[name]
             args.append(f"g[:, {e}:{f}]")
+        elif extra == "mask":
+            e, f = plan.zc_slices[name]
+            args.append(f"ev_mask[:, {e}:{f}]")
         args.append(f"p[{self.param_index[name]}]")
         return ", ".join(args)
 
@@ -268,6 +279,41 @@ class Generator:
                                      f"({self._args(name, 'g', t)})")
                 for name in self.plan.crossings]
 
+    def fire_events_body(self) -> list[str]:
+        """Simulation.fire_events at time t for the located crossings in ev_mask: each block with
+        one, in the plan's order, notes its events (ev_times, ev_rows: the block's index in
+        plan.crossings, the function, the member) and reacts (its event kernel); stop_now and
+        stopped_by (that index + 1) when one asks to stop."""
+        lines = ["stop_now = False"]
+        for k, name in enumerate(self.plan.crossings):
+            e, f = self.plan.zc_slices[name]
+            body = [f"n_events = note_events(ev_times, ev_rows, n_events, t, {k}, ev_mask, "
+                    f"{e}, {f})"]
+            event = getattr(self.kernels[name], "event", None)
+            if event is not None:
+                body += [f"if {self._fn(event)}({self._args(name, 'mask')}):",
+                         "    stop_now = True", f"    stopped_by = {k + 1}"]
+            lines += self._guarded(name, f"any_fired(ev_mask, {e}, {f})", body)
+        return lines
+
+    def stop_at_start_body(self) -> list[str]:
+        """Simulation._stop_requested_at_start: the first block (the plan's order) whose
+        stop_requested kernel says so sets stop_now and stopped_by."""
+        lines = []
+        for k, name in enumerate(self.plan.crossings):
+            check = getattr(self.kernels[name], "stop_requested", None)
+            if check is not None:
+                lines += self._guarded(name, f"not stop_now and {self._fn(check)}"
+                                             f"({self._args(name, None)})",
+                                       ["stop_now = True", f"stopped_by = {k + 1}"])
+        return lines
+
+    def _guarded(self, name: str, condition: str, body: list[str]) -> list[str]:
+        j = self.switch_index.get(name)
+        if j is not None:
+            condition = f"p[{len(self.params) - 1}][{j}] and {condition}"
+        return [f"if {condition}:"] + _indent(body, 4)
+
     # ---- the phases of a major step in the fixed-step loop (engine/major_step.py) ---------------
     # "outputs" and "advance" are the loop's frame (the outputs of the major pass and of every
     # stage are one block of calls; advance is the Runge-Kutta step); the phases between them
@@ -337,9 +383,12 @@ class Generator:
                  "from blocksim.engine.loops import all_finite, copy1d, copy_to_log, next_major_time, "
                  "rate_hits, stash, unchanged", stiff_loop.IMPORTS]
         if adaptive_loop.renderable(self.plan):
-            lines.append("from blocksim.solvers.events import (any_zero, baseline_needed, copy2d, "
-                         "crossed_into, crossing_mask, crossing_search_begin, "
-                         "crossing_search_next)")
+            lines.append("from blocksim.solvers.events import (any_fired, any_zero, "
+                         "baseline_after_event, baseline_from_probe, baseline_needed, "
+                         "clear_fired, copy2d, crossed_into, crossing_mask, "
+                         "crossing_search_begin, crossing_search_next, fired_before, "
+                         "mark_fired, note_events, probe_needed)")
+            lines.append("from blocksim.engine.loops import tick_at_or_before")
         for (module, name), alias in sorted(self.imports.items(), key=lambda kv: kv[1]):
             lines.append(f"from {module} import {name} as {alias}")
         for header, stmts in functions:

@@ -301,3 +301,92 @@ def copy2d(dst, src):
     for b in range(dst.shape[0]):
         for j in range(dst.shape[1]):
             dst[b, j] = src[b, j]
+
+
+# ---- the hybrid rules of a major step, in compiled code ------------------------------------------
+# The rendered adaptive loop's twins of Simulation's event rules (engine/scheduler.py: fire_events,
+# _phase_events_at_t, _baseline), for a plan whose blocks all react in kernels.
+
+@numba.njit(cache=True, error_model="numpy")
+def any_fired(mask, e, f):
+    """Whether a member's function in columns e:f of mask (B, n_zc) fired."""
+    for b in range(mask.shape[0]):
+        for j in range(e, f):
+            if mask[b, j]:
+                return True
+    return False
+
+
+@numba.njit(cache=True, error_model="numpy")
+def note_events(times, rows, count, t, block, mask, e, f):
+    """Append the events of one block (its functions in columns e:f of mask) at time t: times[k]
+    = t, rows[k] = (block, function index, member), member by member as Simulation.fire_events
+    lists them; returns the new count. The caller keeps room for B (f - e) more."""
+    for b in range(mask.shape[0]):
+        for j in range(e, f):
+            if mask[b, j]:
+                times[count] = t
+                rows[count, 0] = block
+                rows[count, 1] = j - e
+                rows[count, 2] = b
+                count += 1
+    return count
+
+
+@numba.njit(cache=True, error_model="numpy")
+def fired_before(g_prev, fired):
+    """fired = the functions an event at this time has fired (NaN in the baseline g_prev)."""
+    for b in range(g_prev.shape[0]):
+        for j in range(g_prev.shape[1]):
+            fired[b, j] = np.isnan(g_prev[b, j])
+
+
+@numba.njit(cache=True, error_model="numpy")
+def mark_fired(fired, mask):
+    """fired |= mask."""
+    for b in range(fired.shape[0]):
+        for j in range(fired.shape[1]):
+            fired[b, j] = fired[b, j] or mask[b, j]
+
+
+@numba.njit(cache=True, error_model="numpy")
+def clear_fired(fired):
+    """fired = False everywhere."""
+    for b in range(fired.shape[0]):
+        for j in range(fired.shape[1]):
+            fired[b, j] = False
+
+
+@numba.njit(cache=True, error_model="numpy")
+def probe_needed(g, fired):
+    """Whether the baseline of g needs the probe a moment later: a component exactly zero, or one
+    that has just fired."""
+    for b in range(g.shape[0]):
+        for j in range(g.shape[1]):
+            if g[b, j] == 0.0 or fired[b, j]:
+                return True
+    return False
+
+
+@numba.njit(cache=True, error_model="numpy")
+def baseline_after_event(g_prev, mask, g_end):
+    """The baseline after a located event's reactions: NaN for the functions it fired (judged
+    again at the event's major step), g_end for the others."""
+    for b in range(g_prev.shape[0]):
+        for j in range(g_prev.shape[1]):
+            g_prev[b, j] = np.nan if mask[b, j] else g_end[b, j]
+
+
+@numba.njit(cache=True, error_model="numpy")
+def baseline_from_probe(g_prev, g, later, fired):
+    """Simulation._baseline's rule: g_prev = g, with each component that is zero or has fired
+    replaced by its value a moment later where that is finite and not zero (the direction it
+    leaves in); True when one leaves."""
+    leaves = False
+    for b in range(g.shape[0]):
+        for j in range(g.shape[1]):
+            v = later[b, j]
+            leave = (g[b, j] == 0.0 or fired[b, j]) and np.isfinite(v) and v != 0.0
+            g_prev[b, j] = v if leave else g[b, j]
+            leaves |= leave
+    return leaves
