@@ -236,3 +236,35 @@ def test_a_stop_condition_true_at_the_start_stops_in_compiled_code(tmp_path, mon
     assert b.stopped_by == a.stopped_by == "stop"
     assert b.t.tolist() == a.t.tolist() == [0.0]
     assert_same_run(a, b)
+
+
+SLIDING = """
+blocksim: 1
+blocks:
+  x:  {type: Integrator, x0: 1.0}
+  sg: {type: Sign}
+  k:  {type: Gain, gain: -1.0}
+connections: [x -> sg, sg -> k, k -> x]
+simulation: {stop_time: 2.0, solver: dopri5}
+log: {signals: [x.out], every: 0.01}
+"""
+
+
+def test_a_chattering_switch_stops_with_an_error_in_both_modes(tmp_path):
+    """x' = -sign(x) from x = 1 reaches 0 at t = 1 s and would then switch forever without time
+    advancing (a sliding mode: Zeno behaviour). Both modes stop at the 1000th event in a row with
+    the same error naming the Sign's line, instead of hanging."""
+    from blocksim.engine.scheduler import MAX_CONSECUTIVE_EVENTS
+    path = tmp_path / "sliding.yaml"
+    path.write_text(SLIDING)
+    diagram = blocksim.load(path)
+    messages = []
+    for mode in ("interpreted", "compiled"):
+        with pytest.raises(blocksim.errors.SolverError) as err:
+            blocksim.Simulator(diagram, mode=mode).run()
+        messages.append(str(err.value))
+        assert err.value.block == "sg" and err.value.where.line == 5     # the Sign's line
+    assert messages[0] == messages[1]
+    assert f"{MAX_CONSECUTIVE_EVENTS} zero-crossing events in a row" in messages[0]
+    t = float(messages[0].split("up to t = ")[1].split(" s")[0])
+    assert 1.0 <= t < 1.0 + 1e-8

@@ -29,7 +29,8 @@ twice per event. Python is otherwise entered between chunks of steps only, for t
 and Ctrl-C.
 
 State carried between chunks: fstate = [t, t1 (the bound of the interval being integrated),
-h_next (NaN before the first step), t_old], istate = ISTATE's fields.
+h_next (NaN before the first step), t_old, the time of the last event (-inf before one)],
+istate = ISTATE's fields.
 """
 from __future__ import annotations
 
@@ -44,7 +45,7 @@ from ..solvers.base import BOUND_SNAP_FRACTION, MIN_STEP_SPACINGS
 from ..solvers.events import SEARCH_FLOATS, SEARCH_INTS
 from .major_step import phase_handlers
 from .run_output import Event
-from .scheduler import PROBE_STEP
+from .scheduler import CONSECUTIVE_EVENT_SPAN, MAX_CONSECUTIVE_EVENTS, PROBE_STEP
 from .loops import first_chunk, held_buffer, loop_clock, next_chunk
 from .progress import Progress
 from .run_output import RunOutput
@@ -52,7 +53,8 @@ from .source_text import block, indent, unpacked
 
 ISTATE = ("n", "n_floor", "mode", "have_f", "log_pos", "nfev", "nsteps", "nrejected",
           "major_steps", "next_break", "tick_next", "floor_next", "reason", "resume", "first",
-          "have_gprev", "leaving", "n_events", "stopped_by", "final_logged")
+          "have_gprev", "leaving", "n_events", "stopped_by", "final_logged",
+          "in_a_row")
 """The integer state of a run in run_adaptive, by index: the tick of t (-1 off the tick grid,
 after a breakpoint), the tick counted from when off the grid, 0 at a major step or 1 between
 steps inside an interval, whether f(t, x) is known (FSAL), the log position, the solver's
@@ -63,7 +65,8 @@ its events at t, 2: after the modes of the step ahead), whether the next major s
 first, whether the crossing functions have a baseline, whether one of them leaves zero at
 t (the modes of the step ahead are then set a moment later), the events noted since Python last
 listed them, the block that stopped the run (its index in the plan's crossings + 1, 0: none) and
-whether the log's last sample was taken at a stop off the log grid."""
+whether the log's last sample was taken at a stop off the log grid, and the events in a row
+(Simulation.count_event_in_a_row)."""
 _I = {name: k for k, name in enumerate(ISTATE)}
 
 DONE, FINISHED, NOT_FINITE, UNDERFLOW, BAD_DERIVATIVE, STEP_NOT_FINITE = 0, 1, 2, 3, 4, 9
@@ -75,6 +78,9 @@ EVENT, EVENTS_AT_T, MODES_AHEAD, BASELINE = 5, 6, 7, 8
 located event (its outputs computed), a major step's events at t, the modes of the step ahead,
 the baseline of a crossing function exactly zero at a step's end."""
 SERVICES = (EVENT, EVENTS_AT_T, MODES_AHEAD, BASELINE)
+CHATTERING = 10
+"""run_adaptive's status when events came MAX_CONSECUTIVE_EVENTS times in a row without time
+advancing (Simulation.count_event_in_a_row): Python raises the run's error."""
 
 
 def renderable(plan) -> bool:
@@ -180,6 +186,20 @@ def _finish_log(gen) -> list[str]:
         indent(gen.record_body(), 4) + ["    log_pos += 1", "    final_logged = 1"]
 
 
+def _fire_events(gen) -> list[str]:
+    """Simulation.fire_events at t: counted as an event in a row (count_event_in_a_row: at
+    MAX_CONSECUTIVE_EVENTS the loop returns CHATTERING, for Python to raise the error), then the
+    blocks' events noted and their reactions."""
+    return [f"if t - last_event_t <= {CONSECUTIVE_EVENT_SPAN!r} * max(1.0, abs(t)):",
+            "    in_a_row += 1",
+            "else:",
+            "    in_a_row = 0",
+            "last_event_t = t",
+            f"if in_a_row >= {MAX_CONSECUTIVE_EVENTS}:",
+            f"    status = {CHATTERING}",
+            "    break"] + gen.fire_events_body()
+
+
 def _stop(gen) -> list[str]:
     return ["if stop_now:"] + indent(_finish_log(gen) + ["status = 1", "break"], 4)
 
@@ -197,7 +217,7 @@ def _render_events_at_t(gen) -> list[str]:
          "if have_gprev != 0:",
          "    fired_before(g_prev, fired)",
          "    if crossed_into(g_prev, g, directions, ev_mask):"] + \
-        indent(gen.fire_events_body() + ["have_f = 0"] + _stop(gen)
+        indent(_fire_events(gen) + ["have_f = 0"] + _stop(gen)
                + ["mark_fired(fired, ev_mask)", "resume = 3", "continue"], 8)
     return ["if (resume == 0 or resume == 3) and n_zc > 0:",
             "    if resume == 0 and first == 0 and have_gprev != 0 and not crossed_into("
@@ -225,7 +245,7 @@ def _render_event_reactions(gen) -> list[str]:
     log's last sample; otherwise the baseline marks the fired functions (NaN: judged at the major
     step at the same t that follows), and an event off the tick grid gets its floor tick."""
     return ["if stopping:"] + indent(_finish_log(gen) + ["status = 1", "break"], 4) + \
-        gen.fire_events_body() + \
+        _fire_events(gen) + \
         ["have_f = 0",
          "if stop_now:", "    stopping = True", "    continue",
          "baseline_after_event(g_prev, ev_mask, g_end)",
@@ -283,7 +303,8 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
     nfev, nsteps, nrejected, major_steps = istate[5], istate[6], istate[7], istate[8]
     next_break, tick_next, floor_next, reason = istate[9], istate[10], istate[11], istate[12]
     resume, first, have_gprev, leaving = istate[13], istate[14], istate[15], istate[16]
-    n_events, stopped_by, final_logged = istate[17], istate[18], istate[19]
+    n_events, stopped_by, final_logged, in_a_row = istate[17], istate[18], istate[19], istate[20]
+    last_event_t = fstate[4]
     ev_room = ev_times.shape[0] - 4 * g.shape[0] * g.shape[1]
     stop_now = stopping = False
     probe_kind = probe_return = 0
@@ -636,7 +657,8 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
     istate[5], istate[6], istate[7], istate[8] = nfev, nsteps, nrejected, major_steps
     istate[9], istate[10], istate[11], istate[12] = next_break, tick_next, floor_next, reason
     istate[13], istate[14], istate[15], istate[16] = resume, first, have_gprev, leaving
-    istate[17], istate[18], istate[19] = n_events, stopped_by, final_logged
+    istate[17], istate[18], istate[19], istate[20] = n_events, stopped_by, final_logged, in_a_row
+    fstate[4] = last_event_t
     return status
 """
 
@@ -675,7 +697,7 @@ def run(backend, sim) -> RunOutput | None:
     max_step = np.inf if fixed else float(s.max_step)    # a fixed step is the step, always
     h_first = np.nan if s.step is None else \
         float(s.step) if fixed else min(float(s.step), float(s.max_step))
-    fstate = np.array([float(s.start), float(s.start), h_first, np.nan])
+    fstate = np.array([float(s.start), float(s.start), h_first, np.nan, -np.inf])
     istate = np.zeros(len(ISTATE), dtype=np.int64)
     istate[_I["tick_next"]] = istate[_I["floor_next"]] = -1
     istate[_I["first"]] = 1
@@ -735,6 +757,8 @@ def run(backend, sim) -> RunOutput | None:
         sim.log_final_state(t, arrays[0])
     elif status == NOT_FINITE:
         sim.check_finite(t)
+    elif status == CHATTERING:
+        sim.chattering_error(t)
     elif status in (UNDERFLOW, BAD_DERIVATIVE, STEP_NOT_FINITE):
         _fail(sim, status, counters["reason"], t, float(fstate[3]), arrays[0])
     t_log, data = sim.recorder.finished()

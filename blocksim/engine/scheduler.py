@@ -38,6 +38,15 @@ CROSSING_MAX_STEP_DIVISIONS = 50
 stages hides the crossing function's input from the step-size control."""
 
 PROBE_STEP = 1e-8
+
+MAX_CONSECUTIVE_EVENTS = 1000
+"""Events in a row, each within CONSECUTIVE_EVENT_SPAN of the last, after which a run stops with
+an error instead of hanging (Simulink's limit on consecutive zero crossings): a switch that
+chatters at a discontinuity (Zeno behaviour) would otherwise fire forever without time
+advancing."""
+
+CONSECUTIVE_EVENT_SPAN = 1e-9
+"""Relative time (of max(1, |t|) s) within which an event follows the last one in a row."""
 """Relative time step (of max(1, |t|) s) at which a crossing function that sits exactly on zero
 is evaluated to learn the direction it leaves in (Simulation._baseline)."""
 
@@ -194,6 +203,8 @@ class Simulation:
         """The start of every run: initial states, then the constant blocks' outputs."""
         self.events = []
         self.stopped_by = None
+        self.events_in_a_row = 0    # fire_events' count of events each close to the last
+        self.last_event_t = -np.inf
         self._stage_reads = None     # what a stage read at the end of the last step (_advance)
         views, blocks = self.context.views, self.cd.blocks
         for name in self.plan.order:
@@ -356,7 +367,9 @@ class Simulation:
         return np.where(d > 0, rising, np.where(d < 0, falling, rising | falling))
 
     def fire_events(self, t: float, mask: np.ndarray) -> bool:
-        """Call on_event of every block with a crossing in mask; True when one asks to stop."""
+        """Call on_event of every block with a crossing in mask; True when one asks to stop.
+        Raises SolverError at the MAX_CONSECUTIVE_EVENTS-th event in a row."""
+        self.count_event_in_a_row(t)
         stop = False
         cd = self.cd
         for name in self.plan.crossings:
@@ -371,6 +384,33 @@ class Simulation:
                 stop = True
                 self.stopped_by = name
         return stop
+
+    def count_event_in_a_row(self, t: float) -> None:
+        """Count the reactions at t as one more event in a row when within
+        CONSECUTIVE_EVENT_SPAN max(1, |t|) s of the last (else the first of a new row); at
+        MAX_CONSECUTIVE_EVENTS, chattering_error. The compiled loop keeps the same count."""
+        if t - self.last_event_t <= CONSECUTIVE_EVENT_SPAN * max(1.0, abs(t)):
+            self.events_in_a_row += 1
+        else:
+            self.events_in_a_row = 0
+        self.last_event_t = t
+        if self.events_in_a_row >= MAX_CONSECUTIVE_EVENTS:
+            self.chattering_error(t)
+
+    def chattering_error(self, t: float) -> None:
+        """Raise the SolverError of a run whose events come without time advancing, naming the
+        blocks and functions of the last events (those noted so far)."""
+        last = self.events[-8:]
+        names = sorted({e.block for e in last})
+        where = self.cd.spec.blocks[names[0]].where if names else None
+        fired = ", ".join(sorted({f"{e.block} function {e.index}" for e in last}))
+        raise SolverError(
+            f"{MAX_CONSECUTIVE_EVENTS} zero-crossing events in a row, each within "
+            f"{CONSECUTIVE_EVENT_SPAN:g} s of the last, up to t = {t:.12g} s ({fired or 'none'}): "
+            "a switch chatters at a discontinuity and time does not advance. Smooth the switch "
+            "(e.g. a friction_smoothing > 0), give it a band (Karnopp or LuGre friction, a "
+            "Relay's hysteresis), or use a fixed-step solver", where=where,
+            block=names[0] if names else None)
 
     def _baseline(self, t: float, g: np.ndarray, fired=None) -> tuple[np.ndarray, bool]:
         """The crossing functions' baseline at t, against which the next values are judged: g,
