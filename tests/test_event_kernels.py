@@ -12,8 +12,7 @@ from numba import njit
 
 from blocksim.blocks.continuous import integrator_event
 from blocksim.blocks.math import relay_event
-from blocksim.blocks.robot_kernels import STOP_CAPTURE_SPEED, manipulator_event
-from blocksim.blocks.robot_kernels import RESTITUTION
+from blocksim.blocks.robot_kernels import RESTITUTION, STOP_CAPTURE_SPEED, manipulator_event
 from blocksim.blocks.sinks import stop_at_start, stop_event
 from blocksim.models.joint_law import Q_MAX, Q_MIN
 

@@ -203,11 +203,17 @@ def scale_rows(u, k, y):
 @njit(cache=True, inline="always")
 def clamp_rows(x, lower, upper, y):
     """y = min(max(x, lower), upper), elementwise (x (B, w) or (B, 1) broadcast)."""
-    wx = x.shape[1]
     for b in range(y.shape[0]):
         for i in range(y.shape[1]):
-            v = x[b, i if wx > 1 else 0]
-            y[b, i] = lower[b, i] if v < lower[b, i] else (upper[b, i] if v > upper[b, i] else v)
+            y[b, i] = clamp_at(x, lower, upper, b, i)
+
+
+@njit(cache=True, inline="always")
+def clamp_at(x, lower, upper, b, i):
+    """Element (b, i) of clamp_rows(x, lower, upper, .): x[b, i] (x[b, 0] for a (B, 1) x) within
+    [lower[b, i], upper[b, i]]."""
+    v = x[b, i if x.shape[1] > 1 else 0]
+    return lower[b, i] if v < lower[b, i] else (upper[b, i] if v > upper[b, i] else v)
 
 
 @njit(cache=True, inline="always")

@@ -8,7 +8,7 @@ import numpy as np
 from numba import njit
 
 from ..errors import ParameterError, WidthError
-from ._kernels import clamp_rows, kernel_params
+from ._kernels import clamp_at, clamp_rows, kernel_params
 from .base import Block, Kernels, Param, common_width, register
 
 RESETS = ("none", "rising", "falling", "either")
@@ -41,12 +41,8 @@ def start_value_at(u, p, b, i):
     """Channel i of member b's start value: x0 (the input port x0 where there is one, else the
     parameter) within the limits."""
     if p.x0_port >= 0:
-        x0 = u[p.x0_port]
-        v = x0[b, i if x0.shape[1] > 1 else 0]
-    else:
-        v = p.x0[b, i]
-    lo, hi = p.lower[b, i], p.upper[b, i]
-    return lo if v < lo else (hi if v > hi else v)
+        return clamp_at(u[p.x0_port], p.lower, p.upper, b, i)
+    return clamp_at(p.x0, p.lower, p.upper, b, i)
 
 
 @njit(cache=True, inline="always")

@@ -69,11 +69,10 @@ from .robot_kernels import (RESET_Q0, RESET_QD0, CoupledDynamicsParams,
                             forward_kinematics_output, gravity_compensation_output,
                             inverse_dynamics_closed_form_output, inverse_dynamics_output,
                             jacobian_output, manipulator_closed_form_derivative,
-                            manipulator_derivative, manipulator_mode_rows, manipulator_modes,
-                            manipulator_event, manipulator_held_sign_derivative,
-                            manipulator_output, manipulator_partial_output,
+                            manipulator_derivative, manipulator_event,
+                            manipulator_held_sign_derivative, manipulator_mode_rows,
+                            manipulator_modes, manipulator_output, manipulator_partial_output,
                             manipulator_zero_crossings)
-
 
 FRICTION_LAWS = ("none", "model", "coulomb_viscous", "stribeck")
 #: The Manipulator's laws: the static maps, and LuGre (bristle state) and Karnopp (stick band).

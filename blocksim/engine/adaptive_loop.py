@@ -44,11 +44,10 @@ from ..solvers import SOLVERS, make_solver
 from ..solvers.base import BOUND_SNAP_FRACTION, MIN_STEP_SPACINGS
 from ..solvers.events import SEARCH_FLOATS, SEARCH_INTS
 from .major_step import phase_handlers
-from .run_output import Event
-from .scheduler import CONSECUTIVE_EVENT_SPAN, MAX_CONSECUTIVE_EVENTS, PROBE_STEP
 from .loops import first_chunk, held_buffer, loop_clock, next_chunk
 from .progress import Progress
-from .run_output import RunOutput
+from .run_output import Event, RunOutput
+from .scheduler import CONSECUTIVE_EVENT_SPAN, MAX_CONSECUTIVE_EVENTS, PROBE_STEP
 from .source_text import block, indent, unpacked
 
 ISTATE = ("n", "n_floor", "mode", "have_f", "log_pos", "nfev", "nsteps", "nrejected",
@@ -213,12 +212,12 @@ def _render_events_at_t(gen) -> list[str]:
     check = ["stop_now = False",
              "if first != 0:", "    first = 0"] + indent(gen.stop_at_start_body(), 4) + \
         _stop(gen) + \
-        ["clear_fired(fired)",
-         "if have_gprev != 0:",
+        ["if have_gprev != 0:",
          "    fired_before(g_prev, fired)",
          "    if crossed_into(g_prev, g, directions, ev_mask):"] + \
         indent(_fire_events(gen) + ["have_f = 0"] + _stop(gen)
-               + ["mark_fired(fired, ev_mask)", "resume = 3", "continue"], 8)
+               + ["mark_fired(fired, ev_mask)", "resume = 3", "continue"], 8) + \
+        ["else:", "    clear_fired(fired)"]
     return ["if (resume == 0 or resume == 3) and n_zc > 0:",
             "    if resume == 0 and first == 0 and have_gprev != 0 and not crossed_into("
             "g_prev, g, directions, ev_mask) and not baseline_needed(g, g_prev):",
@@ -581,10 +580,9 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
             continue
         if task == 22:                               # the probe and the restore done
             if probe_kind == 1:                      # g holds the functions a moment later
-                if baseline_from_probe(g_prev, g_base, g, fired) and probe_return == 1:
-                    leaving = 1
-                elif probe_return == 1:
-                    leaving = 0
+                leaves = baseline_from_probe(g_prev, g_base, g, fired)
+                if probe_return == 1:                # the step-end baseline's is not asked
+                    leaving = 1 if leaves else 0
             if probe_return == 3:
                 task = 10
             else:

@@ -155,8 +155,8 @@ class Generator:
         not their parameter values) and the number of parameter records. Two diagrams with one
         key get the same text from source()."""
         kernels = tuple((name, k.output, k.partial_output, k.derivative, k.update,
-                         k.zero_crossings, k.modes, getattr(k, "event", None),
-                         getattr(k, "stop_requested", None)) for name, k in self.kernels.items())
+                         k.zero_crossings, k.modes, k.event, k.stop_requested)
+                   for name, k in self.kernels.items())
         return plan_key(self.plan), kernels, len(self.params), self.reactions_compiled
 
     def _switched(self, name: str, call: str) -> str:
@@ -289,7 +289,7 @@ class Generator:
             e, f = self.plan.zc_slices[name]
             body = [f"n_events = note_events(ev_times, ev_rows, n_events, t, {k}, ev_mask, "
                     f"{e}, {f})"]
-            event = getattr(self.kernels[name], "event", None)
+            event = self.kernels[name].event
             if event is not None:
                 body += [f"if {self._fn(event)}({self._args(name, 'mask')}):",
                          "    stop_now = True", f"    stopped_by = {k + 1}"]
@@ -301,7 +301,7 @@ class Generator:
         stop_requested kernel says so sets stop_now and stopped_by."""
         lines = []
         for k, name in enumerate(self.plan.crossings):
-            check = getattr(self.kernels[name], "stop_requested", None)
+            check = self.kernels[name].stop_requested
             if check is not None:
                 lines += self._guarded(name, f"not stop_now and {self._fn(check)}"
                                              f"({self._args(name, None)})",

@@ -38,6 +38,8 @@ CROSSING_MAX_STEP_DIVISIONS = 50
 stages hides the crossing function's input from the step-size control."""
 
 PROBE_STEP = 1e-8
+"""Relative time step (of max(1, |t|) s) at which a crossing function that sits exactly on zero
+is evaluated to learn the direction it leaves in (Simulation._baseline)."""
 
 MAX_CONSECUTIVE_EVENTS = 1000
 """Events in a row, each within CONSECUTIVE_EVENT_SPAN of the last, after which a run stops with
@@ -47,8 +49,6 @@ advancing."""
 
 CONSECUTIVE_EVENT_SPAN = 1e-9
 """Relative time (of max(1, |t|) s) within which an event follows the last one in a row."""
-"""Relative time step (of max(1, |t|) s) at which a crossing function that sits exactly on zero
-is evaluated to learn the direction it leaves in (Simulation._baseline)."""
 
 
 @dataclass(frozen=True)
