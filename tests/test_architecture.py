@@ -165,13 +165,22 @@ RETURNS_A_NUMBER_ARGUMENT = {
     ("models/friction.py", "karnopp_torque_in", "tau_applied"),
     ("models/friction.py", "karnopp_torque_in", "Fs"),
     ("solvers/events.py", "note_events", "count"),
+    ("blocks/control.py", "_integrand", "e"),
+    ("blocks/control.py", "clamp_decide", "m"),
+    ("blocks/control.py", "clamp_decide", "o"),
+    ("blocks/control.py", "clamp_output", "v"),
+    ("blocks/control.py", "parabola_vertex", "t3"),
+    ("blocks/control.py", "parabola_vertex", "y3"),
+    ("models/contact.py", "wall_witness", "delta"),
+    ("models/joint_law.py", "clipped", "t"),
 }
 """The numba functions compiled on their own that return one of their arguments as it came: each
 argument here is a number (an index, a voltage, a torque), none an array."""
 
 
 def test_no_function_compiled_on_its_own_returns_an_array_it_was_given():
-    """A numba function not inlined, first compiled for a generated module's function (which
+    """A numba function not inlined by numba (forceinline=True is inlined by LLVM, into code
+    compiled on its own first), first compiled for a generated module's function (which
     counts no references: engine/numba_backend.NO_REFERENCE_COUNTS), is compiled without counts
     too; returning an array it was given, it would free that array under a caller that counts.
     So such functions return only numbers they were given: any new `return <argument>` is to be
@@ -182,7 +191,8 @@ def test_no_function_compiled_on_its_own_returns_an_array_it_was_given():
             if not isinstance(fn, ast.FunctionDef):
                 continue
             decorators = [ast.unparse(d) for d in fn.decorator_list]
-            if not any("jit" in d for d in decorators) or any("inline" in d for d in decorators):
+            if not any("jit" in d for d in decorators) or \
+                    any("inline='always'" in d for d in decorators):
                 continue
             arguments = {a.arg for a in fn.args.args}
             for node in ast.walk(fn):
@@ -192,3 +202,51 @@ def test_no_function_compiled_on_its_own_returns_an_array_it_was_given():
                                  for item in items
                                  if isinstance(item, ast.Name) and item.id in arguments)
     assert found == RETURNS_A_NUMBER_ARGUMENT
+
+
+def _jit_decorators():
+    """(file, function, decorator text) of every numba-compiled function of the package."""
+    for path in PACKAGE.rglob("*.py"):
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if isinstance(fn, ast.FunctionDef):
+                for d in fn.decorator_list:
+                    text = ast.unparse(d)
+                    if "jit" in text:
+                        yield path.relative_to(PACKAGE).as_posix(), fn.name, text
+
+
+def test_every_kernel_that_llvm_inlines_is_compiled_without_reference_counts():
+    """A function compiled on its own takes the reference-count setting of the code that first
+    compiles it (interpreted mode's call, or a generated loop without counts) unless its decorator
+    fixes one; a kernel compiled with counts in one process and linked into a loop without them
+    in another (or the reverse) is the same function with other code. So every forceinline=True
+    function declares _nrt=False, and a helper that allocates declares _nrt=True: then a kernel
+    is the same code whoever compiles it first, and a generated module of blocksim's kernels
+    never needs the counted fallback."""
+    loose = sorted(f"{path}:{name}" for path, name, text in _jit_decorators()
+                   if "forceinline=True" in text and "_nrt=False" not in text)
+    assert loose == []
+    functions = {}          # every numba function: what a generated loop can reach from kernels
+    for path in PACKAGE.rglob("*.py"):
+        for fn in ast.walk(ast.parse(path.read_text())):
+            decorators = [ast.unparse(d) for d in getattr(fn, "decorator_list", [])]
+            if isinstance(fn, ast.FunctionDef) and any("jit" in d for d in decorators):
+                calls = {ast.unparse(n.func).split(".")[-1] for n in ast.walk(fn)
+                         if isinstance(n, ast.Call)}
+                allocates = any(f"np.{a}" in ast.unparse(fn)
+                                for a in ("empty", "zeros", "ones", "linalg", "ascontiguousarray"))
+                functions[fn.name] = (decorators[0], calls, allocates)
+    kernels = {name.id for path in PACKAGE.rglob("*.py")
+               for n in ast.walk(ast.parse(path.read_text()))
+               if isinstance(n, ast.Call) and ast.unparse(n.func) == "Kernels"
+               for k in n.keywords for name in ast.walk(k.value) if isinstance(name, ast.Name)}
+    reached = set()
+    todo = [n for n, (d, _, _) in functions.items() if "forceinline=True" in d or n in kernels]
+    while todo:
+        name = todo.pop()
+        if name not in reached:
+            reached.add(name)
+            todo += [c for c in functions[name][1] if c in functions]
+    allocating = sorted(n for n in reached if functions[n][2] and "_nrt=True" not in functions[n][0])
+    assert allocating == []
+    assert {"singularity_ratios", "coriolis_matrix_into"} <= reached

@@ -182,7 +182,7 @@ def packed(*rows) -> np.ndarray:
     return np.ascontiguousarray(np.stack([np.asarray(r, dtype=float) for r in rows], axis=2))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def fill_rows(src, y):
     """y = src for (B, w) arrays; a (B, 1) src is repeated over the row."""
     ws = src.shape[1]
@@ -191,7 +191,7 @@ def fill_rows(src, y):
             y[b, i] = src[b, i if ws > 1 else 0]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def scale_rows(u, k, y):
     """y[b, i] = k[b, i] * u[b, i or 0] (u may be a scalar signal broadcast over the row)."""
     wu = u.shape[1]
@@ -200,7 +200,7 @@ def scale_rows(u, k, y):
             y[b, i] = k[b, i] * u[b, i if wu > 1 else 0]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def clamp_rows(x, lower, upper, y):
     """y = min(max(x, lower), upper), elementwise (x (B, w) or (B, 1) broadcast)."""
     for b in range(y.shape[0]):
@@ -208,7 +208,7 @@ def clamp_rows(x, lower, upper, y):
             y[b, i] = clamp_at(x, lower, upper, b, i)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def clamp_at(x, lower, upper, b, i):
     """Element (b, i) of clamp_rows(x, lower, upper, .): x[b, i] (x[b, 0] for a (B, 1) x) within
     [lower[b, i], upper[b, i]]."""
@@ -216,6 +216,6 @@ def clamp_at(x, lower, upper, b, i):
     return lower[b, i] if v < lower[b, i] else (upper[b, i] if v > upper[b, i] else v)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def no_update(t, xc, xd, u, p):
     """The update of a discrete block without state (compiled mode calls one at every hit)."""

@@ -56,7 +56,7 @@ class OwnLoad:
 DC_R, DC_L, DC_KT, DC_KE, DC_N, DC_J, DC_B = range(7)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def dc_motor_derivative_kernel(i, v, qd, P, di):
     """di/dt = dc_current_rate (A/s); signals (B, n or 1), P (B, n, 5) columns DC_*."""
     wv = v.shape[1]
@@ -67,7 +67,7 @@ def dc_motor_derivative_kernel(i, v, qd, P, di):
                                        P[b, j, DC_R], P[b, j, DC_L], P[b, j, DC_KE], P[b, j, DC_N])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def dc_motor_load_derivative_kernel(x, v, tau_load, P, dx):
     """The motor with its own load, x = [i | q | qd] (B, 3 n): di/dt = dc_current_rate,
     dq/dt = qd, dqd/dt = load_acceleration of the motor's torque (A/s, rad/s, rad/s^2)."""
@@ -85,7 +85,7 @@ def dc_motor_load_derivative_kernel(x, v, tau_load, P, dx):
                                                  P[b, j, DC_B])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def dc_motor_load_output(t, xc, xd, u, y, p):
     """The motor with its own load: the motor's outputs at the load's speed, then q and qd."""
     n = y[0].shape[1]
@@ -97,12 +97,12 @@ def dc_motor_load_output(t, xc, xd, u, y, p):
             y[7][b, j] = xc[b, 2 * n + j]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def dc_motor_load_derivative(t, xc, xd, u, dxc, p):
     dc_motor_load_derivative_kernel(xc, u[0], u[1], p.coeffs, dxc)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def dc_motor_output_kernel(i, v, qd, P, i_out, tau, p_elec, p_copper, e_mag, p_mech, want):
     """Current (A), joint torque dc_torque (N m), the dc_powers terms (W, W, J) and tau qd (W): those
     flagged in want (6 bools, in the output order)."""
@@ -211,18 +211,18 @@ class DCMotor(OwnLoad, ActuatorBlock):
                        derivative=dc_motor_derivative)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def dc_motor_output(t, xc, xd, u, y, p):
     dc_motor_output_kernel(xc, u[0], u[1], p.coeffs, y[0], y[1], y[2], y[3], y[4], y[5],
                            (True, True, True, True, True, True))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def dc_motor_partial_output(t, xc, xd, u, y, p, want):
     dc_motor_output_kernel(xc, u[0], u[1], p.coeffs, y[0], y[1], y[2], y[3], y[4], y[5], want)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def dc_motor_derivative(t, xc, xd, u, dxc, p):
     dc_motor_derivative_kernel(xc, u[0], u[1], p.coeffs, dxc)
 
@@ -291,7 +291,7 @@ def pmsm_load_derivative_kernel(x, vd, vq, tau_load, P, dx):
                                                  P[b, j, PM_B])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def pmsm_load_output(t, xc, xd, u, y, p):
     """The PMSM with its own load: the motor's outputs at the load's q and qd, then q and qd."""
     n = y[0].shape[1]
@@ -303,18 +303,18 @@ def pmsm_load_output(t, xc, xd, u, y, p):
             y[9][b, j] = xc[b, 3 * n + j]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def pmsm_load_derivative(t, xc, xd, u, dxc, p):
     pmsm_load_derivative_kernel(xc, u[0], u[1], u[2], p.coeffs, dxc)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def pmsm_output(t, xc, xd, u, y, p):
     pmsm_output_kernel(xc, u[0], u[1], u[2], u[3], p.coeffs, y[0], y[1], y[2], y[3], y[4], y[5], y[6],
                        y[7])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def pmsm_derivative(t, xc, xd, u, dxc, p):
     pmsm_derivative_kernel(xc, u[0], u[1], u[2], p.coeffs, dxc)
 
@@ -422,7 +422,7 @@ class PMSM(OwnLoad, ActuatorBlock):
 TC_N, TC_KT = range(2)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def torque_to_current_kernel(tau, P, iq):
     """iq* = q_current_setpoint (A); P (B, n, 2) columns TC_*."""
     wt = tau.shape[1]
@@ -431,12 +431,12 @@ def torque_to_current_kernel(tau, P, iq):
             iq[b, j] = q_current_setpoint(tau[b, j if wt > 1 else 0], P[b, j, TC_N], P[b, j, TC_KT])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def torque_to_current_output(t, xc, xd, u, y, p):
     torque_to_current_kernel(u[0], p.coeffs, y[0])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def torque_to_current_dq_output(t, xc, xd, u, y, p):
     """iq* and id* = 0."""
     torque_to_current_kernel(u[0], p.coeffs, y[0])
@@ -485,7 +485,7 @@ class TorqueToCurrent(ActuatorBlock):
 CC_KPD, CC_KID, CC_KPQ, CC_KIQ, CC_LD, CC_LQ, CC_PSI, CC_P, CC_N, CC_VMAX = range(10)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def current_pi_q_kernel(iq_ref, iq, qd, z, P, decouple, Ts, v, update):
     """current_pi_axis on the q axis per member and joint, with the back-EMF feed-forward
     we psi (we = p N qd) when decoupling, else -0.0 (which changes no float).
@@ -532,23 +532,23 @@ def current_pi_dq_kernel(id_ref, iq_ref, i_d, i_q, qd, z, P, decouple, Ts, vd, v
                 vq[b, j] = vqk
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def current_pi_q_output(t, xc, xd, u, y, p):
     """The q-axis PI output; p a CurrentPIParams (as the other three current-PI adapters)."""
     current_pi_q_kernel(u[0], u[1], u[2], xd, p.coeffs, p.decouple, p.Ts, y[0], False)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def current_pi_q_update(t, xc, xd, u, p):
     current_pi_q_kernel(u[0], u[1], u[2], xd, p.coeffs, p.decouple, p.Ts, xd, True)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def current_pi_dq_output(t, xc, xd, u, y, p):
     current_pi_dq_kernel(u[0], u[1], u[2], u[3], u[4], xd, p.coeffs, p.decouple, p.Ts, y[0], y[1], False)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def current_pi_dq_update(t, xc, xd, u, p):
     current_pi_dq_kernel(u[0], u[1], u[2], u[3], u[4], xd, p.coeffs, p.decouple, p.Ts, xd, xd, True)
 

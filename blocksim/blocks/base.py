@@ -751,9 +751,11 @@ class Kernels:
     the others recompute on a miss are fine): compiled mode leaves out output calls whose outputs
     nobody reads, for blocks without update and zero-crossing kernels, and calls partial_output,
     where the block has one, when only some are read. Kernels, and the helpers that index their
-    arrays, are declared inline="always", so a call costs nothing beyond its work; a law's
-    arithmetic on numbers (models/friction.py) is a function compiled on its own, which numba
-    does not copy into every call site of a diagram's loop (its compile time). The event and
+    arrays, are declared forceinline=True: each is compiled on its own, once per installation and
+    cached, and LLVM inlines it into a diagram's loop, so a call costs nothing beyond its work and
+    the loop's compile does not type and lower the kernel again (docs/architecture.md,
+    "Physics"); a law's arithmetic on numbers (models/friction.py) is a function compiled on its
+    own that is called, not inlined. The event and
     stop_requested kernels run inside loops compiled without numba's runtime: they allocate
     nothing (explicit loops over members and channels, scalar temporaries), read everything
     beyond their arguments from p, and return a plain bool on every path.

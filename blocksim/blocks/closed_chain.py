@@ -57,7 +57,7 @@ columns in q; singular (B,) the members' singular_ratio (the crossing's threshol
 near-singular crossings in this run (Python-side: the warning is the run's first)."""
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def _same(a, b):
     """a and b are the same float (a signed zero differs from the other; NaN never matches)."""
     return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
@@ -111,7 +111,7 @@ def _solve(t, xc, u, p):
     return q, qd
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def _powers(p, b, qd, tau):
     """(motor power B tau . qd, damper power qd^T D qd) of member b (W)."""
     d = p.damping[b if p.damping.shape[0] > 1 else 0]
@@ -176,7 +176,7 @@ def closed_chain_derivative(t, xc, xd, u, dxc, p):
         dxc[b, 2 * n + 1] = loss
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def _within_tolerance(xc, b, saved, tol, rtol, atol):
     """Whether member b's projected state xc[b] is within the tolerance of the state before it
     (saved): every |dx_i| <= tol when tol >= 0 (the block's override), else every |dx_i| <=

@@ -25,7 +25,7 @@ stiffness k (B, 1) N/m, damping d (B, 1) N s/m, sphere (a ball, else a plane). x
 the held mode (models.contact)."""
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def contact_geometry(p, b, pose, twist):
     """(delta, delta', n0, n1, n2) of member b: the plane's or the ball's (models.contact)."""
     if p.sphere:
@@ -33,7 +33,7 @@ def contact_geometry(p, b, pose, twist):
     return plane_contact(p.point[b], p.normal[b], pose[b], twist[b])
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def contact_output(t, xc, xd, u, y, p):
     pose, twist, wrench, pen, force = u[0], u[1], y[0], y[1], y[2]
     for b in range(pose.shape[0]):
@@ -48,14 +48,14 @@ def contact_output(t, xc, xd, u, y, p):
         force[b, 0] = f
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def contact_modes(t, xc, xd, u, p):
     for b in range(u[0].shape[0]):
         delta, rate, _, _, _ = contact_geometry(p, b, u[0], u[1])
         xd[b, 0] = wall_mode(p.k[b, 0], p.d[b, 0], delta, rate)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def contact_zero_crossings(t, xc, xd, u, g, p):
     for b in range(u[0].shape[0]):
         delta, rate, _, _, _ = contact_geometry(p, b, u[0], u[1])
@@ -81,7 +81,7 @@ def tool_twist_rows(q, qd, model, data, jac, twist):
             twist[b, r] = s
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def tool_twist_output(t, xc, xd, u, y, p):
     tool_twist_rows(u[0], u[1], p.model, p.data, p.jac, y[0])
 
@@ -115,7 +115,7 @@ def joint_impedance_rows(q_d, qd_d, qdd_d, q, qd, model, law, data, use_cf, K, D
             tau[b, i] += K[b, i] * (q_d[b, i] - q[b, i]) + D[b, i] * (qd_d[b, i] - qd[b, i])
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def joint_impedance_output(t, xc, xd, u, y, p):
     joint_impedance_rows(u[0], u[1], u[2], u[3], u[4], p.model, p.law, p.data, p.use_cf, p.K, p.D,
                          p.model_terms, y[0])
@@ -163,7 +163,7 @@ def cartesian_impedance_rows(pose_d, twist_d, q, qd, model, law, data, use_cf, K
             tau[b, i] += s
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def cartesian_impedance_output(t, xc, xd, u, y, p):
     cartesian_impedance_rows(u[0], u[1], u[2], u[3], p.model, p.law, p.data, p.use_cf, p.K, p.D,
                              p.model_terms, p.work, y[0], y[1])
@@ -176,7 +176,7 @@ AdmittanceParams = namedtuple("AdmittanceParams", "m d k")
 The continuous state is [x (3, m) | x' (3, m/s)], the offset of the reference and its rate."""
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def admittance_output(t, xc, xd, u, y, p):
     pose0, twist0, pose, twist, offset = u[0], u[1], y[0], y[1], y[2]
     for b in range(xc.shape[0]):
@@ -190,7 +190,7 @@ def admittance_output(t, xc, xd, u, y, p):
             offset[b, j] = xc[b, j]
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def admittance_derivative(t, xc, xd, u, dxc, p):
     wrench, f_ref = u[2], u[3]
     for b in range(xc.shape[0]):

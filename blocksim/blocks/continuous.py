@@ -28,7 +28,7 @@ state port), and the width of the `reset` input (its crossings are the last rese
 reset)."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def clipped(v, lo, hi):
     """np.clip(v, lo, hi) of one number, as numpy computes it (a NaN v, or a NaN limit, gives
     NaN; at equal zeros of opposite signs the limit): min(max(v, lo), hi) with numpy's NaN rule."""
@@ -36,7 +36,7 @@ def clipped(v, lo, hi):
     return m if (math.isnan(m) or m < hi) else hi
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def start_value_at(u, p, b, i):
     """Channel i of member b's start value: x0 (the input port x0 where there is one, else the
     parameter) within the limits."""
@@ -45,7 +45,7 @@ def start_value_at(u, p, b, i):
     return clamp_at(p.x0, p.lower, p.upper, b, i)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def start_value_rows(u, p, out):
     """out (B, w) = every channel's start value (start_value_at)."""
     for b in range(out.shape[0]):
@@ -53,7 +53,7 @@ def start_value_rows(u, p, out):
             out[b, i] = start_value_at(u, p, b, i)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def limit_mode_rows(xc, xd, p):
     """Each channel's mode (xd[:, on_limit + i]): on a limit (1) where the state is at one or
     beyond, whatever the input, else free (0); nothing without limits (on_limit < 0)."""
@@ -67,7 +67,7 @@ def limit_mode_rows(xc, xd, p):
             xd[b, a + i] = 1.0 if (x <= lower[b, i] or x >= upper[b, i]) else 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def limited_rate_kernel(x, xd, on_limit, u, lower, upper, dx):
     """dx = u, except 0 where the channel is on a limit (its mode xd[:, on_limit + i], set at
     major steps and events) and u pushes outward (x >= upper and u > 0, or x <= lower and
@@ -86,7 +86,7 @@ def limited_rate_kernel(x, xd, on_limit, u, lower, upper, dx):
                 dx[b, i] = v
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def mark_on_limit(x, u, lower, upper, on_limit, xd):
     """The channels' modes: on a limit where x is at (or beyond) one and u pushes outward, else
     free (a state on a limit that u pushes back in leaves it in the next step)."""
@@ -98,7 +98,7 @@ def mark_on_limit(x, u, lower, upper, on_limit, xd):
             xd[b, on_limit + i] = 1.0 if on else 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def integrator_crossings(x, lower, upper, limits, reset, g):
     """g = [x - upper, x - lower] per channel (when `limits`; +-1 for an infinite limit), then the
     reset signal's channels."""
@@ -272,7 +272,7 @@ class Integrator(Block):
                        event=integrator_event if self.n_zc else None)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def integrator_event(t, xc, xd, u, mask, p):
     """The reaction to located crossings, per member: a channel whose limit crossing fired is
     clamped onto the limit; where a reset fired, the state port first keeps the value before it
@@ -308,12 +308,12 @@ def integrator_event(t, xc, xd, u, mask, p):
     return False
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def integrator_output(t, xc, xd, u, y, p):
     clamp_rows(xc, p.lower, p.upper, y[0])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def integrator_external_output(t, xc, xd, u, y, p):
     """y = x0 input (within the limits) until the member has loaded it, then the state."""
     x0 = u[p.x0_port]
@@ -327,7 +327,7 @@ def integrator_external_output(t, xc, xd, u, y, p):
             out[b, i] = lower[b, i] if v < lower[b, i] else (upper[b, i] if v > upper[b, i] else v)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def state_port_rows(xc, xd, p, out):
     """The state port: the value held at a reset (while its flag is set), else the state within
     the limits."""
@@ -340,19 +340,19 @@ def state_port_rows(xc, xd, p, out):
             out[b, i] = lower[b, i] if v < lower[b, i] else (upper[b, i] if v > upper[b, i] else v)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def integrator_state_output(t, xc, xd, u, y, p):
     clamp_rows(xc, p.lower, p.upper, y[0])
     state_port_rows(xc, xd, p, y[1])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def integrator_external_state_output(t, xc, xd, u, y, p):
     integrator_external_output(t, xc, xd, u, y, p)
     state_port_rows(xc, xd, p, y[1])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def load_x0(xc, xd, u, p):
     """At the first major step: the state starts from the x0 input (within the limits)."""
     x0 = u[p.x0_port]
@@ -366,7 +366,7 @@ def load_x0(xc, xd, u, p):
             xd[b, 0] = 1.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def integrator_update(t, xc, xd, u, p):
     """At every major step: an external x0 loaded (at the first), the channels' limit modes from
     where the state is, and the state port following the state again."""
@@ -379,12 +379,12 @@ def integrator_update(t, xc, xd, u, p):
             xd[b, p.held] = 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def integrator_derivative(t, xc, xd, u, dxc, p):
     limited_rate_kernel(xc, xd, p.on_limit, u[0], p.lower, p.upper, dxc)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def integrator_zc(t, xc, xd, u, g, p):
     if p.reset_port >= 0:
         integrator_crossings(xc, p.lower, p.upper, p.has_limits, u[p.reset_port], g)
@@ -476,12 +476,12 @@ C (B, nch, p, n), D (B, nch, p, m), and the initial state x0 (B, nch n) (read by
 not by the kernels)."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def linear_output(t, xc, xd, u, y, p):
     ss_output(xc, u[0], p.C, p.D, y[0])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def linear_derivative(t, xc, xd, u, dxc, p):
     ss_rate(xc, u[0], p.A, p.B, dxc)
 

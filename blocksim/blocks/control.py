@@ -28,12 +28,12 @@ KP, KI, KD, BW, CW, NF, LO, HI, KB = range(9)
 N_GAINS = 9
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def _pick(signal, b, i):
     return signal[b, i if signal.shape[1] > 1 else 0]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def pid_law(ref, meas, ref_d, meas_d, b, i, integral, filt, derivative_gain, g, d_source):
     """(u before saturation, error e) of one joint: u = Kp (bw r - m) + Ki integral + D, with
     D = Kd (cw r_d - m_d) (velocity inputs) or Kd N (cw r - m - filt) / derivative_gain (filter).
@@ -48,12 +48,12 @@ def pid_law(ref, meas, ref_d, meas_d, b, i, integral, filt, derivative_gain, g, 
     return u, r - m
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def _saturate(u, lo, hi):
     return lo if u < lo else (hi if u > hi else u)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def _integrand(e, u, y, Ki, kb, antiwindup):
     """The integral state's rate (continuous) or increment per unit time (discrete): e, except
     clamping: 0 while the output is saturated and Ki e pushes further out; back-calculation:
@@ -67,7 +67,7 @@ def _integrand(e, u, y, Ki, kb, antiwindup):
     return e
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def pid_continuous_output(ref, meas, ref_d, meas_d, x, g, d_source, out):
     """out = sat(Kp (bw r - m) + Ki z + D); x = [z | filter] (B, w or 2w)."""
     w = out.shape[1]
@@ -78,7 +78,7 @@ def pid_continuous_output(ref, meas, ref_d, meas_d, x, g, d_source, out):
             out[b, i] = _saturate(u, g[b, i, LO], g[b, i, HI])
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def pid_continuous_rate(ref, meas, ref_d, meas_d, x, g, d_source, antiwindup, dx):
     """z' = e (with anti-windup), filter' = N (cw r - m - filter)."""
     w = g.shape[1]
@@ -136,23 +136,23 @@ state z0 (B, w) (read by initial_state, not by the kernels). u = (ref, meas, ref
 discrete output never moves the state and the update never writes the output."""
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def pid_continuous_output_k(t, xc, xd, u, y, p):
     pid_continuous_output(u[0], u[1], u[2], u[3], xc, p.gains, p.d_source, y[0])
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def pid_continuous_derivative_k(t, xc, xd, u, dxc, p):
     pid_continuous_rate(u[0], u[1], u[2], u[3], xc, p.gains, p.d_source, p.antiwindup, dxc)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def pid_discrete_output_k(t, xc, xd, u, y, p):
     pid_discrete_step(u[0], u[1], u[2], u[3], xd, p.gains, p.d_source, p.antiwindup, p.Ts,
                       p.int_weight, p.filt_weight, y[0], True, xd, False)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def pid_discrete_update_k(t, xc, xd, u, p):
     pid_discrete_step(u[0], u[1], u[2], u[3], xd, p.gains, p.d_source, p.antiwindup, p.Ts,
                       p.int_weight, p.filt_weight, xd, False, xd, True)
@@ -207,26 +207,26 @@ SLIDE_CLOSEST_SAMPLES = 1e-7
 """Samples of a slide no closer than this (s, times max(1, |t|))."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def pid_pd_term(ref, meas, ref_d, meas_d, x, g, d_source, b, i, w):
     """(P + D, e) of one joint: the law without its integral term; x = [z | filter] (B, w or 2w)."""
     filt = x[b, w + i] if d_source == 1 else 0.0
     return pid_law(ref, meas, ref_d, meas_d, b, i, 0.0, filt, 1.0, g, d_source)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def limit_crossing(v, limit, infinite_value):
     """v - limit, or infinite_value (a constant sign) when the limit is infinite."""
     return v - limit if math.isfinite(limit) else infinite_value
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def region_of(v, lo, hi):
     """REGION_ABOVE at or above hi, REGION_BELOW at or below lo, else REGION_BETWEEN."""
     return REGION_ABOVE if v >= hi else (REGION_BELOW if v <= lo else REGION_BETWEEN)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def clamp_output(m, v, lo, hi):
     """The output in clamping's mode m for the law's value v = P + D + Ki (x + o)."""
     a = abs(m)
@@ -239,7 +239,7 @@ def clamp_output(m, v, lo, hi):
     return v
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def clamp_decide(m, pd, e, x, o, Ki, lo, hi):
     """Clamping's mode at a major step from the held one and this step's P + D, e, state x and
     offset o; returns (mode, o, whether a slide may start here). A chain of switches, each keeping
@@ -290,7 +290,7 @@ def clamp_decide(m, pd, e, x, o, Ki, lo, hi):
     return m, o, starts
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def parabola_vertex(t1, y1, t2, y2, t3, y3):
     """(curvature, vertex time, vertex value) of the parabola through three points (t1 < t2 < t3);
     curvature 0 (and the last point) when the points do not define one."""
@@ -305,7 +305,7 @@ def parabola_vertex(t1, y1, t2, y2, t3, y3):
     return k, tv, y3 + s23 * (tv - t3) + k * (tv - t3) * (tv - t2)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def slide_sample(xd, b, i, w, t, pd, x, Ki, lo, hi):
     """A major step of a channel in CLAMP_MAY_SLIDE (the modes kernel): the slide's end found
     (u off the limit, after samples on it: o = the integral's offset at the parabola's minimum of
@@ -363,7 +363,7 @@ def slide_sample(xd, b, i, w, t, pd, x, Ki, lo, hi):
     xd[b, C_COUNT * w + i] = count + 1.0
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def pid_held_output_k(t, xc, xd, u, y, p):
     """out = the limit or u by the held mode (the continuous PID with limits)."""
     g, out = p.gains, y[0]
@@ -381,7 +381,7 @@ def pid_held_output_k(t, xc, xd, u, y, p):
                 out[b, i] = hi if m > 0.0 else (lo if m < 0.0 else pd + g[b, i, KI] * xc[b, i])
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def pid_held_derivative_k(t, xc, xd, u, dxc, p):
     """x' = e (0 while clamped and frozen; e + kb (y - u) with y of the held region under
     back-calculation); filter' = N (cw r - m - filter)."""
@@ -404,7 +404,7 @@ def pid_held_derivative_k(t, xc, xd, u, dxc, p):
                                                - xc[b, w + i])
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def pid_held_zc_k(t, xc, xd, u, g_out, p):
     """g = [u - lower | u - upper] (1 / -1 for an infinite limit), u with the held integral;
     clamping adds [Ki e] (the clamp's switch) and [t - t_next] (a sliding channel's sample clock;
@@ -426,7 +426,7 @@ def pid_held_zc_k(t, xc, xd, u, g_out, p):
             g_out[b, w + i] = limit_crossing(v, g[b, i, HI], -1.0)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def pid_held_modes_k(t, xc, xd, u, p):
     """The modes at a major step: the region of u, or clamping's mode (clamp_decide) and a sliding
     channel's samples (slide_sample). Set here, before the crossings' baseline at the step, they

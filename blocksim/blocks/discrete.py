@@ -14,17 +14,17 @@ from .continuous import (STATE_SPACE_PARAMS, StateSpace, checked_order, companio
                          per_channel, ss_output, ss_rate)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def delay_output(t, xc, xd, u, y, p):
     fill_rows(xd, y[0])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def delay_update(t, xc, xd, u, p):
     fill_rows(u[0], xd)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def hold_output(t, xc, xd, u, y, p):
     fill_rows(u[0], y[0])
 
@@ -86,12 +86,12 @@ class ZeroOrderHold(Block):
 INTEGRATION_METHODS = ("forward", "backward", "trapezoidal")
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def clamp(v, lo, hi):
     return lo if v < lo else (hi if v > hi else v)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def discrete_integrator_output(x, u, kt, method, lower, upper, y):
     """y(k) = x(k) (forward), x(k) + K T u(k) (backward), x(k) + K T / 2 u(k) (trapezoidal),
     within [lower, upper]."""
@@ -103,7 +103,7 @@ def discrete_integrator_output(x, u, kt, method, lower, upper, y):
             y[b, i] = clamp(x[b, i] + step, lower[b, i], upper[b, i])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def discrete_integrator_update(x, u, kt, method, lower, upper):
     """x(k+1) = x(k) + K T u(k) (forward, backward) or y(k) + K T / 2 u(k) (trapezoidal), clamped."""
     wu = u.shape[1]
@@ -124,12 +124,12 @@ DiscreteIntegratorParams = namedtuple("DiscreteIntegratorParams", "kt method low
 kernels)."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def dint_output(t, xc, xd, u, y, p):
     discrete_integrator_output(xd, u[0], p.kt, p.method, p.lower, p.upper, y[0])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def dint_update(t, xc, xd, u, p):
     discrete_integrator_update(xd, u[0], p.kt, p.method, p.lower, p.upper)
 
@@ -214,12 +214,12 @@ DiscreteLinearParams = namedtuple("DiscreteLinearParams", "A B C D scratch x0")
 initial_state, not by the kernels)."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def dss_output(t, xc, xd, u, y, p):
     ss_output(xd, u[0], p.C, p.D, y[0])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def dss_update(t, xc, xd, u, p):
     ss_advance(xd, u[0], p.A, p.B, p.scratch)
 

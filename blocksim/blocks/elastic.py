@@ -58,7 +58,7 @@ def elastic_link_side(xc, xd, p):
                               p.crba, False, False, False, p.qdd)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def elastic_output(t, xc, xd, u, y, p):
     """q, qd, qdd, theta, thetad, tau_spring from the state alone (no direct feedthrough)."""
     elastic_link_side(xc, xd, p)
@@ -73,7 +73,7 @@ def elastic_output(t, xc, xd, u, y, p):
             y[5][b, i] = p.tau_s[b, i]
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def elastic_derivative(t, xc, xd, u, dxc, p):
     """dxc = [qd | qdd | thetad | thetadd], B_m thetadd = tau - tau_s - tau_f(thetad)."""
     elastic_link_side(xc, xd, p)
@@ -91,7 +91,7 @@ def elastic_derivative(t, xc, xd, u, dxc, p):
             dxc[b, 3 * n + i] = net / p.joint[b, i, MOTOR_INERTIA]
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def elastic_zero_crossings(t, xc, xd, u, g, p):
     backlash_crossings(xc, p.joint, p.tau_s.shape[1], g)
 
@@ -105,7 +105,7 @@ def elastic_mode_rows(xc, joint, modes):
             modes[b, i] = contact_mode(joint, b, i, xc[b, 2 * n + i] - xc[b, i])
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def elastic_modes(t, xc, xd, u, p):
     """The contact modes at a major step (held through solver stages and event location)."""
     elastic_mode_rows(xc, p.joint, xd)

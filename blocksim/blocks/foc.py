@@ -69,22 +69,22 @@ def rotate_kernel(x, y, theta, inverse, x_out, y_out):
                 x_out[k, j], y_out[k, j] = park_transform(u, v, th)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def clarke_output(t, xc, xd, u, y, p):
     clarke_kernel(u[0], u[1], u[2], y[0], y[1], y[2])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def inverse_clarke_output(t, xc, xd, u, y, p):
     inverse_clarke_kernel(u[0], u[1], u[2], y[0], y[1], y[2])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def park_output(t, xc, xd, u, y, p):
     rotate_kernel(u[0], u[1], u[2], False, y[0], y[1])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def inverse_park_output(t, xc, xd, u, y, p):
     rotate_kernel(u[0], u[1], u[2], True, y[0], y[1])
 
@@ -201,17 +201,17 @@ def circle_crossings_kernel(v1, v2, vdc, g):
                        - svpwm_voltage_limit(vdc[k, j]))
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def inverter_output(t, xc, xd, u, y, p):
     circle_limit_kernel(u[0], u[1], p.vdc, xd, y[0], y[1], y[2])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def inverter_modes(t, xc, xd, u, p):
     circle_modes_kernel(u[0], u[1], p.vdc, xd)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def inverter_zc(t, xc, xd, u, g, p):
     circle_crossings_kernel(u[0], u[1], p.vdc, g)
 
@@ -279,7 +279,7 @@ def svpwm_kernel(v_alpha, v_beta, vdc, da, db, dc):
                                                              v_beta[k, j if w2 > 1 else 0], vdc[k, j])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def svpwm_output(t, xc, xd, u, y, p):
     svpwm_kernel(u[0], u[1], p.vdc, y[0], y[1], y[2])
 

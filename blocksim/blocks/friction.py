@@ -67,22 +67,22 @@ def friction_sign_kernel(qd, sign):
             sign[b, j] = sign_or_tanh(qd[b, j if wq > 1 else 0], 0.0)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def joint_friction_output(t, xc, xd, u, y, p):
     static_friction_kernel(u[0], p.coeffs, y[0], y[1])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def joint_friction_held_output(t, xc, xd, u, y, p):
     held_sign_friction_kernel(u[0], p.coeffs, xd, y[0], y[1])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def joint_friction_modes(t, xc, xd, u, p):
     friction_sign_kernel(u[0], xd)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def expand_zc(t, xc, xd, u, g, p):
     """g = the first input, expanded to g's width (crossings at qd = 0)."""
     fill_rows(u[0], g)
@@ -211,17 +211,17 @@ def karnopp_crossings_kernel(qd, tau_applied, P, region, g):
                                                         P[b, j, KF_FS], P[b, j, KF_DV])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def karnopp_output(t, xc, xd, u, y, p):
     karnopp_kernel(u[0], u[1], p.coeffs, xd, y[0], y[1])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def karnopp_modes(t, xc, xd, u, p):
     karnopp_regions_kernel(u[0], u[1], p.coeffs, xd)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def karnopp_zc(t, xc, xd, u, g, p):
     karnopp_crossings_kernel(u[0], u[1], p.coeffs, xd, g)
 
@@ -307,12 +307,12 @@ def lugre_output_kernel(qd, z, P, tau, p_diss, z_out):
             z_out[b, j] = zz
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def lugre_output(t, xc, xd, u, y, p):
     lugre_output_kernel(u[0], xc, p.coeffs, y[0], y[1], y[2])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def lugre_derivative(t, xc, xd, u, dxc, p):
     lugre_derivative_kernel(u[0], xc, p.coeffs, dxc)
 

@@ -60,14 +60,14 @@ def observer_start(q, qd, memory, model, data, use_cf):
             memory[b, n] = 1.0
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def observer_output(t, xc, xd, u, y, p):
     """Continuous form: r from I = xc and the memory xd."""
     observer_rows(u[0], u[1], u[2], xc, xd, p.model, p.law, p.data, p.use_cf, p.has_friction,
                   p.gain, y[0], y[0], False)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def observer_derivative(t, xc, xd, u, dxc, p):
     """Continuous form: dI/dt = tau - tau_f - beta + r (r into data's v field, scratch here)."""
     n = xc.shape[1]
@@ -76,13 +76,13 @@ def observer_derivative(t, xc, xd, u, dxc, p):
                   p.gain, r, dxc, True)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def observer_update(t, xc, xd, u, p):
     """Continuous form, every major step: takes p0 at the first."""
     observer_start(u[0], u[1], xd, p.model, p.data, p.use_cf)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def discrete_observer_output(t, xc, xd, u, y, p):
     """Discrete form: r_k from I_k = xd[:, :n] and the memory after it."""
     n = y[0].shape[1]
@@ -105,7 +105,7 @@ def discrete_observer_step(q, qd, tau, xd, model, law, data, use_cf, has_frictio
             integral[b, i] += period * rate[b, i]
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def discrete_observer_update(t, xc, xd, u, p):
     n = u[0].shape[1]
     discrete_observer_step(u[0], u[1], u[2], xd, p.model, p.law, p.data, p.use_cf,
@@ -115,7 +115,7 @@ def discrete_observer_update(t, xc, xd, u, p):
 
 # ============================================================================ DirectResidual
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def direct_residual_output(t, xc, xd, u, y, p):
     """r = M(q) qdd + c(q, qd) + G(q) (+ tau_f(qd)) - tau: the model's torque minus the measured."""
     r, tau = y[0], u[3]
@@ -138,7 +138,7 @@ detection time (s; -1 before it) at 2 w + i; then a flag `started` at 3 w."""
 QUIET, PENDING, DETECTED = 0.0, 1.0, 2.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def detector_mode(t, u, xd, b, i, p):
     """Member b's channel i's mode: the held one once started, else the start rule (detected at
     or above the threshold without a minimum duration, pending with one, quiet below)."""
@@ -150,7 +150,7 @@ def detector_mode(t, u, xd, b, i, p):
     return QUIET
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def detector_output(t, xc, xd, u, y, p):
     """flag = 1 where detected, any = 1 where some channel is, t_detect = first detection time."""
     x, flag, anyflag, first = u[0], y[0], y[1], y[2]
@@ -166,7 +166,7 @@ def detector_output(t, xc, xd, u, y, p):
             first[b, i] = xd[b, 2 * w + i] if started or not on else t
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def detector_update(t, xc, xd, u, p):
     """At the first major step: the modes from the start rule (later, only events change them)."""
     x = u[0]
@@ -181,7 +181,7 @@ def detector_update(t, xc, xd, u, p):
             xd[b, 3 * w] = 1.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def detector_zc(t, xc, xd, u, g, p):
     """Per channel i: |r| - threshold while quiet (rising: it goes pending or detected), 1
     otherwise; |r| - release while pending or detected (falling: quiet again), -1 while quiet;

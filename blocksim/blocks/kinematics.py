@@ -61,12 +61,12 @@ def wrist_rows(q, model, data, centre4, shoulder, elbow, wrist):
         wrist[b, 0] = abs(turn)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def singularity_output(t, xc, xd, u, y, p):
     singularity_rows(u[0], p.model, p.data, p.J, p.A, p.sv, p.r0, p.r1, y[0], y[1], y[2])
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def singularity_wrist_output(t, xc, xd, u, y, p):
     singularity_rows(u[0], p.model, p.data, p.J, p.A, p.sv, p.r0, p.r1, y[0], y[1], y[2])
     wrist_rows(u[0], p.model, p.data, p.centre4, y[3], y[4], y[5])
@@ -174,7 +174,7 @@ def hermite_rows(t, nodes, t0, h, q, qd, qdd):
             qdd[b, i] = (a0 + x * (6.0 * c3 + x * (12.0 * c4 + x * 20.0 * c5))) / (h * h)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def cartesian_output(t, xc, xd, u, y, p):
     hermite_rows(t, p.nodes, p.t0, p.h, y[0], y[1], y[2])
 

@@ -16,7 +16,7 @@ from ._kernels import fill_rows, kernel_params, scale_rows
 from .base import Block, Kernels, Param, numbered_ports, register
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def matrix_times(u, K, y):
     """y[b] = K[b] @ u[b] for K (B, m, n), u (B, n)."""
     for b in range(y.shape[0]):
@@ -70,17 +70,17 @@ GainParams = namedtuple("GainParams", "gain")
 """Gain kernels' record: the gain as a row (B, w) or a matrix (B, m, n)."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def gain_rows_output(t, xc, xd, u, y, p):
     scale_rows(u[0], p.gain, y[0])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def gain_matrix_output(t, xc, xd, u, y, p):
     matrix_times(u[0], p.gain, y[0])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def signed_sum(inputs, signs, y):
     """y = sum_k signs[k] * inputs[k], each input (B, w) or (B, 1) broadcast, added in input order
     from 0.0. Input by input: an array taken out of the tuple once per call, not per element."""
@@ -128,7 +128,7 @@ SumParams = namedtuple("SumParams", "signs")
 """Sum kernel's record: +1.0 / -1.0 per input, in port order."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def sum_output(t, xc, xd, u, y, p):
     signed_sum(u, p.signs, y[0])
 
@@ -153,7 +153,7 @@ ProductParams = namedtuple("ProductParams", "divide")
 """Product kernel's record: per input, True where it divides."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def product_output(t, xc, xd, u, y, p):
     product_kernel(u, p.divide, y[0])
 
@@ -191,7 +191,7 @@ FunctionParams = namedtuple("FunctionParams", "code consts values stack")
 the workspace parameters it reads (B, total), a stack scratch."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def function_output(t, xc, xd, u, y, p):
     run_program(t, u, p.code, p.consts, p.values, p.stack, y[0])
 
@@ -304,7 +304,7 @@ KinkParams = namedtuple("KinkParams", "lower upper")
 limits, DeadZone's start and end)."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def kinks_kernel(u, lower, upper, g):
     """g[:, i] = u - lower, g[:, w + i] = u - upper (1 / -1 when that limit is infinite)."""
     wu = u.shape[1]
@@ -316,13 +316,13 @@ def kinks_kernel(u, lower, upper, g):
             g[b, w + i] = v - upper[b, i] if math.isfinite(upper[b, i]) else -1.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def kinks_zc(t, xc, xd, u, g, p):
     """Crossings at the two kinks (Saturation, DeadZone)."""
     kinks_kernel(u[0], p.lower, p.upper, g)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def kinks_modes(t, xc, xd, u, p):
     """The region of each channel, held until the next major step: xd = 1 at or above the
     upper kink, -1 at or below the lower one, 0 between (Saturation, DeadZone)."""
@@ -335,7 +335,7 @@ def kinks_modes(t, xc, xd, u, p):
             xd[b, i] = 1.0 if v >= upper[b, i] else (-1.0 if v <= lower[b, i] else 0.0)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def saturation_output(t, xc, xd, u, y, p):
     """y = the limit of the held region, or u between the limits (in a solver stage u may pass
     a limit: the region changes at the located crossing)."""
@@ -381,7 +381,7 @@ class Saturation(Elementwise):
         return Kernels(output=saturation_output, zero_crossings=kinks_zc, modes=kinks_modes)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def dead_zone_output(t, xc, xd, u, y, p):
     """y = u - end, u - start or 0 by the held region (kinks_modes)."""
     x, out = u[0], y[0]
@@ -423,7 +423,7 @@ class DeadZone(Elementwise):
         return Kernels(output=dead_zone_output, zero_crossings=kinks_zc, modes=kinks_modes)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def rate_limit_kernel(t, u, rising, falling, memory, y):
     """y = u with its change since the last major step bounded: falling * dt <= y - y_prev <= rising * dt.
 
@@ -446,7 +446,7 @@ def rate_limit_kernel(t, u, rising, falling, memory, y):
             y[b, i] = v
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def rate_limit_remember(t, y, memory):
     """Store this major step's output and time as the next reference."""
     w = y.shape[1]
@@ -461,12 +461,12 @@ RateLimiterParams = namedtuple("RateLimiterParams", "rising falling scratch")
 """RateLimiter kernels' record: the rate bounds (B, w) units/s and a (B, w) scratch output."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def rate_limiter_output(t, xc, xd, u, y, p):
     rate_limit_kernel(t, u[0], p.rising, p.falling, xd, y[0])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def rate_limiter_update(t, xc, xd, u, p):
     rate_limit_kernel(t, u[0], p.rising, p.falling, xd, p.scratch)
     rate_limit_remember(t, p.scratch, xd)
@@ -510,7 +510,7 @@ class RateLimiter(Elementwise):
         return Kernels(output=rate_limiter_output, update=rate_limiter_update)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def quantize_kernel(u, interval, y):
     """y = interval * round(u / interval), halves rounded away from zero."""
     wu = u.shape[1]
@@ -525,7 +525,7 @@ QuantizerParams = namedtuple("QuantizerParams", "interval")
 """Quantizer kernel's record: the quantization step (B, w)."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def quantizer_output(t, xc, xd, u, y, p):
     quantize_kernel(u[0], p.interval, y[0])
 
@@ -551,7 +551,7 @@ class Quantizer(Elementwise):
         return Kernels(output=quantizer_output)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def sign_rows(u, y):
     """y = sign(u) in {-1, 0, 1}, elementwise."""
     for b in range(y.shape[0]):
@@ -564,7 +564,7 @@ AbsSignParams = namedtuple("AbsSignParams", "sign")
 """Abs and Sign kernels' record: False |u|, True sign(u)."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def abs_sign_output(t, xc, xd, u, y, p):
     """Sign: y = the held sign; Abs: y = held sign * u (in a solver stage u may pass zero: the
     sign changes at the located crossing)."""
@@ -574,13 +574,13 @@ def abs_sign_output(t, xc, xd, u, y, p):
             out[b, i] = xd[b, i] if p.sign else xd[b, i] * x[b, i]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def abs_sign_modes(t, xc, xd, u, p):
     """xd = sign(u) in {-1, 0, 1}, held until the next major step."""
     sign_rows(u[0], xd)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def at_zero_zc(t, xc, xd, u, g, p):
     """g = u: one crossing per channel at u = 0."""
     fill_rows(u[0], g)
@@ -635,7 +635,7 @@ output when on and when off (B, w) in the output's units, and whether the relay 
 its first input lies between the switch points."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def relay_is_on(u, xd, b, i, p):
     """Member b's channel i is on: its held mode once the relay has started (xd[b, w] set), else
     the start rule: on at or above switch_on, off at or below switch_off, else the initial
@@ -651,7 +651,7 @@ def relay_is_on(u, xd, b, i, p):
     return p.initial_on
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def relay_output(t, xc, xd, u, y, p):
     """y = on_value where the relay is on, else off_value."""
     x, out = u[0], y[0]
@@ -660,7 +660,7 @@ def relay_output(t, xc, xd, u, y, p):
             out[b, i] = p.on_value[b, i] if relay_is_on(x, xd, b, i, p) else p.off_value[b, i]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def relay_update(t, xc, xd, u, p):
     """At the first major step: the mode starts from the start rule (later updates keep it; only a
     located crossing changes it, in on_event)."""
@@ -673,7 +673,7 @@ def relay_update(t, xc, xd, u, p):
             xd[b, w] = 1.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def relay_zc(t, xc, xd, u, g, p):
     """g[:, i] = u - switch_on while off (rising: it switches on), 1 while on; g[:, w + i] =
     u - switch_off while on (falling: it switches off), -1 while off. The mode only changes at an
@@ -691,7 +691,7 @@ def relay_zc(t, xc, xd, u, g, p):
                 g[b, w + i] = -1.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def relay_event(t, xc, xd, u, mask, p):
     """Switch the channels whose crossing applies: on where u - switch_on rose through zero while
     off, off where u - switch_off fell through zero while on (after the update, which starts a

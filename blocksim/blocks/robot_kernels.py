@@ -28,13 +28,13 @@ from ..models.coupled_map import contract_rows, expand_rows
 from ..models.plant import accelerations_closed_form, accelerations_coupled, accelerations_general
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def _same(a, b):
     """a and b are the same float (a signed zero differs from the other; NaN never matches)."""
     return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def _holds(memo, b, start, x, count):
     """memo[b, start:start + count] remembers the floats of x[b, :count] (see _same): a hit."""
     for i in range(count):
@@ -88,7 +88,7 @@ def manipulator_accelerations(xc, modes, tau, fext, model, law, data, use_cf, cr
         _memo_store(memo, b, xc, modes, tau, fext, has_fext, qdd)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def _memo_hit(memo, b, xc, modes, tau, fext, has_fext, qdd):
     """Member b's accelerations memo (manipulator_accelerations) holds this very state, modes,
     torque and wrench: qdd[b] copied from it, True. n = tau's width (the plant's joints)."""
@@ -104,7 +104,7 @@ def _memo_hit(memo, b, xc, modes, tau, fext, has_fext, qdd):
     return False
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def _memo_store(memo, b, xc, modes, tau, fext, has_fext, qdd):
     """Remember member b's accelerations qdd[b] with what they came from (_memo_hit's key)."""
     n = tau.shape[1]
@@ -122,7 +122,7 @@ def _memo_store(memo, b, xc, modes, tau, fext, has_fext, qdd):
     memo[b, 0] = 1.0
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def manipulator_pose(xc, model, data, pose):
     """pose (B, 12) = tool pose at q = xc[:, :n]; remembered per member with its q in
     data's pose_memo, so the second output call of an evaluation (the late one, for qdd) copies it."""
@@ -139,7 +139,7 @@ def manipulator_pose(xc, model, data, pose):
             pose[b, j] = memo[b, 1 + n + j]
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def _state_outputs(xc, n, q, qd):
     """q, qd (B, n) from the state xc = [q | qd ...]."""
     for b in range(xc.shape[0]):
@@ -173,7 +173,7 @@ def manipulator_rates(xc, modes, tau, fext, dxc, model, law, data, use_cf, crba,
     state_rates_but_qdd(xc, law, n, dxc)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def state_rates_but_qdd(xc, law, n, dxc):
     """The rates of the Manipulator's state other than qdd: dq/dt = qd (rad/s), and dz/dt of the
     LuGre bristles (rad/s) when xc holds z."""
@@ -186,14 +186,14 @@ def state_rates_but_qdd(xc, law, n, dxc):
                 dxc[b, 2 * n + i] = friction_rate(law, b, i, xc[b, n + i], xc[b, 2 * n + i])
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def manipulator_output(t, xc, xd, u, y, p):
     manipulator_outputs(xc, xd, u[0], u[1], y[0], y[1], y[2], y[3], p.model, p.law, p.data,
                         p.use_cf, p.crba, p.has_fext, p.has_friction, p.has_limits, True, True,
                         True)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def manipulator_partial_output(t, xc, xd, u, y, p, want):
     """Only the outputs flagged in want (q, qd, qdd, pose); q and qd are one copy, so either
     flag brings both."""
@@ -205,13 +205,13 @@ def manipulator_partial_output(t, xc, xd, u, y, p, want):
         _state_outputs(xc, y[0].shape[1], y[0], y[1])
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def manipulator_derivative(t, xc, xd, u, dxc, p):
     manipulator_rates(xc, xd, u[0], u[1], dxc, p.model, p.law, p.data, p.use_cf, p.crba,
                       p.has_fext, p.has_friction, p.has_limits)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def manipulator_closed_form_derivative(t, xc, xd, u, dxc, p):
     """dxc = [qd | qdd] of a planar 2R by the closed form alone: the Manipulator's derivative
     kernel when no joint can stick or rest on a stop (no exact-sign static friction, Karnopp band,
@@ -239,7 +239,7 @@ def manipulator_closed_form_derivative(t, xc, xd, u, dxc, p):
         dxc[b, 3] = a2
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def manipulator_held_sign_derivative(t, xc, xd, u, dxc, p):
     """dxc = [qd | qdd] of a planar 2R with exact-sign friction held in modes (xd: the sign of
     each joint, +-1 or 0), no stop, wrench, LuGre, Karnopp band or CRBA: the Manipulator's
@@ -282,7 +282,7 @@ def manipulator_held_sign_derivative(t, xc, xd, u, dxc, p):
 STOP_CAPTURE_SPEED = 1e-6
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def manipulator_event(t, xc, xd, u, mask, p):
     """The Manipulator's reaction to located crossings (mask: [q - q_max | q - q_min] per joint
     when it has stops, then the exact-sign crossings qd per joint). A stop reached: q onto the
@@ -311,7 +311,7 @@ def manipulator_event(t, xc, xd, u, mask, p):
     return False
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def manipulator_zero_crossings(t, xc, xd, u, g, p):
     crossings(xc, xd, p.law, p.has_limits, p.exact, g)
 
@@ -326,7 +326,7 @@ def manipulator_mode_rows(xc, law, modes):
             modes[b, i] = joint_mode(law, b, i, xc[b, n + i])
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def manipulator_modes(t, xc, xd, u, p):
     """The Manipulator's modes kernel (major steps only): xd = the joints' friction modes at the
     state; every other evaluation holds them (the accelerations' memo keys on them)."""
@@ -355,7 +355,7 @@ def _rnea_general(b, q, qd, qdd, model, data, tau):
         tau[b, i] = out1[0, i]
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def _closed_form_rnea(b, q, qd, qdd, model, tau):
     """tau[b] = M(q) qdd + c(q, qd) + G(q) of member b of a planar 2R by the closed form."""
     t1, t2 = p2r.rnea_one(md.closed_form(model, member(model, b)), q[b, 0], q[b, 1], qd[b, 0],
@@ -364,7 +364,7 @@ def _closed_form_rnea(b, q, qd, qdd, model, tau):
     tau[b, 1] = t2
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def _add_friction(law, b, n, qd, tau):
     """tau[b] += friction(qd[b]) by the law's coefficients (N m)."""
     for i in range(n):
@@ -384,13 +384,13 @@ def inverse_dynamics_rows(q, qd, qdd, model, law, data, use_cf, has_friction, ta
             _add_friction(law, b, n, qd, tau)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def inverse_dynamics_output(t, xc, xd, u, y, p):
     inverse_dynamics_rows(u[0], u[1], u[2], p.model, p.law, p.data, p.use_cf, p.has_friction,
                           y[0])
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def _same_as_previous_member(a, b):
     """Row b of the (B, w) array a holds the same floats as row b - 1 (see _same)."""
     for i in range(a.shape[1]):
@@ -399,7 +399,7 @@ def _same_as_previous_member(a, b):
     return True
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def inverse_dynamics_closed_form_output(t, xc, xd, u, y, p):
     """InverseDynamics of a planar 2R (its kernel when the model has the closed form): the
     operations of inverse_dynamics_rows, inlined, with nothing of the general RNEA compiled in.
@@ -429,7 +429,7 @@ def gravity_compensation_rows(q, model, law, data, use_cf, has_friction, tau):
     inverse_dynamics_rows(q, zeros, zeros, model, law, data, use_cf, has_friction, tau)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def gravity_compensation_output(t, xc, xd, u, y, p):
     gravity_compensation_rows(u[0], p.model, p.law, p.data, p.use_cf, p.has_friction, y[0])
 
@@ -446,7 +446,7 @@ def computed_torque_rows(q_d, qd_d, qdd_d, q, qd, model, law, data, use_cf, has_
     inverse_dynamics_rows(q, qd, v, model, law, data, use_cf, has_friction, tau)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def computed_torque_output(t, xc, xd, u, y, p):
     computed_torque_rows(u[0], u[1], u[2], u[3], u[4], p.model, p.law, p.data, p.use_cf,
                          p.has_friction, y[0])
@@ -465,7 +465,7 @@ def forward_kinematics_rows(q, model, data, position, rotation, pose):
         _pose_parts(pose, b, position, rotation)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def _pose_parts(pose, b, position, rotation):
     """Member b's tool pose (p, then R row-major) split into position (m) and rotation (-)."""
     for j in range(3):
@@ -474,7 +474,7 @@ def _pose_parts(pose, b, position, rotation):
         rotation[b, j] = pose[b, 3 + j]
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def forward_kinematics_output(t, xc, xd, u, y, p):
     forward_kinematics_rows(u[0], p.model, p.data, y[0], y[1], y[2])
 
@@ -486,7 +486,7 @@ def jacobian_rows(q, model, data, J):
         jacobian(model, data, member(model, b), q, b, J[b])
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def jacobian_output(t, xc, xd, u, y, p):
     jacobian_rows(u[0], p.model, p.data, y[0])
 
@@ -501,7 +501,7 @@ def energy_rows(q, qd, model, data, kinetic, potential, total):
         total[b, 0] = kin + pot
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def energy_output(t, xc, xd, u, y, p):
     energy_rows(u[0], u[1], p.model, p.data, y[0], y[1], y[2])
 
@@ -535,6 +535,8 @@ def coupled_manipulator_accelerations(xc, modes, tau, fext, model, law, data, co
         _memo_store(memo, b, xc, modes, tau, fext, has_fext, qdd)
 
 
+# numba's inline: it returns views, which a function compiled on its own cannot without
+# reference counts (docs/architecture.md, "Physics")
 @njit(cache=True, error_model="numpy", inline="always")
 def _expanded_row(data, coupling, x, b, shift, row):
     """The chain's joint values of x[b] (independent joints) in data's joint row `row`, (1, n_full)."""
@@ -544,7 +546,7 @@ def _expanded_row(data, coupling, x, b, shift, row):
     return out
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def coupled_manipulator_pose(xc, model, data, coupling, pose):
     """pose (B, 12) = tool pose at the chain's q_full = G q + b, q = xc[:, :n]; remembered per
     member with its q (manipulator_pose)."""
@@ -587,14 +589,14 @@ def coupled_manipulator_rates(xc, modes, tau, fext, dxc, model, law, data, coupl
     state_rates_but_qdd(xc, law, n, dxc)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def coupled_manipulator_output(t, xc, xd, u, y, p):
     coupled_manipulator_outputs(xc, xd, u[0], u[1], y[0], y[1], y[2], y[3], p.model, p.law,
                                 p.data, p.coupling, p.has_fext, p.has_friction, p.has_limits,
                                 True, True, True)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def coupled_manipulator_partial_output(t, xc, xd, u, y, p, want):
     if want[2] or want[3]:
         coupled_manipulator_outputs(xc, xd, u[0], u[1], y[0], y[1], y[2], y[3], p.model, p.law,
@@ -604,7 +606,7 @@ def coupled_manipulator_partial_output(t, xc, xd, u, y, p, want):
         _state_outputs(xc, y[0].shape[1], y[0], y[1])
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def coupled_manipulator_derivative(t, xc, xd, u, dxc, p):
     coupled_manipulator_rates(xc, xd, u[0], u[1], dxc, p.model, p.law, p.data, p.coupling,
                               p.has_fext, p.has_friction, p.has_limits)
@@ -635,13 +637,13 @@ def coupled_inverse_dynamics_rows(q, qd, qdd, moving, model, law, data, coupling
             _add_friction(law, b, n, qd, tau)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def coupled_inverse_dynamics_output(t, xc, xd, u, y, p):
     coupled_inverse_dynamics_rows(u[0], u[1], u[2], True, p.model, p.law, p.data, p.coupling,
                                   p.has_friction, y[0])
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def coupled_gravity_compensation_output(t, xc, xd, u, y, p):
     coupled_inverse_dynamics_rows(u[0], u[0], u[0], False, p.model, p.law, p.data, p.coupling,
                                   False, y[0])
@@ -660,7 +662,7 @@ def coupled_computed_torque_rows(q_d, qd_d, qdd_d, q, qd, model, law, data, coup
     coupled_inverse_dynamics_rows(q, qd, v, True, model, law, data, coupling, False, tau)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def coupled_computed_torque_output(t, xc, xd, u, y, p):
     coupled_computed_torque_rows(u[0], u[1], u[2], u[3], u[4], p.model, p.law, p.data,
                                  p.coupling, y[0])
@@ -675,7 +677,7 @@ def coupled_forward_kinematics_rows(q, model, data, coupling, position, rotation
         _pose_parts(pose, b, position, rotation)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def coupled_forward_kinematics_output(t, xc, xd, u, y, p):
     coupled_forward_kinematics_rows(u[0], p.model, p.data, p.coupling, y[0], y[1], y[2])
 
@@ -693,7 +695,7 @@ def coupled_jacobian_rows(q, model, data, coupling, J):
         contract_rows(coupling, Jf, J[b].reshape((6, n)))
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def coupled_jacobian_output(t, xc, xd, u, y, p):
     coupled_jacobian_rows(u[0], p.model, p.data, p.coupling, y[0])
 
@@ -710,6 +712,6 @@ def coupled_energy_rows(q, qd, model, data, coupling, kinetic, potential, total)
         total[b, 0] = kin + pot
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def coupled_energy_output(t, xc, xd, u, y, p):
     coupled_energy_rows(u[0], u[1], p.model, p.data, p.coupling, y[0], y[1], y[2])

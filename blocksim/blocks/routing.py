@@ -11,7 +11,7 @@ from ..reading.limits import shown
 from ._kernels import kernel_params
 from .base import Block, Kernels, Param, numbered_ports, register
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def concatenate_kernel(inputs, y):
     """y = [in1, in2, ...] along the signal axis."""
     for b in range(y.shape[0]):
@@ -23,7 +23,7 @@ def concatenate_kernel(inputs, y):
                 j += 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def split_kernel(u, outputs):
     """outputs = consecutive pieces of u along the signal axis."""
     for b in range(u.shape[0]):
@@ -35,7 +35,7 @@ def split_kernel(u, outputs):
                 j += 1
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def gather_kernel(u, indices, y):
     """y[:, i] = u[:, indices[i]]."""
     for b in range(y.shape[0]):
@@ -43,12 +43,12 @@ def gather_kernel(u, indices, y):
             y[b, i] = u[b, indices[i]]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def mux_output(t, xc, xd, u, y, p):
     concatenate_kernel(u, y[0])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def demux_output(t, xc, xd, u, y, p):
     split_kernel(u[0], y)
 
@@ -57,7 +57,7 @@ SelectorParams = namedtuple("SelectorParams", "indices")
 """Selector kernel's record: the 0-based input index of each output element (int64)."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def selector_output(t, xc, xd, u, y, p):
     gather_kernel(u[0], p.indices, y[0])
 
@@ -202,7 +202,7 @@ class Selector(Block):
 CRITERIA = (">=", ">", "~=0")
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def switch_passes(control, threshold, criterion, passed):
     """passed = 1 where the control passes (criterion 0: c >= threshold, 1: c > threshold,
     2: c != 0), else 0, per output channel; width-1 signals broadcast."""
@@ -220,7 +220,7 @@ def switch_passes(control, threshold, criterion, passed):
             passed[b, i] = 1.0 if ok else 0.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def switch_crossings(control, threshold, criterion, g):
     """g = control - threshold (control itself for criterion ~=0), per crossing channel."""
     wc, wt = control.shape[1], threshold.shape[1]
@@ -234,7 +234,7 @@ SwitchParams = namedtuple("SwitchParams", "threshold criterion")
 """Switch kernels' record: the threshold (B, 1 or w) and the criterion's index in CRITERIA."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def switch_output(t, xc, xd, u, y, p):
     """y = in1 where the held mode passed, else in3 (the mode changes at a major step: the
     located crossing's, under an adaptive solver)."""
@@ -246,12 +246,12 @@ def switch_output(t, xc, xd, u, y, p):
                 else third[b, i if w3 > 1 else 0]
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def switch_modes(t, xc, xd, u, p):
     switch_passes(u[1], p.threshold, p.criterion, xd)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def switch_zc(t, xc, xd, u, g, p):
     switch_crossings(u[1], p.threshold, p.criterion, g)
 

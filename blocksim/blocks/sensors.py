@@ -31,7 +31,7 @@ EncoderParams = namedtuple("EncoderParams", "resolution nearest")
 """Encoder kernel's record: the resolution (B, n) rad per count; round to nearest (else floor)."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def encoder_output(t, xc, xd, u, y, p):
     encoder_kernel(u[0], p.resolution, p.nearest, y[0], y[1])
 
@@ -97,12 +97,12 @@ MeasurementNoiseParams = namedtuple("MeasurementNoiseParams", "packed seed first
 (uint64), the batch index of row 0 (Block.first_member)."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def noise_output(t, xc, xd, u, y, p):
     noisy_sample_kernel(p.seed, p.first, xd, u[0], p.packed, y[0])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def noise_update(t, xc, xd, u, p):
     """The sample index k advances by one at every hit."""
     for b in range(xd.shape[0]):
@@ -152,7 +152,7 @@ class MeasurementNoise(JointBlock):
         return Kernels(output=noise_output, update=noise_update)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def shift_in_kernel(buffer, u, width):
     """Drop the oldest sample (the first `width` columns), append u at the end."""
     n = buffer.shape[1]
@@ -169,13 +169,13 @@ SampleDelayParams = namedtuple("SampleDelayParams", "width x0")
 and the output x0 (B, width) of the first N samples (read by initial_state, not by the kernels)."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def sample_delay_output(t, xc, xd, u, y, p):
     """y = the oldest stored sample, the first p.width columns of xd."""
     fill_rows(xd, y[0])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def sample_delay_update(t, xc, xd, u, p):
     shift_in_kernel(xd, u[0], p.width)
 

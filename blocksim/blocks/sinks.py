@@ -8,7 +8,7 @@ from ..errors import ParameterError
 from .base import Block, Kernels, Param, numbered_ports, register
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def sink_output(t, xc, xd, u, y, p):
     """Nothing to compute (the engine never calls it: a sink has no outputs)."""
 
@@ -56,7 +56,7 @@ class Terminator(Sink):
     params = {}
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def nonzero_indicator(u, g):
     """g = +1 where u != 0, -1 where u == 0 (a NaN counts as nonzero)."""
     for b in range(g.shape[0]):
@@ -64,12 +64,12 @@ def nonzero_indicator(u, g):
             g[b, i] = -1.0 if u[b, i] == 0.0 else 1.0
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def stop_zc(t, xc, xd, u, g, p):
     nonzero_indicator(u[0], g)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def stop_event(t, xc, xd, u, mask, p):
     """The StopSimulation's reaction to a located crossing: True (stop the run) when any of its
     functions fired."""
@@ -80,7 +80,7 @@ def stop_event(t, xc, xd, u, mask, p):
     return False
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def stop_at_start(t, xc, xd, u, p):
     """True when the input is nonzero now (a NaN counts as nonzero): the check the scheduler may
     make at the start time."""

@@ -20,7 +20,7 @@ ConstantParams = namedtuple("ConstantParams", "value")
 """Constant kernel's record: the value as a (B, w) row."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def constant_output(t, xc, xd, u, y, p):
     fill_rows(p.value, y[0])
 
@@ -83,7 +83,7 @@ class TimeSource(Block):
 
 # ---- Step, Ramp, Sine, Chirp ----------------------------------------------------------------------
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def step_kernel(t, time, initial, final, y):
     """y = initial for t < time, final for t >= time, elementwise."""
     for b in range(y.shape[0]):
@@ -94,7 +94,7 @@ def step_kernel(t, time, initial, final, y):
 StepParams = namedtuple("StepParams", "time initial final")
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def step_output(t, xc, xd, u, y, p):
     step_kernel(t, p.time, p.initial, p.final, y[0])
 
@@ -122,7 +122,7 @@ class Step(TimeSource):
         return times_within(self.own_record(p).time, t0, t1)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def ramp_kernel(t, slope, start, initial, y):
     """y = initial + slope * max(0, t - start), elementwise."""
     for b in range(y.shape[0]):
@@ -134,7 +134,7 @@ def ramp_kernel(t, slope, start, initial, y):
 RampParams = namedtuple("RampParams", "slope start_time initial")
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def ramp_output(t, xc, xd, u, y, p):
     ramp_kernel(t, p.slope, p.start_time, p.initial, y[0])
 
@@ -156,7 +156,7 @@ class Ramp(TimeSource):
         return times_within(self.own_record(p).start_time, t0, t1)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def sine_kernel(t, amplitude, frequency, phase, bias, y):
     """y = amplitude sin(2 pi frequency t + phase) + bias, elementwise (frequency in Hz)."""
     for b in range(y.shape[0]):
@@ -168,7 +168,7 @@ def sine_kernel(t, amplitude, frequency, phase, bias, y):
 SineParams = namedtuple("SineParams", "amplitude frequency phase bias")
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def sine_output(t, xc, xd, u, y, p):
     sine_kernel(t, p.amplitude, p.frequency, p.phase, p.bias, y[0])
 
@@ -209,7 +209,7 @@ def chirp_kernel(t, f0, f1, duration, amplitude, logarithmic, y):
 ChirpParams = namedtuple("ChirpParams", "f0 f1 duration amplitude logarithmic")
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def chirp_output(t, xc, xd, u, y, p):
     chirp_kernel(t, p.f0, p.f1, p.duration, p.amplitude, p.logarithmic, y[0])
 
@@ -246,7 +246,7 @@ class Chirp(TimeSource):
         return times_within(self.own_record(p).duration, t0, t1)
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def clock_output(t, xc, xd, u, y, p):
     out = y[0]
     for b in range(out.shape[0]):
@@ -438,7 +438,7 @@ FromFileParams = namedtuple("FromFileParams",
 in INTERPOLATIONS, the range of t (s) accepted, whether to check it (extrapolation: error)."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def from_file_output(t, xc, xd, u, y, p):
     """The table at t; with p.check, a t outside [earliest, latest] sets the flag state to NaN."""
     if p.check and (t < p.earliest or t > p.latest):
@@ -561,12 +561,12 @@ NoiseParams = namedtuple("NoiseParams", "seed first mean std")
 mean and standard deviation (B, w)."""
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def noise_output(t, xc, xd, u, y, p):
     noise_kernel(p.seed, p.first, xd, p.mean, p.std, y[0])
 
 
-@njit(cache=True, inline="always")
+@njit(cache=True, forceinline=True, _nrt=False)
 def noise_update(t, xc, xd, u, p):
     for b in range(xd.shape[0]):
         xd[b, 0] += 1.0

@@ -70,7 +70,7 @@ class Trajectory(Block):
 
 # ---- periodic references ------------------------------------------------------------------------
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def cosine_ramp_kernel(t, P, q, qd, qdd):
     """q = offset + A (1 - cos(w t)), qd = A w sin(w t), qdd = A w^2 cos(w t), w = 2 pi / period;
     P (B, n, 3): amplitude, period, offset."""
@@ -89,7 +89,7 @@ def cosine_ramp_kernel(t, P, q, qd, qdd):
             qdd[b, i] = a * w * w * c
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def cosine_ramp_output(t, xc, xd, u, y, p):
     cosine_ramp_kernel(t, p.packed, y[0], y[1], y[2])
 
@@ -132,7 +132,7 @@ def sine_trajectory_kernel(t, P, q, qd, qdd):
             qdd[b, i] = -a * w * w * s
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def sine_trajectory_output(t, xc, xd, u, y, p):
     sine_trajectory_kernel(t, p.packed, y[0], y[1], y[2])
 
@@ -207,7 +207,7 @@ PointToPointParams = namedtuple("PointToPointParams", "packed shape")
 """Point-to-point kernel's record: q0, qf, t0, t_end packed (B, n, 4); CUBIC or QUINTIC."""
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def point_to_point_output(t, xc, xd, u, y, p):
     point_to_point_kernel(t, p.packed, p.shape, y[0], y[1], y[2])
 
@@ -325,7 +325,7 @@ TrapezoidalParams = namedtuple("TrapezoidalParams", "line path")
 """Trapezoidal kernel's record: line (B, n, 2) q0, dq; path (B, 6) switching times, v, a."""
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def trapezoidal_output(t, xc, xd, u, y, p):
     trapezoidal_kernel(t, p.line, p.path, y[0], y[1], y[2])
 
@@ -484,7 +484,7 @@ SplineParams = namedtuple("SplineParams", "times coefs ends")
 """ViaPoints kernel's record: times (B, m), spline coefs (B, 4, m - 1, n), ends (B, 2, n)."""
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def spline_output(t, xc, xd, u, y, p):
     spline_kernel(t, p.times, p.coefs, p.ends, y[0], y[1], y[2])
 
@@ -572,7 +572,7 @@ FourierParams = namedtuple("FourierParams", "rows ab")
 """FourierSeries kernel's record: rows (B, n + 1) q0 then wf; ab (B, n, L, 2) rad/s."""
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def fourier_output(t, xc, xd, u, y, p):
     fourier_kernel(t, p.rows, p.ab, y[0], y[1], y[2])
 

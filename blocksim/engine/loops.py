@@ -10,14 +10,14 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def copy1d(dst, src):
     """dst[:] = src for 1-D arrays (the fixed-step loop's flat state copies)."""
     for i in range(dst.shape[0]):
         dst[i] = src[i]
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def copy_to_log(log, pos, src):
     """log[:, pos, :] = src: one logged sample of a (B, width) signal into (B, n_times, width)."""
     for i in range(src.shape[0]):
@@ -25,7 +25,7 @@ def copy_to_log(log, pos, src):
             log[i, pos, j] = src[i, j]
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def all_finite(a):
     """True when no element of the (B, n) array is NaN or Inf. One flag or-ed over all elements,
     no early exit: branch-free loops the compiler vectorises (the states are finite at almost
@@ -37,7 +37,7 @@ def all_finite(a):
     return not bad
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def rate_hits(n, per, off, hits):
     """hits[r] = rate r has a sample hit at base tick n (n >= offset, (n - offset) % period == 0)."""
     for r in range(per.shape[0]):

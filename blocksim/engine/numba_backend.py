@@ -558,9 +558,11 @@ class ModuleCode:
     per-member batch.
 
     The module's functions count no references (NO_REFERENCE_COUNTS). When numba refuses one of
-    them for that (a kernel that allocates, a helper compiled inside that returns a view), the
-    module with the counts on takes its place; it stays the choice in later processes, which
-    find its file in the cache folder."""
+    them for that (a plugin's kernel that allocates, or returns a view), the module with the
+    counts on takes its place; it stays the choice in later processes, which find its file in
+    the cache folder. blocksim's own kernels never need it: each is compiled without counts
+    whoever compiles it first (forceinline=True, _nrt=False), and a helper of theirs that
+    allocates is compiled with them (_nrt=True), its arrays its own (tests/test_architecture.py)."""
 
     def __init__(self, source: str):
         self.source = source

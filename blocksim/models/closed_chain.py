@@ -82,6 +82,8 @@ def work_size(n: int, m: int) -> int:
 VIEW_JC, VIEW_SCRATCH, VIEW_GAMMA, VIEW_PHI = 2, 6, 10, 13
 
 
+# numba's inline: it returns views, which a function compiled on its own cannot without
+# reference counts (docs/architecture.md, "Physics")
 @njit(cache=True, error_model="numpy", inline="always")
 def _views(work, n, m):
     """The scratch fields: M, L (n, n), Jc, X (m, n), S, LS (m, m), Jb (6 n) one branch's
@@ -117,6 +119,8 @@ def _views(work, n, m):
     return M, L, Jc, X, S, LS, Jb, f, u, ones, gam, r, lam, phi, Jq, a6, tips
 
 
+# numba's inline: it returns views, which a function compiled on its own cannot without
+# reference counts (docs/architecture.md, "Physics")
 @njit(cache=True, error_model="numpy", inline="always")
 def _branch_state(chain, j, q, qd, b):
     """Branch j's q and qd of member b copied into its Data's Q1 and QD1 rows; (q1, qd1) (1, nb)."""
@@ -132,7 +136,7 @@ def _branch_state(chain, j, q, qd, b):
     return q1, qd1
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def _orientation_error(tips, c):
     """Component c of 1/2 sum_k r_b,k x r_a,k, r_k column k of the tool rotations (tips rows a, b:
     p then R row-major): the rotation vector from b's tool frame to a's, to first order."""
@@ -321,22 +325,25 @@ def project(chain, work, b, q, qd):
     return worst
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=True)
 def _spread(G):
-    """sqrt(lambda_min / lambda_max) of the symmetric positive semi-definite G (0 when G = 0)."""
+    """sqrt(lambda_min / lambda_max) of the symmetric positive semi-definite G (0 when G = 0).
+    Compiled with numba's reference counts (_nrt=True) whatever calls it: LAPACK's eigenvalues
+    allocate, and kernels without counts call it."""
     ev = np.linalg.eigvalsh(G)
     top = ev[-1]
     return math.sqrt(max(ev[0], 0.0) / top) if top > 0.0 else 0.0
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=True)
 def singularity_ratios(chain, work, b, q, qd, passive):
     """(sigma_min / sigma_max of the passive joints' columns of Jc, lambda_min / lambda_max of
     Jc M^-1 Jc^T) of member b at q[b] (passive (np,) their columns in q): both 1 for a well
     conditioned loop, 0 at a singular configuration. The first falls to 0 where the passive joints
     lose control of the loop (the five-bar's distal links aligned: the constraint forces and the
     passive rates grow without bound there); the second where the constraint rows themselves
-    become dependent."""
+    become dependent. It allocates G, so it is compiled with numba's reference counts (_nrt=True)
+    even when reached from a kernel compiled without them; it returns numbers only."""
     n = q.shape[1]
     constraints(chain, work, b, q, qd, True)
     m = _mass_and_bias(chain, work, b, q, qd, False)

@@ -31,7 +31,7 @@ from .kinematics import rotation_vector_into
 WALL_FREE, WALL_PRESSING, WALL_CLIPPED = 0.0, 1.0, 2.0
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def plane_contact(point, normal, pose, twist):
     """(delta, delta', n0, n1, n2): the penetration (m) of the tool origin (pose[0:3]) into the
     wall through `point` with unit outward normal n, its rate (m/s) from the tool origin's linear
@@ -44,7 +44,7 @@ def plane_contact(point, normal, pose, twist):
     return delta, rate, normal[0], normal[1], normal[2]
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def sphere_contact(centre, radius, pose, twist):
     """(delta, delta', n0, n1, n2) for a ball of `radius` (m) about `centre`: delta = radius -
     |p - centre|, n = (p - centre) / |p - centre| (the ball's outward normal at the point nearest
@@ -61,7 +61,7 @@ def sphere_contact(centre, radius, pose, twist):
     return radius - r, rate, n0, n1, n2
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def wall_mode(k, d, delta, rate):
     """The wall's mode at penetration delta (m) and rate (m/s): free outside the wall (delta <= 0),
     else pressing where the spring-damper pushes (k delta + d delta' > 0), else clipped."""
@@ -70,14 +70,14 @@ def wall_mode(k, d, delta, rate):
     return WALL_PRESSING if k * delta + d * rate > 0.0 else WALL_CLIPPED
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def wall_force(mode, k, d, delta, rate):
     """The wall's normal force (N, >= 0 along +n) in the held mode: k delta + d delta' when
     pressing, 0 otherwise."""
     return k * delta + d * rate if mode == WALL_PRESSING else 0.0
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def wall_witness(mode, k, d, delta, rate):
     """The wall's crossing function in the held mode: it has one sign while the mode holds and
     changes it exactly where the mode ends (so a switch fires once). Free: delta (rises

@@ -27,7 +27,7 @@ STIFFNESS, DAMPING, MOTOR_INERTIA, BACKLASH = range(4)
 N_JOINT = 4
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def contact_mode(joint, b, i, delta):
     """The contact of joint i of member b at the deflection delta (rad): +1 forwards (delta > b),
     -1 backwards (delta < -b), 0 inside the dead band (and always 0 without backlash)."""
@@ -41,7 +41,7 @@ def contact_mode(joint, b, i, delta):
     return 0.0
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def spring_torque(joint, b, i, delta, ddelta, mode):
     """The transmission torque tau_s (N m) of joint i of member b at the deflection delta (rad)
     and its rate ddelta (rad/s) in the held contact mode (module docstring)."""
@@ -57,7 +57,7 @@ def spring_torque(joint, b, i, delta, ddelta, mode):
     return 0.0
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def backlash_crossings(xc, joint, n, g):
     """g (B, 2 n): delta_i - b_i (the forward contact's edge) and -b_i - delta_i (the backward
     one), at the state xc = [q | qd | theta | thetad]; a joint without backlash gives 1 (never

@@ -67,7 +67,7 @@ def _joint_friction(w, Fv, Fcp, Fcn, Fsp, Fsn, vs, delta, eps):
     return stribeck_torque(w, Fcp if forward else Fcn, Fsp if forward else Fsn, vs, delta, Fv, eps)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def _law_friction(law, b, i, w):
     """_joint_friction with joint i of member b's coefficients in `law`."""
     return _joint_friction(w, law[b, i, FV], law[b, i, FCP], law[b, i, FCN], law[b, i, FSP],
@@ -86,14 +86,14 @@ def _joint_friction_held(w, sign, Fv, Fcp, Fcn, Fsp, Fsn, vs, delta):
     return stribeck_signed(w, sign, Fcp if forward else Fcn, Fsp if forward else Fsn, vs, delta, Fv)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def _law_friction_held(law, b, i, w, sign):
     """_joint_friction_held with joint i of member b's coefficients in `law`."""
     return _joint_friction_held(w, sign, law[b, i, FV], law[b, i, FCP], law[b, i, FCN],
                                 law[b, i, FSP], law[b, i, FSN], law[b, i, VS], law[b, i, DELTA])
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def _law_lugre(law, b, i, w, z):
     """(dz/dt, friction torque) of joint i's LuGre law at speed w and bristle deflection z:
     models.friction.lugre_friction with member b's coefficients in `law`."""
@@ -101,7 +101,7 @@ def _law_lugre(law, b, i, w, z):
                           law[b, i, FCP], law[b, i, FSP], law[b, i, VS], law[b, i, DELTA])
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def clipped(law, b, i, t):
     """The input torque t of joint i saturated to +-tau_max (N m)."""
     lim = law[b, i, TAU_MAX]
@@ -112,7 +112,7 @@ def clipped(law, b, i, t):
     return t
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def less_passive(law, b, i, q, w, t):
     """t - damping w - stiffness (q - q_rest) of joint i (N m)."""
     return t - law[b, i, DAMPING] * w - law[b, i, STIFFNESS] * (q - law[b, i, Q_REST])
@@ -189,7 +189,7 @@ def effective_torque_slopes(law, b, i, q, w, t, mode):
     return -law[b, i, STIFFNESS], d_w, d_t
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def joint_mode(law, b, i, w):
     """The friction mode joint i holds from a major step at speed w (rad/s) until the next one:
     Karnopp 0 inside the band |w| < dv (stuck), +1 / -1 slipping forwards / backwards
@@ -204,21 +204,21 @@ def joint_mode(law, b, i, w):
     return 0.0
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def static_level(law, b, i, hold):
     """The static friction level (N m) a stuck joint i can hold against the holding torque hold:
     FSN while hold > 0 (the joint would start moving backwards), else FSP."""
     return law[b, i, FSN] if hold > 0.0 else law[b, i, FSP]
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def pushed_into_stop(law, b, i, q, w, a):
     """Joint i rests on a stop (w = 0 exactly, q at or beyond a limit) and the acceleration a
     pushes it through: it is held there (qdd_i = 0)."""
     return w == 0.0 and ((q >= law[b, i, Q_MAX] and a > 0.0) or (q <= law[b, i, Q_MIN] and a < 0.0))
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def friction_rate(law, b, i, w, z):
     """dz/dt of joint i's LuGre bristle deflection z at speed w (rad/s)."""
     return _law_lugre(law, b, i, w, z)[0]

@@ -149,7 +149,7 @@ def chain_jacobian(jtype, xtree, tool, q, b, poses, out):
             out[5, i] = 0.0
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def _cross(a0, a1, a2, b0, b1, b2):
     return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
 
@@ -217,13 +217,13 @@ def jacobian_into(jtype, xtree, tool, q, out):
 
 # ----------------------------------------------------------------------------- per Model member
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def tool_pose(model, k, q, b, out, o):
     """out[o:o+12] = the tool pose (p, then R row-major) of member k's model at q[b]."""
     chain_pose(model[0], md.xtree(model, k), md.tool(model, k), q, b, out, o)
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def jacobian(model, data, k, q, b, out):
     """out (6 n,) = member k's geometric Jacobian at q[b], rows [v; w] flattened row-major
     (J[r, c] at r n + c); scratch: the poses field of data."""
@@ -232,7 +232,7 @@ def jacobian(model, data, k, q, b, out):
                    out.reshape((6, n)))
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def bias_acceleration(model, data, k, q, qd, b, out):
     """out (6,) = member k's Jdot qd at q[b], qd[b] (`chain_bias_acceleration`); scratch: the
     poses field of data."""

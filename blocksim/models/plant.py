@@ -80,7 +80,7 @@ def solve_free(M, rhs, free, L, out):
         out[i] = s / L[i, i]
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def _joint_torques(b, xc, modes, tau, law, has_friction, n, te, free, stuck):
     """te (n,) = each joint's effective torque under the law at member b's state xc = [q | qd
     (| z)] and held modes; stuck/free (n,) its flags (`joint_law.effective_torque`). True when a
@@ -100,7 +100,7 @@ def _joint_torques(b, xc, modes, tau, law, has_friction, n, te, free, stuck):
     return any_stuck
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def _release_and_lock(b, xc, law, M, rhs, free, stuck, sol, has_limits, n):
     """After a solve (sol (n,) of M sol = rhs on the free joints): a stuck joint whose holding
     torque exceeds its static level breaks away (freed, the level opposing the motion added to

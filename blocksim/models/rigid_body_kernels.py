@@ -273,7 +273,7 @@ def _subtract_tool_wrench(T_last, tool, fext_k, f_last):
         f_last[3 + r] -= T_last[r] * fx + T_last[3 + r] * fy + T_last[6 + r] * fz
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def _base_axis(jtype_i, T, S):
     """Joint i's motion subspace in base coordinates about the base origin, from its frame T (R, p):
     revolute S = [z; p x z], prismatic S = [0; z] (z the joint axis, T's third column)."""
@@ -296,7 +296,7 @@ def _base_axis(jtype_i, T, S):
         S[5] = zz
 
 
-@njit(cache=True, error_model="numpy", inline="always")
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def _propagate_motion(jtype_i, xtree_i, q_i, qd_i, qdd_i, parent, row):
     """RNEA forward pass for body i: its joint transform X, spatial velocity v = X v_parent + S qd
     and acceleration a = X a_parent + v x (S qd) + S qdd (S = [e_z; 0] revolute, [0; e_z] prismatic),
@@ -598,9 +598,11 @@ def _mat6_times(Mt, x, out):
         out[r] = s
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, error_model="numpy", _nrt=True)
 def coriolis_matrix_into(jtype, xtree, inertia, q, qd, out, ws):
-    """out[k] = Coriolis matrix C(q, qd) in Christoffel form (N m s/rad).
+    """out[k] = Coriolis matrix C(q, qd) in Christoffel form (N m s/rad). It allocates its
+    scratch, so it is compiled with numba's reference counts (_nrt=True) even when a kernel
+    without them (the collision observer's) reaches it.
 
     Computed in base coordinates as C = sum_l J_l^T (I_l Jdot_l + B_l J_l) with
     B(I, v) = (v x* I + (I v) xbar - I v x) / 2 (Echeandia and Wensing, 2021), which gives

@@ -41,13 +41,13 @@ def crossing_candidates(g0: np.ndarray, directions: np.ndarray) -> np.ndarray:
     return (g0 != 0) & ((directions == 0) | ((directions > 0) & (g0 < 0)) | ((directions < 0) & (g0 > 0)))
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, forceinline=True, _nrt=False)
 def _py_max(a, b):
     """Python's max(a, b) for floats (a when neither is greater, so a NaN a stays)."""
     return b if b > a else a
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True, forceinline=True, _nrt=False)
 def _py_min(a, b):
     """Python's min(a, b) for floats."""
     return b if b < a else a
@@ -295,7 +295,7 @@ def any_zero(g):
     return False
 
 
-@numba.njit(cache=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def copy2d(dst, src):
     """dst[:, :] = src for (B, m) arrays."""
     for b in range(dst.shape[0]):

@@ -16,7 +16,7 @@ DOP853_E3_WEIGHT = 0.01
 """Weight of DOP853's 3rd-order estimate in its combined error norm (Hairer's dop853.f)."""
 
 
-@numba.njit(cache=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def memberwise_stage_sum(base, h, weights, stages, count, out):
     """out[k] = base[k] + h * sum_{j < count} weights[j] * stages[j, k], element by element.
 
@@ -38,7 +38,7 @@ def memberwise_stage_sum(base, h, weights, stages, count, out):
         out[k] = base[k] + h * out[k]
 
 
-@numba.njit(cache=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def memberwise_scaled_square_sum(weights, stages, count, x, x_new, rtol, atol):
     """sum_k ((weights . stages[:, k]) / (atol + rtol * max(|x[k]|, |x_new[k]|)))**2, the stage
     combination of each element summed in a fixed order (x, x_new: flat states)."""
@@ -54,7 +54,7 @@ def memberwise_scaled_square_sum(weights, stages, count, x, x_new, rtol, atol):
     return total
 
 
-@numba.njit(cache=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def memberwise_error_norm(E, E3, stages, h, x, x_new, rtol, atol):
     """The scaled RMS error of an embedded Runge-Kutta step over all B * n elements (the batch
     shares each step): |h| * sqrt(sum (E . K / scale)^2 / size), scale = atol + rtol *

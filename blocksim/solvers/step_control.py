@@ -95,7 +95,7 @@ def hermite_at(t, t0, h, x0, x1, f0, f1, out):
         out[k] = h00 * x0[k] + h01 * x1[k] + h * (h10 * f0[k] + h11 * f1[k])
 
 
-@numba.njit(cache=True, error_model="numpy", inline="always")
+@numba.njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
 def power_series_at(t, t_old, h, x_old, Q, out):
     """out = x_old + theta (Q_0 + theta (Q_1 + ...)), theta = (t - t_old) / h: the dense output of
     a step in the power basis, Q of shape (degree, B * n). Inlined where the compiled adaptive
