@@ -2,6 +2,7 @@
 docs/architecture.md), no two modules import each other (counting imports inside functions), and
 no module grows past 900 lines."""
 import ast
+import functools
 import graphlib
 from pathlib import Path
 
@@ -178,6 +179,23 @@ RETURNS_A_NUMBER_ARGUMENT = {
 argument here is a number (an index, a voltage, a torque), none an array."""
 
 
+@functools.lru_cache(maxsize=1)
+def _parsed() -> tuple:
+    """(path relative to the package, syntax tree) of every module of the package, parsed once."""
+    return tuple((path.relative_to(PACKAGE).as_posix(), ast.parse(path.read_text()))
+                 for path in sorted(PACKAGE.rglob("*.py")))
+
+
+def _numba_functions():
+    """(path, function node, decorator text) of every numba-compiled function of the package."""
+    for path, tree in _parsed():
+        for fn in ast.walk(tree):
+            if isinstance(fn, ast.FunctionDef):
+                jit = [ast.unparse(d) for d in fn.decorator_list if "jit" in ast.unparse(d)]
+                if jit:
+                    yield path, fn, jit[0]
+
+
 def test_no_function_compiled_on_its_own_returns_an_array_it_was_given():
     """A numba function not inlined by numba (forceinline=True is inlined by LLVM, into code
     compiled on its own first), first compiled for a generated module's function (which
@@ -186,33 +204,16 @@ def test_no_function_compiled_on_its_own_returns_an_array_it_was_given():
     So such functions return only numbers they were given: any new `return <argument>` is to be
     checked to be a number and added above."""
     found = set()
-    for path in PACKAGE.rglob("*.py"):
-        for fn in ast.walk(ast.parse(path.read_text())):
-            if not isinstance(fn, ast.FunctionDef):
-                continue
-            decorators = [ast.unparse(d) for d in fn.decorator_list]
-            if not any("jit" in d for d in decorators) or \
-                    any("inline='always'" in d for d in decorators):
-                continue
-            arguments = {a.arg for a in fn.args.args}
-            for node in ast.walk(fn):
-                if isinstance(node, ast.Return) and node.value is not None:
-                    items = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
-                    found.update((path.relative_to(PACKAGE).as_posix(), fn.name, item.id)
-                                 for item in items
-                                 if isinstance(item, ast.Name) and item.id in arguments)
+    for path, fn, decorator in _numba_functions():
+        if "inline='always'" in decorator:
+            continue
+        arguments = {a.arg for a in fn.args.args}
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Return) and node.value is not None:
+                items = node.value.elts if isinstance(node.value, ast.Tuple) else [node.value]
+                found.update((path, fn.name, item.id) for item in items
+                             if isinstance(item, ast.Name) and item.id in arguments)
     assert found == RETURNS_A_NUMBER_ARGUMENT
-
-
-def _jit_decorators():
-    """(file, function, decorator text) of every numba-compiled function of the package."""
-    for path in PACKAGE.rglob("*.py"):
-        for fn in ast.walk(ast.parse(path.read_text())):
-            if isinstance(fn, ast.FunctionDef):
-                for d in fn.decorator_list:
-                    text = ast.unparse(d)
-                    if "jit" in text:
-                        yield path.relative_to(PACKAGE).as_posix(), fn.name, text
 
 
 def test_every_kernel_that_llvm_inlines_is_compiled_without_reference_counts():
@@ -223,21 +224,16 @@ def test_every_kernel_that_llvm_inlines_is_compiled_without_reference_counts():
     function declares _nrt=False, and a helper that allocates declares _nrt=True: then a kernel
     is the same code whoever compiles it first, and a generated module of blocksim's kernels
     never needs the counted fallback."""
-    loose = sorted(f"{path}:{name}" for path, name, text in _jit_decorators()
-                   if "forceinline=True" in text and "_nrt=False" not in text)
-    assert loose == []
     functions = {}          # every numba function: what a generated loop can reach from kernels
-    for path in PACKAGE.rglob("*.py"):
-        for fn in ast.walk(ast.parse(path.read_text())):
-            decorators = [ast.unparse(d) for d in getattr(fn, "decorator_list", [])]
-            if isinstance(fn, ast.FunctionDef) and any("jit" in d for d in decorators):
-                calls = {ast.unparse(n.func).split(".")[-1] for n in ast.walk(fn)
-                         if isinstance(n, ast.Call)}
-                allocates = any(f"np.{a}" in ast.unparse(fn)
-                                for a in ("empty", "zeros", "ones", "linalg", "ascontiguousarray"))
-                functions[fn.name] = (decorators[0], calls, allocates)
-    kernels = {name.id for path in PACKAGE.rglob("*.py")
-               for n in ast.walk(ast.parse(path.read_text()))
+    for path, fn, decorator in _numba_functions():
+        calls = {ast.unparse(n.func).split(".")[-1] for n in ast.walk(fn) if isinstance(n, ast.Call)}
+        allocates = any(f"np.{a}" in ast.unparse(fn)
+                        for a in ("empty", "zeros", "ones", "linalg", "ascontiguousarray"))
+        functions[fn.name] = (decorator, calls, allocates)
+    loose = sorted(f"{path}:{fn.name}" for path, fn, decorator in _numba_functions()
+                   if "forceinline=True" in decorator and "_nrt=False" not in decorator)
+    assert loose == []
+    kernels = {name.id for _, tree in _parsed() for n in ast.walk(tree)
                if isinstance(n, ast.Call) and ast.unparse(n.func) == "Kernels"
                for k in n.keywords for name in ast.walk(k.value) if isinstance(name, ast.Name)}
     reached = set()
