@@ -102,22 +102,30 @@ def test_outputs_q_qd_pose_come_from_state_and_only_qdd_reads_tau():
 
 # ---- the model-based blocks ----------------------------------------------------------------------
 
-@pytest.mark.parametrize("robot", ["puma560", "two_link"])
-def test_inverse_dynamics_gravity_and_computed_torque_equal_rnea(robot):
+@pytest.mark.parametrize("robot, closed_form", [("puma560", "auto"), ("two_link", "auto"),
+                                                ("two_link", "never")])
+def test_inverse_dynamics_gravity_and_computed_torque_equal_rnea(robot, closed_form):
+    """The model-based blocks against the model's RNEA; the planar 2R takes its closed-form
+    kernels (nothing of the general RNEA), unless closed_form: never."""
     model = RobotModel.preset(robot)
     q, qd, qdd = states(model, 3)
     n = model.n
-    ff = BlockCheck("InverseDynamics", {"robot": robot}, in_widths=n, batch=3)
+    kw = {"robot": robot, "closed_form": closed_form}
+    ff = BlockCheck("InverseDynamics", kw, in_widths=n, batch=3)
     np.testing.assert_allclose(ff.output(0.0, q, qd, qdd), model.rnea(q, qd, qdd), rtol=1e-12, atol=1e-10)
-    gc = BlockCheck("GravityCompensation", {"robot": robot}, in_widths=n, batch=3)
+    gc = BlockCheck("GravityCompensation", kw, in_widths=n, batch=3)
     np.testing.assert_allclose(gc.output(0.0, q), model.gravity_torque(q), rtol=1e-12, atol=1e-10)
     Kp, Kd = RNG.uniform(10, 100, n), RNG.uniform(1, 20, n)
-    ct = BlockCheck("ComputedTorque", {"robot": robot, "Kp": Kp, "Kd": Kd}, in_widths=n, batch=3)
+    ct = BlockCheck("ComputedTorque", {**kw, "Kp": Kp, "Kd": Kd}, in_widths=n, batch=3)
+    closed = robot == "two_link" and closed_form == "auto"
+    for check in (ff, gc, ct):
+        name = check.block.runtime_kernels().output.py_func.__name__
+        assert name.endswith("_closed_form_output") == closed, name
     q_d, qd_d, qdd_d = states(model, 3)
     v = qdd_d + Kd * (qd_d - qd) + Kp * (q_d - q)
     np.testing.assert_allclose(ct.output(0.0, q_d, qd_d, qdd_d, q, qd), model.rnea(q, qd, v),
                                rtol=1e-12, atol=1e-10)
-    fr = BlockCheck("InverseDynamics", {"robot": robot, "include_friction": True}, in_widths=n, batch=3)
+    fr = BlockCheck("InverseDynamics", {**kw, "include_friction": True}, in_widths=n, batch=3)
     np.testing.assert_allclose(fr.output(0.0, q, qd, qdd),
                                model.rnea(q, qd, qdd) + model.friction_torque(qd), rtol=1e-12, atol=1e-10)
 

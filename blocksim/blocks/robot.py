@@ -60,13 +60,15 @@ from .robot_models import (MEMBER_KEYS, _key, _member_model, _with_links, chain_
 from ._kernels import kernel_params, packed
 from .robot_kernels import (RESET_Q0, RESET_QD0, CoupledDynamicsParams,
                             CoupledKinematicsParams, CoupledManipulatorParams, DynamicsParams,
-                            KinematicsParams, ManipulatorParams, computed_torque_output,
+                            KinematicsParams, ManipulatorParams, computed_torque_closed_form_output,
+                            computed_torque_output,
                             coupled_computed_torque_output, coupled_energy_output,
                             coupled_forward_kinematics_output, coupled_gravity_compensation_output,
                             coupled_inverse_dynamics_output, coupled_jacobian_output,
                             coupled_manipulator_derivative, coupled_manipulator_output,
                             coupled_manipulator_partial_output, energy_output,
-                            forward_kinematics_output, gravity_compensation_output,
+                            forward_kinematics_output, gravity_compensation_closed_form_output,
+                            gravity_compensation_output,
                             inverse_dynamics_closed_form_output, inverse_dynamics_output,
                             jacobian_output, manipulator_closed_form_derivative,
                             manipulator_derivative, manipulator_event,
@@ -687,7 +689,9 @@ class GravityCompensation(_JointInputs):
         return self.dynamics_record(v, neutral_law(v.batch, self.n), False)
 
     def kernels(self):
-        return Kernels(output=coupled_gravity_compensation_output if self.coupled
+        if self.coupled:
+            return Kernels(output=coupled_gravity_compensation_output)
+        return Kernels(output=gravity_compensation_closed_form_output if self._use_cf
                        else gravity_compensation_output)
 
 
@@ -720,7 +724,9 @@ class ComputedTorque(_JointInputs):
         return self.dynamics_record(v, law, False)
 
     def kernels(self):
-        return Kernels(output=coupled_computed_torque_output if self.coupled
+        if self.coupled:
+            return Kernels(output=coupled_computed_torque_output)
+        return Kernels(output=computed_torque_closed_form_output if self._use_cf
                        else computed_torque_output)
 
 

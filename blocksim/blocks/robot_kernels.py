@@ -434,15 +434,33 @@ def gravity_compensation_output(t, xc, xd, u, y, p):
     gravity_compensation_rows(u[0], p.model, p.law, p.data, p.use_cf, p.has_friction, y[0])
 
 
-@njit(cache=True, error_model="numpy")
-def computed_torque_rows(q_d, qd_d, qdd_d, q, qd, model, law, data, use_cf, has_friction, tau):
-    """tau = rnea(q, qd, v), v = qdd_d + Kd (qd_d - qd) + Kp (q_d - q) (v kept in data)."""
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
+def gravity_compensation_closed_form_output(t, xc, xd, u, y, p):
+    """GravityCompensation of a planar 2R (its kernel when the model has the closed form): the
+    operations of gravity_compensation_rows with the closed form's, nothing of the general RNEA
+    compiled in (the same floats)."""
+    q, model = u[0], p.model
+    zeros = md.v(p.data, 2, q.shape[0])
+    for b in range(q.shape[0]):
+        _closed_form_rnea(b, q, zeros, zeros, model, y[0])
+
+
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
+def _commanded_acceleration(q_d, qd_d, qdd_d, q, qd, law, v):
+    """v (B, n) = qdd_d + Kd (qd_d - qd) + Kp (q_d - q) (rad/s^2), the gains from the law's
+    GAIN_D and GAIN_P columns."""
     B, n = q.shape
-    v = md.v(data, n, B)
     for b in range(B):
         for i in range(n):
             v[b, i] = (qdd_d[b, i] + law[b, i, GAIN_D] * (qd_d[b, i] - qd[b, i])
                        + law[b, i, GAIN_P] * (q_d[b, i] - q[b, i]))
+
+
+@njit(cache=True, error_model="numpy")
+def computed_torque_rows(q_d, qd_d, qdd_d, q, qd, model, law, data, use_cf, has_friction, tau):
+    """tau = rnea(q, qd, v), v = qdd_d + Kd (qd_d - qd) + Kp (q_d - q) (v kept in data)."""
+    v = md.v(data, q.shape[1], q.shape[0])
+    _commanded_acceleration(q_d, qd_d, qdd_d, q, qd, law, v)
     inverse_dynamics_rows(q, qd, v, model, law, data, use_cf, has_friction, tau)
 
 
@@ -450,6 +468,18 @@ def computed_torque_rows(q_d, qd_d, qdd_d, q, qd, model, law, data, use_cf, has_
 def computed_torque_output(t, xc, xd, u, y, p):
     computed_torque_rows(u[0], u[1], u[2], u[3], u[4], p.model, p.law, p.data, p.use_cf,
                          p.has_friction, y[0])
+
+
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
+def computed_torque_closed_form_output(t, xc, xd, u, y, p):
+    """ComputedTorque of a planar 2R (its kernel when the model has the closed form): the
+    operations of computed_torque_rows with the closed form's, nothing of the general RNEA
+    compiled in (the same floats)."""
+    q, qd = u[3], u[4]
+    v = md.v(p.data, 2, q.shape[0])
+    _commanded_acceleration(u[0], u[1], u[2], q, qd, p.law, v)
+    for b in range(q.shape[0]):
+        _closed_form_rnea(b, q, qd, v, p.model, y[0])
 
 
 # ============================================================================ kinematics and energy
