@@ -3,8 +3,9 @@
 Runs W1 (pid_ff: rk4 1 ms and dopri5 rtol 1e-6, and dopri5 with the plant's Coulomb friction
 exact, its crossings located as events), W2 and W3 through blocksim in interpreted and
 compiled mode (B = 1, and B = 1000 per member), next to the hand-written loops of
-benchmarks/references.py (pure Python and numba), alternating the runs, and prints medians and
-ratios blocksim / hand-written numba, three ways: a new Diagram each time (`simulate(load(...))`:
+benchmarks/references.py (pure Python and numba), and prints medians and ratios blocksim /
+hand-written numba, each ratio the median over rounds that run the hand loop and then blocksim's
+three calls (a shared machine's speed drifts between rounds, not within one), three ways: a new Diagram each time (`simulate(load(...))`:
 parsing aside, the diagram is compiled every call), simulate() again on one Diagram (fast restart)
 and Simulator.run(). A compiled fixed-step batch is timed on one thread and on all cores, and W1
 dopri5 with per-member steps (simulation.step_control: per_member) as a compiled B = 1000 batch on
@@ -67,6 +68,27 @@ def timed(fn, repeats: int) -> list[float]:
         fn()
         times.append(time.perf_counter() - started)
     return times
+
+
+def interleaved(calls, hand, repeats: int) -> tuple[list[float], float | None, list[float | None]]:
+    """Each of `calls` and the hand-written loop `hand` (or None) run in turn, `repeats` rounds:
+    (the median time of each call, the hand loop's median, and the median over rounds of each
+    call's time over the hand loop's in the same round). A shared machine's speed drifts over
+    seconds; a ratio taken within one round sees both sides at the same speed."""
+    rows: list[list[float]] = [[] for _ in calls]
+    hands: list[float] = []
+    for _ in range(repeats):
+        if hand is not None:
+            # twice, the second timed: right after a batch run a hand loop of W1 dopri5 took
+            # 0.5-0.6 ms instead of 0.27 (the machine's caches and clocks after two busy cores)
+            hands.append(timed(hand, 2)[1])
+        for row, call in zip(rows, calls):
+            row.append(timed(call, 1)[0])
+    times = [statistics.median(row) for row in rows]
+    if hand is None:
+        return times, None, [None] * len(calls)
+    ratios = [statistics.median(t / h for t, h in zip(row, hands)) for row in rows]
+    return times, statistics.median(hands), ratios
 
 
 GAIN_BLOCK = {"W1": "pid", "W2": "pid", "W3": "ct"}
@@ -205,7 +227,6 @@ def main() -> None:
             print(f"{label}: {path.name} missing, skipped")
             continue
         numba_fn, python_fn = hand.get(label, (None, None))
-        numba_t = statistics.median(timed(numba_fn, n)) if numba_fn else None
         python_t = statistics.median(timed(python_fn, max(1, n // 2))) if python_fn else None
         per_member = "per member" in label
         for mode in ("compiled",) if per_member else ("interpreted", "compiled"):
@@ -225,18 +246,21 @@ def main() -> None:
                     for call in calls[1:]:
                         call()    # warm (the first is new each call anyway)
                     count = n if batch == 1 else max(1, n // 2)
-                    times = [statistics.median(timed(call, count)) / batch for call in calls]
+                    times, numba_t, ratios = interleaved(calls, numba_fn, count)
+                    times = [t / batch for t in times]
+                    ratios = [r and r / batch for r in ratios]
                     threads_used = prepared._threads if prepared.per_member else len(prepared.parts)
-                    rows.append((label, mode, batch, threads_used, times, numba_t,
+                    rows.append((label, mode, batch, threads_used, times, numba_t, ratios,
                                  python_t))
     print("\n| workload | mode | B | threads | simulate(load()) / simulate() again / "
           "Simulator.run(), per member | hand numba | ratios | hand Python |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for label, mode, batch, threads, times, numba_t, python_t in rows:
-        ratios = (" / ".join(f"{t / numba_t:.2f}x" for t in times) if numba_t else "-")
+    for label, mode, batch, threads, times, numba_t, ratios, python_t in rows:
+        ratios = (" / ".join(f"{r:.2f}x" for r in ratios) if numba_t else "-")
         print(f"| {label} | {mode} | {batch} | {threads} | "
               + " / ".join(f"{t * 1e3:.3f}" for t in times)
-              + f" ms | {numba_t * 1e3:.3f} ms | {ratios} | "
+              + (f" ms | {numba_t * 1e3:.3f} ms" if numba_t else " ms | -")
+              + f" | {ratios} | "
               + (f"{python_t * 1e3:.1f} ms |" if python_t else "- |"))
     print("\n| workload | mode | compiled loop (run_stiff, run_bdf) | SciPy's solver over compiled "
           "derivatives | ratio | steps / evaluations |")
