@@ -84,21 +84,29 @@ def never():
     raise AssertionError("not to be asked")
 
 
-@pytest.mark.parametrize("mode, missing, cached, estimate, chosen, tell, reason", [
-    ("interpreted", ["b (T): no compiled output"], never, never, "interpreted", False,
+@pytest.mark.parametrize("mode, missing, cached, estimate, cost, chosen, tell, reason", [
+    ("interpreted", ["b (T): no compiled output"], never, never, never, "interpreted", False,
      "simulation.mode is interpreted"),
-    ("auto", ["b (T): no compiled output", "c (T): no compiled output"], never, never,
+    ("auto", ["b (T): no compiled output", "c (T): no compiled output"], never, never, never,
      "interpreted", True, "runs interpreted: b (T): no compiled output (and 1 more)"),
-    ("compiled", [], never, never, "compiled", False, "simulation.mode is compiled"),
-    ("auto", [], lambda: True, never, "compiled", False, "its compiled code is cached"),
-    ("auto", [], lambda: False, lambda: AUTO_COMPILE_AFTER + 5, "compiled", True,
+    ("compiled", [], never, never, never, "compiled", False, "simulation.mode is compiled"),
+    ("auto", [], lambda: True, never, never, "compiled", False, "its compiled code is cached"),
+    # kernels still to compile on this machine (cost None): the run must outweigh a minute's
+    # kernel compile, AUTO_COMPILE_AFTER
+    ("auto", [], lambda: False, lambda: AUTO_COMPILE_AFTER + 5, lambda: None, "compiled", True,
      "is compiled first (an interpreted run would take about 25 s)"),
-    ("auto", [], lambda: False, lambda: 1.0, "interpreted", True,
-     "runs interpreted: its compiled code is not cached yet and the run is short"),
+    ("auto", [], lambda: False, lambda: 8.0, lambda: None, "interpreted", True,
+     "runs interpreted: its compiled code is not cached yet and the run is short (about 8 s; "),
+    # every kernel compiled: the run against its module's compile
+    ("auto", [], lambda: False, lambda: 8.0, lambda: 3.0, "compiled", True,
+     "is compiled first (an interpreted run would take about 8 s, compiling it about 3 s)"),
+    ("auto", [], lambda: False, lambda: 1.0, lambda: 3.0, "interpreted", True,
+     "runs interpreted: its compiled code is not cached yet and the run is short (about 1 s, "
+     "compiling it about 3 s"),
 ])
-def test_one_function_chooses_the_mode_and_says_why(mode, missing, cached, estimate, chosen,
+def test_one_function_chooses_the_mode_and_says_why(mode, missing, cached, estimate, cost, chosen,
                                                     tell, reason):
-    choice = choose_mode(dataclasses.replace(SETTINGS, mode=mode), missing, cached, estimate)
+    choice = choose_mode(dataclasses.replace(SETTINGS, mode=mode), missing, cached, estimate, cost)
     assert (choice.mode, choice.tell) == (chosen, tell)
     assert choice.reason.startswith(reason)
 

@@ -145,3 +145,71 @@ def test_a_copied_plugin_is_the_same_plugin_and_a_different_one_with_the_same_ty
                        r"import .*registered twice \(by .*user_blocks.*lag_block.py and "
                        rf"{re.escape(str(copy / 'lag_block.py'))}\)"):
         blocksim.load(copy / "lag.yaml")
+
+
+TRIPLE = '''"""y = 3 u, elementwise: a block whose kernel no run has compiled yet."""
+from collections import namedtuple
+
+from numba import njit
+
+from blocksim.blocks import Block, Kernels, register
+
+
+@njit(cache=True, forceinline=True, _nrt=False)
+def triple_output(t, xc, xd, u, y, p):
+    x = u[0]
+    for b in range(y[0].shape[0]):
+        for i in range(y[0].shape[1]):
+            y[0][b, i] = 3.0 * x[b, i]
+
+
+@register
+class Triple(Block):
+    """y = 3 u."""
+
+    type_name = "TestTriple"
+    summary = "y = 3 u (tests only)"
+
+    def kernels(self):
+        return Kernels(output=triple_output)
+'''
+
+
+def test_auto_compiles_a_run_longer_than_its_modules_compile_once_the_kernels_are(
+        tmp_path, monkeypatch, capsys):
+    """auto mode, the module not cached: while a block's kernel was never compiled on this
+    machine (nothing in numba's disk cache), a run under AUTO_COMPILE_AFTER runs interpreted (the
+    kernels' first compile may take a minute); once they are compiled, a run estimated longer
+    than its module's compile (estimated_compile_time) is compiled."""
+    from blocksim.engine import simulate as engine
+    from blocksim.engine.mode import AUTO_COMPILE_AFTER, estimated_compile_time
+    from blocksim.engine.numba_backend import kernels_compiled
+    monkeypatch.setenv("BLOCKSIM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("BLOCKSIM_FIRST_RUN", "compile")
+    monkeypatch.setenv("BLOCKSIM_MODE", "auto")
+    (tmp_path / "triple_block.py").write_text(TRIPLE)
+    (tmp_path / "triple.yaml").write_text(textwrap.dedent("""\
+        blocksim: 1
+        plugins: [triple_block.py]
+        blocks:
+          wave: {type: Sine, amplitude: 1.0, frequency: 1.0}
+          y:    {type: TestTriple}
+        connections: [wave -> y]
+        simulation: {stop_time: 1.0, solver: rk4, step: 0.01}
+        log: {signals: [wave.out, y.out], every: 0.01}
+        """))
+    d = blocksim.load(tmp_path / "triple.yaml")
+    cd = d.compile()
+    assert not kernels_compiled(cd)
+    compile_s = estimated_compile_time(cd, engine.run_settings(d.settings, d.log_settings, cd))
+    assert 2.0 < compile_s < 3.0                  # a fixed-step module of two blocks
+    seconds = (compile_s + AUTO_COMPILE_AFTER) / 2
+    monkeypatch.setattr(engine, "estimated_interpreted_time", lambda *args: seconds)
+    first = blocksim.simulate(d)
+    assert first.stats["mode"] == "interpreted"
+    assert f"run is short (about {seconds:.2g} s; " in capsys.readouterr().err
+    assert kernels_compiled(blocksim.load(tmp_path / "triple.yaml").compile())
+    again = blocksim.simulate(blocksim.load(tmp_path / "triple.yaml"))
+    assert again.stats["mode"] == "compiled"
+    np.testing.assert_array_equal(again["y.out"], 3.0 * again["wave.out"])
+    np.testing.assert_array_equal(again["y.out"], first["y.out"])

@@ -10,8 +10,21 @@ from typing import Callable
 from ..errors import SolverError
 
 AUTO_COMPILE_AFTER = 20.0
-"""auto mode compiles a diagram whose code is not cached yet only when its interpreted run is
-estimated to take longer than this (s): compiling costs seconds to tens of seconds once."""
+"""auto mode compiles a diagram whose code is not cached yet, while some of its blocks' kernels
+are not compiled on this machine either, only when its interpreted run is estimated to take
+longer than this (s): the kernels' first compile costs up to a minute (the robot dynamics), once
+per installation. With every kernel compiled, the diagram's own module is compiled when the
+interpreted run would take longer than compiling it (estimated_compile_time)."""
+
+COMPILE_COST = (2.0, 0.15)
+"""Estimated seconds of compiling a diagram's module for a fixed-step run, its blocks' kernels
+compiled already: (s per module, s per block). Measured on a 2-core machine (AMD EPYC): W1,
+seven blocks, 2.5-3.3 s; W2 and W3 (twelve and six blocks) 3.4-3.9 s."""
+
+COMPILE_FACTOR = {"adaptive": 2.0, "stiff": 3.0, "crossings": 2.0}
+"""How much longer a module compiles when its run is adaptive (W1 under dopri5: 6-7 s), stiff
+(radau, bdf: the Newton iterations and the Jacobian's columns besides the stages), or locates
+zero crossings (W1 with exact Coulomb friction under dopri5: 13.5 s)."""
 
 INTERPRETED_CALL_COST = (2e-6, 5e-8)
 """Estimated cost of one block call in interpreted mode: (s per call, s per batch member)."""
@@ -37,16 +50,21 @@ class ModeChoice:
 
 
 def choose_mode(settings, missing: list[str], cached: Callable[[], bool],
-                estimate: Callable[[], float]) -> ModeChoice:
+                estimate: Callable[[], float],
+                compile_cost: Callable[[], float | None] = lambda: None) -> ModeChoice:
     """The mode for `settings.mode` given the facts of the diagram:
 
     missing: the blocks without the kernels compiled mode needs ('name (Type): ...');
     cached(): whether the diagram's compiled code is on disk already (asked only in auto mode);
-    estimate(): the interpreted run's estimated length in s (asked only when not cached).
+    estimate(): the interpreted run's estimated length in s (asked only when not cached);
+    compile_cost(): the estimated seconds of compiling the diagram's module, or None while some
+    of its kernels are not compiled on this machine yet (asked only when not cached).
 
     compiled with a block missing kernels is an error naming the blocks (and the line of
     simulation.mode). auto is compiled when every block has kernels and either the compiled code
-    is cached or the run is long enough to pay for compiling it; otherwise interpreted.
+    is cached or the run is long enough to pay for compiling it: longer than the module's compile
+    (compile_cost), or than AUTO_COMPILE_AFTER while kernels are still to be compiled; otherwise
+    interpreted.
     """
     requested = settings.mode
     if requested == "interpreted":
@@ -62,11 +80,14 @@ def choose_mode(settings, missing: list[str], cached: Callable[[], bool],
     if cached():
         return ModeChoice("compiled", "its compiled code is cached")
     seconds = estimate()
-    if seconds > AUTO_COMPILE_AFTER:
+    cost = compile_cost()
+    against = "" if cost is None else f", compiling it about {cost:.0f} s"
+    if seconds > (AUTO_COMPILE_AFTER if cost is None else cost):
         return ModeChoice("compiled", f"is compiled first (an interpreted run would take about "
-                                      f"{seconds:.0f} s)", tell=True)
+                                      f"{seconds:.0f} s{against})", tell=True)
     return ModeChoice("interpreted", "runs interpreted: its compiled code is not cached yet and the "
-                      "run is short (`--mode compiled` builds the cache once)", tell=True)
+                      f"run is short (about {seconds:.2g} s{against}; `--mode compiled` builds "
+                      "the cache once)", tell=True)
 
 
 def first_run_policy() -> str:
@@ -82,6 +103,22 @@ def waits_for_kernels(estimate_twins: Callable[[], float]) -> bool:
     compiled yet as Python twins (False): by FIRST_RUN_ENV, and the estimated length of a run on
     twins, estimate_twins() in s (asked only when it matters)."""
     return first_run_policy() == "compile" or estimate_twins() > AUTO_COMPILE_AFTER
+
+
+def estimated_compile_time(cd, run) -> float:
+    """A rough duration (s) of compiling cd's module for the RunSettings `run`, its blocks'
+    kernels compiled already (COMPILE_COST, COMPILE_FACTOR)."""
+    from ..solvers import SOLVERS
+    from ..solvers.stiff import ScipyStiffSolver
+    solver = SOLVERS[run.solver]
+    seconds = COMPILE_COST[0] + COMPILE_COST[1] * len(cd.blocks)
+    if issubclass(solver, ScipyStiffSolver):
+        seconds *= COMPILE_FACTOR["stiff"]
+    elif solver.adaptive:
+        seconds *= COMPILE_FACTOR["adaptive"]
+    if any(blk.n_zc for blk in cd.blocks.values() if blk.enabled):
+        seconds *= COMPILE_FACTOR["crossings"]
+    return seconds
 
 
 def estimated_interpreted_time(cd, run, batch: int, cost=INTERPRETED_CALL_COST) -> float:

@@ -26,6 +26,7 @@ bit; blocksim then creates its folders group-writable (with a umask of 002).
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import importlib
@@ -93,6 +94,31 @@ def missing_kernels(cd) -> list[str]:
         if lacking:
             problems.append(f"{name} ({blk.type_name}): no compiled {', '.join(lacking)}")
     return problems
+
+
+def kernels_compiled(cd) -> bool:
+    """True when numba has compiled every kernel of cd's blocks that a compiled run calls (those
+    enabled, and those the file's variants switch) on this machine, in this process or in its
+    disk cache (for some argument types): compiling cd's module then compiles the module alone,
+    not the kernels' first compile (up to a minute for the robot dynamics)."""
+    switched = None
+    for name, blk in cd.blocks.items():
+        if not blk.enabled:
+            switched = cd.switchable if switched is None else switched
+            if name not in switched:
+                continue
+        k = blk.runtime_kernels()
+        if k is None:
+            continue
+        for field in dataclasses.fields(k):
+            fn = getattr(k, field.name)
+            if field.name == "params" or fn is None or fn.overloads:
+                continue
+            cache = getattr(fn, "_cache", None)
+            index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+            if index is None or not os.path.exists(index):
+                return False
+    return True
 
 
 def _import_name(fn) -> tuple[str, str]:
