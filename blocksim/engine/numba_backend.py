@@ -112,7 +112,7 @@ def kernels_compiled(cd) -> bool:
             continue
         for field in dataclasses.fields(k):
             fn = getattr(k, field.name)
-            if field.name == "params" or fn is None or fn.overloads:
+            if field.name == "params" or fn is None or getattr(fn, "overloads", None):
                 continue
             cache = getattr(fn, "_cache", None)
             index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
