@@ -317,8 +317,9 @@ def test_argument_types_are_numbas_own_types_of_the_arguments():
 
 def test_the_compile_estimate_follows_w1s_measured_compiles():
     """auto mode weighs a run against estimated_compile_time (engine/mode.py): W1's module,
-    kernels compiled, measured on a 2-core EPYC at 2.5-3.3 s under rk4, 6-7 s under dopri5 and
-    13.5 s with exact Coulomb friction (its crossings located as events)."""
+    kernels compiled, measured on a 2-core EPYC at 2.5-3.3 s under rk4, 6-7 s under dopri5,
+    13.5 s with exact Coulomb friction (its crossings located as events) and 19-21 s under radau
+    or bdf."""
     from blocksim.engine.mode import estimated_compile_time
     from blocksim.engine.scheduler import run_settings
 
@@ -329,3 +330,4 @@ def test_the_compile_estimate_follows_w1s_measured_compiles():
     assert 2.5 <= estimate() <= 3.5
     assert 5.0 <= estimate(**{"simulation.solver": "dopri5"}) <= 8.0
     assert 10.0 <= estimate(**{"simulation.solver": "dopri5", "plant.friction_smoothing": 0.0}) <= 16.0
+    assert 15.0 <= estimate(**{"simulation.solver": "radau"}) <= 25.0

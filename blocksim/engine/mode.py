@@ -21,10 +21,10 @@ COMPILE_COST = (2.0, 0.15)
 compiled already: (s per module, s per block). Measured on a 2-core machine (AMD EPYC): W1,
 seven blocks, 2.5-3.3 s; W2 and W3 (twelve and six blocks) 3.4-3.9 s."""
 
-COMPILE_FACTOR = {"adaptive": 2.0, "stiff": 3.0, "crossings": 2.0}
+COMPILE_FACTOR = {"adaptive": 2.0, "stiff": 6.0, "crossings": 2.0}
 """How much longer a module compiles when its run is adaptive (W1 under dopri5: 6-7 s), stiff
-(radau, bdf: the Newton iterations and the Jacobian's columns besides the stages), or locates
-zero crossings (W1 with exact Coulomb friction under dopri5: 13.5 s)."""
+(radau, bdf: the Newton iterations and the Jacobian's columns besides the stages; W1 19-21 s), or
+locates zero crossings (W1 with exact Coulomb friction under dopri5: 13.5 s)."""
 
 INTERPRETED_CALL_COST = (2e-6, 5e-8)
 """Estimated cost of one block call in interpreted mode: (s per call, s per batch member)."""
