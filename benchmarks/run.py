@@ -5,9 +5,9 @@ exact, its crossings located as events), W2 and W3 through blocksim in interpret
 compiled mode (B = 1, and B = 1000 per member), next to the hand-written loops of
 benchmarks/references.py (pure Python and numba), and prints medians and ratios blocksim /
 hand-written numba, each ratio the median over rounds that run the hand loop and then blocksim's
-three calls (a shared machine's speed drifts between rounds, not within one), three ways: a new Diagram each time (`simulate(load(...))`:
-parsing aside, the diagram is compiled every call), simulate() again on one Diagram (fast restart)
-and Simulator.run(). A compiled fixed-step batch is timed on one thread and on all cores, and W1
+three calls (a shared machine's speed drifts between rounds, not within one), three ways: a new
+Diagram each time (`simulate(load(...))`: parsing aside, the diagram is compiled every call),
+simulate() again on one Diagram (fast restart) and Simulator.run(). A compiled fixed-step batch is timed on one thread and on all cores, and W1
 dopri5 with per-member steps (simulation.step_control: per_member) as a compiled B = 1000 batch on
 all cores. W1 under radau and bdf (rtol 1e-6) compiled: the compiled stiff loops against SciPy's
 Radau and BDF over the compiled derivatives. Also: the

@@ -321,12 +321,10 @@ def test_the_compile_estimate_follows_w1s_measured_compiles():
     13.5 s with exact Coulomb friction (its crossings located as events) and 19-21 s under radau
     or bdf."""
     from blocksim.engine.mode import estimated_compile_time
-    from blocksim.engine.scheduler import run_settings
 
     def estimate(**sets):
-        d = blocksim.load(W1, variant="pid_ff", set=sets)
-        cd = d.compile()
-        return estimated_compile_time(cd, run_settings(d.settings, d.log_settings, cd))
+        d = blocksim.load(W1, variant="pid_ff", set={"simulation.mode": "compiled", **sets})
+        return estimated_compile_time(make_simulation(d.compile()).backend.module_plan)
     assert 2.5 <= estimate() <= 3.5
     assert 5.0 <= estimate(**{"simulation.solver": "dopri5"}) <= 8.0
     assert 10.0 <= estimate(**{"simulation.solver": "dopri5", "plant.friction_smoothing": 0.0}) <= 16.0

@@ -148,8 +148,6 @@ def test_a_copied_plugin_is_the_same_plugin_and_a_different_one_with_the_same_ty
 
 
 TRIPLE = '''"""y = 3 u, elementwise: a block whose kernel no run has compiled yet."""
-from collections import namedtuple
-
 from numba import njit
 
 from blocksim.blocks import Block, Kernels, register
@@ -182,8 +180,7 @@ def test_auto_compiles_a_run_longer_than_its_modules_compile_once_the_kernels_ar
     kernels' first compile may take a minute); once they are compiled, a run estimated longer
     than its module's compile (estimated_compile_time) is compiled."""
     from blocksim.engine import simulate as engine
-    from blocksim.engine.mode import AUTO_COMPILE_AFTER, estimated_compile_time
-    from blocksim.engine.numba_backend import kernels_compiled
+    from blocksim.engine.mode import AUTO_COMPILE_AFTER
     monkeypatch.setenv("BLOCKSIM_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("BLOCKSIM_FIRST_RUN", "compile")
     monkeypatch.setenv("BLOCKSIM_MODE", "auto")
@@ -198,17 +195,18 @@ def test_auto_compiles_a_run_longer_than_its_modules_compile_once_the_kernels_ar
         simulation: {stop_time: 1.0, solver: rk4, step: 0.01}
         log: {signals: [wave.out, y.out], every: 0.01}
         """))
+
+    def compile_estimate():
+        d = blocksim.load(tmp_path / "triple.yaml", set={"simulation.mode": "compiled"})
+        return engine.make_simulation(d.compile()).backend.compile_estimate()
+    assert compile_estimate() is None             # the plugin's kernel is not compiled yet
     d = blocksim.load(tmp_path / "triple.yaml")
-    cd = d.compile()
-    assert not kernels_compiled(cd)
-    compile_s = estimated_compile_time(cd, engine.run_settings(d.settings, d.log_settings, cd))
-    assert 2.0 < compile_s < 3.0                  # a fixed-step module of two blocks
-    seconds = (compile_s + AUTO_COMPILE_AFTER) / 2
+    seconds = (2.3 + AUTO_COMPILE_AFTER) / 2     # 2.3 s: a fixed-step module of two blocks
     monkeypatch.setattr(engine, "estimated_interpreted_time", lambda *args: seconds)
     first = blocksim.simulate(d)
     assert first.stats["mode"] == "interpreted"
     assert f"run is short (about {seconds:.2g} s; " in capsys.readouterr().err
-    assert kernels_compiled(blocksim.load(tmp_path / "triple.yaml").compile())
+    assert compile_estimate() == pytest.approx(2.3)   # 2 s + 0.15 s a block
     again = blocksim.simulate(blocksim.load(tmp_path / "triple.yaml"))
     assert again.stats["mode"] == "compiled"
     np.testing.assert_array_equal(again["y.out"], 3.0 * again["wave.out"])

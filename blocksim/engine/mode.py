@@ -105,18 +105,19 @@ def waits_for_kernels(estimate_twins: Callable[[], float]) -> bool:
     return first_run_policy() == "compile" or estimate_twins() > AUTO_COMPILE_AFTER
 
 
-def estimated_compile_time(cd, run) -> float:
-    """A rough duration (s) of compiling cd's module for the RunSettings `run`, its blocks'
-    kernels compiled already (COMPILE_COST, COMPILE_FACTOR)."""
+def estimated_compile_time(plan) -> float:
+    """A rough duration (s) of compiling the module written for `plan` (a RunPlan: the blocks it
+    calls, its solver, its crossings), its blocks' kernels compiled already (COMPILE_COST,
+    COMPILE_FACTOR)."""
     from ..solvers import SOLVERS
     from ..solvers.stiff import ScipyStiffSolver
-    solver = SOLVERS[run.solver]
-    seconds = COMPILE_COST[0] + COMPILE_COST[1] * len(cd.blocks)
+    solver = SOLVERS[plan.solver]
+    seconds = COMPILE_COST[0] + COMPILE_COST[1] * len(plan.enabled)
     if issubclass(solver, ScipyStiffSolver):
         seconds *= COMPILE_FACTOR["stiff"]
     elif solver.adaptive:
         seconds *= COMPILE_FACTOR["adaptive"]
-    if any(blk.n_zc for blk in cd.blocks.values() if blk.enabled):
+    if plan.crossings:
         seconds *= COMPILE_FACTOR["crossings"]
     return seconds
 

@@ -47,6 +47,7 @@ from . import adaptive_loop, cache_guard, stiff_loop
 from .context import RunContext
 from .loops import first_chunk, next_chunk
 from .major_step import phase_handlers
+from .mode import estimated_compile_time
 from .plan import EVERY_STEP, OutputStep, RunPlan, plan_key
 from .progress import Progress
 from .run_output import RunOutput
@@ -96,17 +97,12 @@ def missing_kernels(cd) -> list[str]:
     return problems
 
 
-def kernels_compiled(cd) -> bool:
-    """True when numba has compiled every kernel of cd's blocks that a compiled run calls (those
-    enabled, and those the file's variants switch) on this machine, in this process or in its
-    disk cache (for some argument types): compiling cd's module then compiles the module alone,
-    not the kernels' first compile (up to a minute for the robot dynamics)."""
-    switched = None
-    for name, blk in cd.blocks.items():
-        if not blk.enabled:
-            switched = cd.switchable if switched is None else switched
-            if name not in switched:
-                continue
+def kernels_compiled(blocks) -> bool:
+    """True when numba has compiled every kernel of these blocks on this machine, in this process
+    or in its disk cache (for some argument types): compiling a module that calls them then
+    compiles the module alone, not the kernels' first compile (up to a minute for the robot
+    dynamics)."""
+    for blk in blocks:
         k = blk.runtime_kernels()
         if k is None:
             continue
@@ -658,6 +654,7 @@ class NumbaBackend:
         own (writing the module's source and typing the loops' arguments cost milliseconds)."""
         self.plan = plan
         self.context = context
+        self.blocks = blocks
         gen = Generator(plan, blocks, records)
         self.module_plan = gen.plan
         """The plan the module is written for (RunPlan.compiled_as): what its loops read."""
@@ -684,6 +681,15 @@ class NumbaBackend:
     def module(self):
         """The generated module this backend runs."""
         return self.code.module
+
+    def compile_estimate(self) -> float | None:
+        """The estimated seconds of compiling this backend's module (engine/mode.py,
+        estimated_compile_time), or None while a kernel of the blocks it calls is not compiled on
+        this machine yet."""
+        plan = self.module_plan
+        if not kernels_compiled(self.blocks[name] for name in plan.enabled):
+            return None
+        return estimated_compile_time(plan)
 
     def is_cached(self) -> bool:
         """True when numba has compiled code for this module on disk (any signature; whether it

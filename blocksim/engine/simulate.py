@@ -21,8 +21,8 @@ from ..errors import ParameterError, SolverError, did_you_mean
 from . import background_compile
 from .members import run_members
 from .metrics import check_metrics, compute_metrics
-from .mode import (TWIN_CALL_COST, choose_mode, estimated_compile_time, estimated_interpreted_time,
-                   first_run_policy, waits_for_kernels)
+from .mode import (TWIN_CALL_COST, choose_mode, estimated_interpreted_time, first_run_policy,
+                   waits_for_kernels)
 from .python_backend import PythonBackend
 from .result import Result, run_metadata
 from .run_size import check_run_memory
@@ -67,12 +67,12 @@ def make_simulation(cd, settings: SimulationSettings | None = None, log: LogSett
     logged = logged or logged_signals(cd, log)
     if settings.mode == "interpreted":
         return interpreted_simulation(cd, run, logged, whole_batch)
-    from .numba_backend import NumbaBackend, kernels_compiled, missing_kernels
+    from .numba_backend import NumbaBackend, missing_kernels
     compiled = functools.lru_cache(maxsize=1)(
         lambda: Simulation(cd, run, logged, backend=NumbaBackend))
     choice = choose_mode(settings, missing_kernels(cd), lambda: compiled().backend.is_cached(),
                          lambda: estimated_interpreted_time(cd, run, whole_batch or cd.batch),
-                         lambda: estimated_compile_time(cd, run) if kernels_compiled(cd) else None)
+                         lambda: compiled().backend.compile_estimate())
     if choice.tell:
         _tell_once(cd.spec.file, choice.reason)
     if choice.mode == "compiled":
