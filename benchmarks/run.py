@@ -5,9 +5,11 @@ exact, its crossings located as events), W2 and W3 through blocksim in interpret
 compiled mode (B = 1, and B = 1000 per member), next to the hand-written loops of
 benchmarks/references.py (pure Python and numba), and prints medians and ratios blocksim /
 hand-written numba, each ratio the median over rounds that run the hand loop and then blocksim's
-three calls (a shared machine's speed drifts between rounds, not within one), three ways: a new
-Diagram each time (`simulate(load(...))`: parsing aside, the diagram is compiled every call),
-simulate() again on one Diagram (fast restart) and Simulator.run(). A compiled fixed-step batch is timed on one thread and on all cores, and W1
+four calls (a shared machine's speed drifts between rounds, not within one), four ways: a new
+Diagram each time (`simulate(load(...))`: the file read and parsed, its content recognised and
+the Simulator built for the last such Diagram run), simulate() again on one Diagram (fast
+restart), Simulator.run(), and a new Diagram of content the engine has not seen (its remembered
+Simulators forgotten first: the diagram compiled in Python every call). A compiled fixed-step batch is timed on one thread and on all cores, and W1
 dopri5 with per-member steps (simulation.step_control: per_member) as a compiled B = 1000 batch on
 all cores. W1 under radau and bdf (rtol 1e-6) compiled: the compiled stiff loops against SciPy's
 Radau and BDF over the compiled derivatives. Also: the
@@ -39,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import blocksim  # noqa: E402
+from blocksim.engine.simulate import forget_simulators  # noqa: E402
 import references as ref  # noqa: E402
 
 W1 = ROOT / "examples" / "two_link_pid_vs_ff.yaml"
@@ -97,9 +100,11 @@ share one resolved diagram; a workspace-parameter batch re-resolves the file per
 
 
 def blocksim_case(label: str, path: Path, variant: str | None, mode: str, batch: int, sets=None):
-    """Two callables running one simulation, simulate() of a newly loaded Diagram (the diagram
-    compiled in Python each call) and simulate() of one Diagram again (fast restart), and a
-    Simulator (the diagram compiled once, for its run())."""
+    """Callables running one simulation: simulate() of a newly loaded Diagram (the engine
+    recognises its content and runs the Simulator it built for the last one: fast restart by
+    content), simulate() of one Diagram again (fast restart), a Simulator (the diagram compiled
+    once, for its run()), and simulate() of a newly loaded Diagram whose content the engine has
+    not seen (its Simulators forgotten first: the diagram compiled in Python each call)."""
     overrides = {"simulation.mode": mode}
     overrides.update(sets or {})
     d = blocksim.load(path, variant=variant, set=overrides)
@@ -110,9 +115,14 @@ def blocksim_case(label: str, path: Path, variant: str | None, mode: str, batch:
         kp = np.asarray(d.spec.blocks[block].params["Kp"], dtype=float)
         members = {f"{block}.Kp": [(kp * (1 + 1e-3 * k)).tolist() for k in range(batch)]}
     prepared = blocksim.Simulator(d, batch=members)
+
+    def unseen():
+        forget_simulators()
+        return blocksim.simulate(blocksim.load(path, variant=variant, set=overrides),
+                                 batch=members)
     return ((lambda: blocksim.simulate(blocksim.load(path, variant=variant, set=overrides),
                                        batch=members)),
-            (lambda: blocksim.simulate(d, batch=members)), prepared)
+            (lambda: blocksim.simulate(d, batch=members)), prepared, unseen)
 
 
 def max_error(result, ref_name, plant_name):
@@ -240,9 +250,9 @@ def main() -> None:
                 # auto); its single-thread time is measured too
                 split = mode == "compiled" and batch > 1 and "dopri5" not in label
                 for threads in (("1", "auto") if split else ("auto",)):
-                    fresh, again, prepared = blocksim_case(
+                    fresh, again, prepared, unseen = blocksim_case(
                         label, path, variant, mode, batch, {**sets, "simulation.threads": threads})
-                    calls = (fresh, again, prepared.run)
+                    calls = (fresh, again, prepared.run, unseen)
                     for call in calls[1:]:
                         call()    # warm (the first is new each call anyway)
                     count = n if batch == 1 else max(1, n // 2)
@@ -253,7 +263,8 @@ def main() -> None:
                     rows.append((label, mode, batch, threads_used, times, numba_t, ratios,
                                  python_t))
     print("\n| workload | mode | B | threads | simulate(load()) / simulate() again / "
-          "Simulator.run(), per member | hand numba | ratios | hand Python |")
+          "Simulator.run() / simulate(load()) of content not seen before, per member | "
+          "hand numba | ratios | hand Python |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
     for label, mode, batch, threads, times, numba_t, ratios, python_t in rows:
         ratios = (" / ".join(f"{r:.2f}x" for r in ratios) if numba_t else "-")

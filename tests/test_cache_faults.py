@@ -19,6 +19,7 @@ import pytest
 from numba.core import caching
 
 import blocksim
+from blocksim.engine.simulate import forget_simulators
 from blocksim.errors import BlocksimWarning
 
 TINY = """\
@@ -37,8 +38,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def forget(name: str) -> None:
-    """Drop the generated module from this process: the next run loads it from the cache."""
+    """Drop the generated module from this process, and the Simulators the engine keeps for
+    reuse by content, as a new process starts: the next run loads the module from the cache."""
     sys.modules.pop(name, None)
+    forget_simulators()
 
 
 def simulate(diagram: Path, **sets):

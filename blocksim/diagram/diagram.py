@@ -12,6 +12,7 @@ import yaml
 
 from ..blocks.base import BatchValue
 from ..errors import BlocksimError, ParameterError
+from ..reading.dependencies import recording
 from .compiler import CompiledDiagram, compile_diagram
 from .settings import LogSettings, SimulationSettings, log_settings, simulation_settings
 from .spec import DiagramSpec, load_spec
@@ -38,8 +39,14 @@ class Diagram:
         self.text = text
         self.variant = variant
         self.overrides = dict(overrides or {})
-        self.spec: DiagramSpec = load_spec(self.path, variant=variant, overrides=self.overrides,
-                                           text=text, lines=str(path) != DICT_NAME)
+        with recording() as sources:
+            self.spec: DiagramSpec = load_spec(self.path, variant=variant,
+                                               overrides=self.overrides, text=text,
+                                               lines=str(path) != DICT_NAME)
+        self.sources = tuple(sources)
+        """The files the spec was read from (reading/dependencies.py: the diagram file, its
+        subsystem files, each with a digest of the bytes read): with path, text, variant and
+        overrides, what makes two Diagrams the same diagram."""
 
     @functools.cached_property
     def settings(self) -> SimulationSettings:

@@ -8,16 +8,18 @@ import pickle
 import sys
 import threading
 import weakref
+from collections import OrderedDict
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..blocks._kernels import compile_notice_done, take_deferred
-from ..blocks.base import BatchValue
+from ..blocks.base import REGISTRY, BatchValue
 from ..diagram.diagram import Diagram
 from ..diagram.settings import LogSettings, SimulationSettings, log_settings, simulation_settings
 from ..errors import ParameterError, SolverError, did_you_mean
+from ..reading.dependencies import recording, unchanged
 from . import background_compile
 from .members import run_members
 from .metrics import check_metrics, compute_metrics
@@ -142,6 +144,14 @@ class Simulator:
 
     def __init__(self, diagram: Diagram, batch: dict[str, list] | None = None,
                  threads: int | str | None = None, first_member: int = 0, **settings: Any):
+        with recording() as dependencies:
+            self._build(diagram, batch, threads, first_member, settings)
+        self.dependencies = tuple(dependencies)
+        """The files compiling the diagram read beyond its own (robot, URDF and closed-chain
+        files: reading/dependencies.py), which a Simulator reused for another Diagram of the
+        same content must find unchanged (simulate)."""
+
+    def _build(self, diagram, batch, threads, first_member, settings) -> None:
         self.diagram = diagram
         self.keywords = dict(settings)
         self.settings = diagram.settings.changed(settings, diagram.spec.parameters) if settings \
@@ -380,14 +390,29 @@ def simulate(diagram: Diagram, batch: dict[str, list] | None = None, **settings:
     simulate() call, and a call with the same batch and settings runs it again instead of
     compiling the diagram anew (blocks, wiring, order, generated module: 1-2 ms of Python for W1).
     A Diagram's spec is fixed when it is loaded, and a second run gives the first run's numbers
-    bit for bit; a call made while another thread runs the remembered Simulator builds its own."""
+    bit for bit; a call made while another thread runs the remembered Simulator builds its own.
+    A newly loaded Diagram of the same content (the same file bytes, subsystem files, variant
+    and overrides, in the same working directory and environment) runs a Simulator remembered
+    for another one (the last CONTENT_KEPT kept) while the files its compile read (robot, URDF
+    and closed-chain files) are unchanged: `simulate(load(path))` in a loop compiles once. A
+    Simulator whose values set_parameters changed is not reused, nor one that auto mode ran
+    interpreted (a new call may compile)."""
     key = _run_key(batch, settings)
     entry = _REMEMBERED.get(diagram)
+    sim = None
     if key is not None and entry is not None and entry[0] == key and entry[1].busy.acquire(False):
         sim = entry[1]
-    else:
-        sim = Simulator(diagram, batch, **settings)
-        sim.busy.acquire()
+        if not _as_built(sim):
+            sim.busy.release()
+            sim = None
+    if sim is None:
+        content = _content_key(diagram, key)
+        sim = _same_content(content)
+        if sim is None:
+            sim = Simulator(diagram, batch, **settings)
+            sim.busy.acquire()
+            if content is not None:
+                _remember_content(content, sim)
         if key is not None:
             _REMEMBERED[diagram] = (key, sim)
     try:
@@ -396,6 +421,87 @@ def simulate(diagram: Diagram, batch: dict[str, list] | None = None, **settings:
         for part in sim.parts:
             part.recorder.release()    # the Result keeps the log; the engine need not
         sim.busy.release()
+
+
+_BY_CONTENT: "OrderedDict[tuple, Simulator]" = OrderedDict()
+"""Fast restart across Diagram objects: the Simulators of the last simulate() calls (at most
+CONTENT_KEPT, the least recently used forgotten first) by the content of their Diagram and call
+(_content_key), for a newly loaded Diagram of the same file, variant, overrides and settings."""
+CONTENT_KEPT = 8
+_BY_CONTENT_LOCK = threading.Lock()
+
+
+def _content_key(diagram: Diagram, run_key: bytes | None) -> tuple | None:
+    """What a Simulator built for `diagram` with the batch and settings of `run_key` depends on,
+    besides the files its compile read (Simulator.dependencies): the Diagram's path (or text),
+    variant and overrides, the bytes of the files it was loaded from (Diagram.sources), the
+    working directory (relative paths) and blocksim's environment variables (mode, limits, cache
+    folder). None when the call cannot be keyed (an override that does not pickle)."""
+    if run_key is None:
+        return None
+    try:
+        overrides = pickle.dumps(sorted(diagram.overrides.items()),
+                                 protocol=pickle.HIGHEST_PROTOCOL)
+        folder = os.getcwd()
+    except (pickle.PicklingError, TypeError, AttributeError, OSError):
+        return None
+    env = tuple(sorted(item for item in os.environ.items() if item[0].startswith("BLOCKSIM_")))
+    return (str(diagram.path), diagram.text, diagram.variant, overrides, diagram.sources, folder,
+            env, run_key)
+
+
+def _same_content(content: tuple | None) -> Simulator | None:
+    """The remembered Simulator of a Diagram with this content, taken (its busy lock held), when
+    it is idle, runs the values it was built with (no set_parameters since) and everything its
+    compile read is unchanged (the block types too: a plugin loaded again may have replaced
+    one); else None."""
+    if content is None:
+        return None
+    with _BY_CONTENT_LOCK:
+        sim = _BY_CONTENT.get(content)
+        if sim is None or not sim.busy.acquire(False):
+            return None
+        _BY_CONTENT.move_to_end(content)
+    if not _as_built(sim) or not _mode_settled(sim) \
+            or not all(REGISTRY.get(type(blk).type_name, type(blk)) is type(blk)
+                       for blk in sim.whole.blocks.values()) \
+            or not unchanged(sim.dependencies):
+        sim.busy.release()
+        with _BY_CONTENT_LOCK:
+            if _BY_CONTENT.get(content) is sim:
+                del _BY_CONTENT[content]
+        return None
+    return sim
+
+
+def _as_built(sim: Simulator) -> bool:
+    """True when sim runs the values it was built with: set_parameters (called on a Simulator
+    that `remembered` gave) was not used on it since, so it is the Simulator a new call would
+    build."""
+    return not sim.values_set and sim.whole.first_member == 0
+
+
+def _mode_settled(sim: Simulator) -> bool:
+    """True when a new call would choose sim's execution mode again: it is compiled, or
+    interpreted because the settings say so. (auto chose interpreted while kernels were still to
+    compile, which they may be now: a newly loaded Diagram asks again.)"""
+    return sim.settings.mode == "interpreted" or all(
+        getattr(part.backend, "compiled", False) for part in sim.parts)
+
+
+def _remember_content(content: tuple, sim: Simulator) -> None:
+    with _BY_CONTENT_LOCK:
+        _BY_CONTENT[content] = sim
+        _BY_CONTENT.move_to_end(content)
+        while len(_BY_CONTENT) > CONTENT_KEPT:
+            _BY_CONTENT.popitem(last=False)
+
+
+def forget_simulators() -> None:
+    """Let go of every Simulator the engine keeps for fast restart across Diagram objects (those
+    kept per Diagram go with their Diagram)."""
+    with _BY_CONTENT_LOCK:
+        _BY_CONTENT.clear()
 
 
 def _run_key(batch, settings) -> bytes | None:

@@ -38,6 +38,7 @@ from yaml.scanner import Scanner
 
 from blocksim.errors import BlocksimError, ParameterError, SourceLoc
 from blocksim.reading.collector import collector_paused
+from blocksim.reading.dependencies import note_content
 from blocksim.reading.limits import LimitError, exceeded, limit, shorten
 
 
@@ -541,7 +542,9 @@ def read_input_bytes(path, what: str, error: type[BlocksimError] = ParameterErro
     try:
         with path.open("rb") as stream:
             if not limited:
-                return stream.read()
+                data = stream.read()
+                note_content(path, data)
+                return data
             size = os.fstat(stream.fileno()).st_size
             if size > cap:
                 raise LimitError(exceeded("file_bytes", size, f"the {what} has"),
@@ -552,6 +555,7 @@ def read_input_bytes(path, what: str, error: type[BlocksimError] = ParameterErro
     if len(data) > cap:
         raise LimitError(exceeded("file_bytes", len(data), f"the {what} has at least"),
                          limit="file_bytes", where=where)
+    note_content(path, data)
     return data
 
 

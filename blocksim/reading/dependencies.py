@@ -1,0 +1,80 @@
+"""The input files a piece of work read, noted while it runs, so that its product can be reused
+later only while every one of them is as it was.
+
+Loading a diagram reads its file and its subsystem files; compiling it reads robot files, URDF
+files and closed-chain files. `recording()` collects, for the work inside it, each file read
+through `read_input_bytes` with a digest of its bytes, and each file a loader kept by its
+modification time (`note_stamp`: the robot and closed-chain loaders keep a model per path and
+modification time, and do not read the file again). `unchanged(deps)` tells whether all of them
+still hold: a digest is checked against the file's bytes read again, a stamp against its
+modification time, as the loader that noted it checks. The engine reuses a Simulator for a newly
+loaded Diagram of the same content only while its dependencies are unchanged
+(engine/simulate.py, `simulate`).
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import hashlib
+import os
+from pathlib import Path
+from typing import Iterator
+
+_ACTIVE: contextvars.ContextVar[tuple[list, ...]] = contextvars.ContextVar("blocksim_recordings",
+                                                                          default=())
+"""The recordings open in this thread (innermost last): a file noted goes into each of them, as a
+dependency of the inner work is one of the work around it too."""
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[list]:
+    """The list of dependencies noted while the block runs (in this thread): ("content", path,
+    digest) and ("stamp", path, modification time in ns) entries, paths absolute."""
+    noted: list = []
+    token = _ACTIVE.set(_ACTIVE.get() + (noted,))
+    try:
+        yield noted
+    finally:
+        _ACTIVE.reset(token)
+
+
+def _digest(data: bytes) -> bytes:
+    return hashlib.blake2b(data, digest_size=16).digest()
+
+
+def note_content(path, data: bytes) -> None:
+    """Note that the bytes `data` were read from the file `path` (nothing when no recording is
+    open: the digest is taken only for a recording)."""
+    active = _ACTIVE.get()
+    if active:
+        entry = ("content", os.path.abspath(path), _digest(data))
+        for noted in active:
+            noted.append(entry)
+
+
+def note_stamp(path, stamp: int) -> None:
+    """Note that a loader kept what it made of the file `path` (absolute) by its modification
+    time `stamp` (ns)."""
+    active = _ACTIVE.get()
+    if active:
+        entry = ("stamp", str(path), stamp)
+        for noted in active:
+            noted.append(entry)
+
+
+def unchanged(deps) -> bool:
+    """True when every dependency noted in `deps` still holds (a file that cannot be read or
+    stat'ed any more does not)."""
+    for kind, path, value in deps:
+        try:
+            if kind == "content":
+                if _digest(Path(path).read_bytes()) != value:
+                    return False
+            elif os.stat(path).st_mtime_ns != value:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+__all__ = ["note_content", "note_stamp", "recording", "unchanged"]
