@@ -146,10 +146,13 @@ class Simulator:
                  threads: int | str | None = None, first_member: int = 0, **settings: Any):
         with recording() as dependencies:
             self._build(diagram, batch, threads, first_member, settings)
-        self.dependencies = tuple(dependencies)
+        own = set(diagram.sources)
+        self.dependencies = tuple(dict.fromkeys(d for d in dependencies if d not in own))
         """The files compiling the diagram read beyond its own (robot, URDF and closed-chain
-        files: reading/dependencies.py), which a Simulator reused for another Diagram of the
-        same content must find unchanged (simulate)."""
+        files: reading/dependencies.py; the diagram file read again for its other variants is
+        its own, which a Diagram of the same content has read as it is now), each once: a
+        Simulator reused for another Diagram of the same content must find them unchanged
+        (simulate)."""
 
     def _build(self, diagram, batch, threads, first_member, settings) -> None:
         self.diagram = diagram
