@@ -257,7 +257,7 @@ def _render_event_reactions(gen) -> list[str]:
 
 ADAPTIVE_LOOP = """
 
-@njit(cache=True, error_model='numpy', nogil=True, _nrt=False)
+@njit(cache=True, error_model='numpy', nogil=True, no_cfunc_wrapper=True, _nrt=False)
 def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil, stop_tick,
                  t_stop, breaks, break_ticks, log_times, xc, xd, s, p, logs, A, b, c, E, E3,
                  P_rows, A_dense, c_dense, exponent, error_order, rtol, atol, max_step, K, xsol,

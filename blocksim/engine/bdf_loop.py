@@ -51,7 +51,7 @@ def arrays(B: int, n_x: int) -> list[np.ndarray]:
 
 BDF_LOOP = """
 
-@njit(cache=True, error_model='numpy', nogil=True, _nrt=False)
+@njit(cache=True, error_model='numpy', nogil=True, no_cfunc_wrapper=True, _nrt=False)
 def run_bdf(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil, stop_tick,
             t_stop, breaks, break_ticks, log_times, xc, xd, s, p, logs, rtol, atol, max_step,
             newton_tol, xsol, x_old, f0, f_tmp, scale, x_predict, psi, d, dy, D, R, U, RU, rows,

@@ -54,7 +54,7 @@ from .run_output import RunOutput
 from .source_text import block as _block, indent as _indent, unpack_tuples
 from .source_text import unpacked as _unpacked
 
-GENERATOR_VERSION = 19
+GENERATOR_VERSION = 20
 """Bumped whenever the generated code's form changes, so old cache entries are not reused."""
 
 NO_REFERENCE_COUNTS = ", _nrt=False)"
@@ -414,7 +414,7 @@ class Generator:
         for (module, name), alias in sorted(self.imports.items(), key=lambda kv: kv[1]):
             lines.append(f"from {module} import {name} as {alias}")
         for header, stmts in functions:
-            lines += ["", "", f"@njit(cache=True, error_model='numpy'{NO_REFERENCE_COUNTS}", header]
+            lines += ["", "", f"@njit(cache=True, error_model='numpy', no_cfunc_wrapper=True{NO_REFERENCE_COUNTS}", header]
             lines += _indent(stmts, 4) or ["    pass"]
         source = "\n".join(lines) + "\n" + loop
         if source.count("@njit(") != source.count(NO_REFERENCE_COUNTS):
@@ -437,7 +437,7 @@ class Generator:
 
 FIXED_LOOP = """
 
-@njit(cache=True, error_model='numpy', nogil=True, _nrt=False)
+@njit(cache=True, error_model='numpy', nogil=True, no_cfunc_wrapper=True, _nrt=False)
 def run_fixed(k0, k1, last_k, num0, dnum, den, step_ticks, t_stop, per, off, hits,
               xc, xd, dxc, s, p, logs, log_stride, log_pos, A, b, c, K, x0):
     \"\"\"Major steps k0..k1-1 on the fixed grid, each the phases of blocksim's major step

@@ -219,7 +219,7 @@ solver's dense output `dense` between them), the finite check, and the major ste
 
 STIFF_LOOP = """
 
-@njit(cache=True, error_model='numpy', nogil=True, _nrt=False)
+@njit(cache=True, error_model='numpy', nogil=True, no_cfunc_wrapper=True, _nrt=False)
 def stiff_jacobian(t, xsol, f0, atol, xc, xd, f_tmp, s, p, J, jac_factor, y_scale, jac_step,
                    jac_retry, max_diff, f_scale):
     \"\"\"J = the finite-difference Jacobian of the derivatives at (t, xsol), f0 = f(t, xsol), as
@@ -245,7 +245,7 @@ def stiff_jacobian(t, xsol, f0, atol, xc, xd, f_tmp, s, p, J, jac_factor, y_scal
     return nfev
 
 
-@njit(cache=True, error_model='numpy', nogil=True, _nrt=False)
+@njit(cache=True, error_model='numpy', nogil=True, no_cfunc_wrapper=True, _nrt=False)
 def run_stiff(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil, stop_tick,
               t_stop, breaks, break_ticks, log_times, xc, xd, s, p, logs, rtol, atol, max_step,
               newton_tol, xsol, x_old, f0, f_tmp, scale, ZE, err, x_new, F, Z, W, dW, Q, J,
