@@ -17,7 +17,7 @@ wall time of a warm `python cli.py simulate` of W1, the import time of blocksim,
 compile time of W1 under rk4 and dopri5 (a fresh cache folder).
 Peers (bdsim, PathSim, pydrake) are run on W1 when installed, skipped otherwise.
 
-    python benchmarks/run.py [--repeats 5] [--quick] [--only LABEL]
+    python benchmarks/run.py [--repeats 5] [--quick] [--only LABEL] [--processes N]
 
 Never run in CI. Numbers depend on the machine's load: compare ratios within one run.
 """
@@ -175,6 +175,41 @@ def w1_stiff(solver: str, repeats: int) -> tuple[float, float, dict, dict]:
     return statistics.median(times[0]), statistics.median(times[1]), *stats
 
 
+def across_processes(count: int) -> None:
+    """This benchmark with the same arguments (but --processes) run in `count` processes one
+    after the other, and each table row's ratios given as the median over the processes with
+    the lowest and highest. Within one process a compiled run's time holds to a few per cent,
+    while from one process to the next it moved by a third (W2 7.7 to 12.4 ms, the same module
+    and the same hand loop), whatever the addresses, the core or the hash seed; so one process's
+    ratio is a sample of that spread."""
+    argv, skip = [], False
+    for arg in sys.argv[1:]:
+        if skip or arg.startswith("--processes="):
+            skip = False
+        elif arg == "--processes":
+            skip = True
+        else:
+            argv.append(arg)
+    rows: dict[str, list[list[float]]] = {}
+    for k in range(count):
+        out = subprocess.run([sys.executable, str(Path(__file__).resolve()), *argv],
+                             capture_output=True, text=True, check=True).stdout
+        print(f"process {k + 1} of {count} done", file=sys.stderr, flush=True)
+        for line in out.splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            ratios = [float(r[:-1]) for c in cells for r in c.split(" / ")
+                      if r.endswith("x") and r[:-1].replace(".", "", 1).isdigit()]
+            if line.startswith("|") and ratios:
+                key = " | ".join(c for c in cells[:4] if not c.endswith(" ms"))   # not times
+                rows.setdefault(key, []).append(ratios)
+    print(f"\n| row | ratios: median over {count} processes (lowest-highest) |")
+    print("| --- | --- |")
+    for row, samples in rows.items():
+        columns = zip(*samples)
+        print(f"| {row} | " + " / ".join(
+            f"{statistics.median(c):.2f}x ({min(c):.2f}-{max(c):.2f})" for c in columns) + " |")
+
+
 def peers() -> list[str]:
     return [name for name in ("bdsim", "pathsim", "pydrake")
             if importlib.util.find_spec(name) is not None]
@@ -190,7 +225,14 @@ def main() -> None:
     parser.add_argument("--only", default=None,
                         help="run only the workloads whose label contains this text (e.g. "
                              "'exact Coulomb'); implies --quick")
+    parser.add_argument("--processes", type=int, default=1,
+                        help="run the benchmark in this many processes, one after the other, "
+                             "and print each row's ratios as the median over them with their "
+                             "range (a compiled run's speed differs from one process to the "
+                             "next: W2 took 7.7 to 12.4 ms)")
     args = parser.parse_args()
+    if args.processes > 1:
+        return across_processes(args.processes)
     args.quick = args.quick or args.only is not None
     n = args.repeats
     print(f"# blocksim benchmarks, {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
