@@ -134,3 +134,21 @@ def test_recorded_dependencies_hold_until_a_file_changes(tmp_path):
     assert not unchanged(inner)
     path.unlink()
     assert not unchanged(inner)
+
+
+def test_a_batch_whose_arrays_are_large_is_not_kept(tmp_path, monkeypatch):
+    from blocksim.engine import simulate as engine
+    path = write(tmp_path, MSD)
+    batch = {"spring.gain": [-4.0, -9.0]}
+    monkeypatch.setattr(engine, "CONTENT_KEPT_BYTES", 64)     # two members' states: 64 bytes
+    blocksim.simulate(blocksim.load(path), batch=batch)
+    d = blocksim.load(path)
+    r = blocksim.simulate(d, batch=batch)
+    first = remembered(d)
+    assert np.max(np.abs(r["x.out"][1, :, 0] - msd_exact(r.t, k=9.0))) < 1e-9
+    monkeypatch.setattr(engine, "CONTENT_KEPT_BYTES", 16 * 2 ** 20)
+    d2 = blocksim.load(path)
+    blocksim.simulate(d2, batch=batch)
+    d3 = blocksim.load(path)
+    blocksim.simulate(d3, batch=batch)
+    assert remembered(d2) is not first and remembered(d3) is remembered(d2)

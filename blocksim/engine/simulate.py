@@ -428,7 +428,8 @@ def simulate(diagram: Diagram, batch: dict[str, list] | None = None, **settings:
 
 _BY_CONTENT: "OrderedDict[tuple, Simulator]" = OrderedDict()
 """Fast restart across Diagram objects: the Simulators of the last simulate() calls (at most
-CONTENT_KEPT, the least recently used forgotten first) by the content of their Diagram and call
+CONTENT_KEPT, the least recently used forgotten first; none whose run arrays exceed
+CONTENT_KEPT_BYTES) by the content of their Diagram and call
 (_content_key), for a newly loaded Diagram of the same file, variant, overrides and settings."""
 CONTENT_KEPT = 8
 _BY_CONTENT_LOCK = threading.Lock()
@@ -492,7 +493,17 @@ def _mode_settled(sim: Simulator) -> bool:
         getattr(part.backend, "compiled", False) for part in sim.parts)
 
 
+CONTENT_KEPT_BYTES = 16 * 2 ** 20
+"""A Simulator whose run arrays (states and signals, of every member) take more bytes than this is
+not kept for reuse by content: eight large batches would hold their memory past their Diagrams."""
+
+
 def _remember_content(content: tuple, sim: Simulator) -> None:
+    ctx = [part.context for part in sim.parts]
+    held = sum(c.xc.nbytes + c.dxc.nbytes + c.xd.nbytes + c.g.nbytes
+               + sum(a.nbytes for a in c.signals) for c in ctx)
+    if held > CONTENT_KEPT_BYTES:
+        return
     with _BY_CONTENT_LOCK:
         _BY_CONTENT[content] = sim
         _BY_CONTENT.move_to_end(content)
