@@ -5,11 +5,12 @@ exact, its crossings located as events), W2 and W3 through blocksim in interpret
 compiled mode (B = 1, and B = 1000 per member), next to the hand-written loops of
 benchmarks/references.py (pure Python and numba), and prints medians and ratios blocksim /
 hand-written numba, each ratio the median over rounds that run the hand loop and then blocksim's
-four calls (a shared machine's speed drifts between rounds, not within one), four ways: a new
+calls (a shared machine's speed drifts between rounds, not within one), four ways: a new
 Diagram each time (`simulate(load(...))`: the file read and parsed, its content recognised and
 the Simulator built for the last such Diagram run), simulate() again on one Diagram (fast
 restart), Simulator.run(), and a new Diagram of content the engine has not seen (its remembered
-Simulators forgotten first: the diagram compiled in Python every call). A compiled fixed-step batch is timed on one thread and on all cores, and W1
+Simulators forgotten first: the diagram compiled in Python every call; in rounds of its own,
+after the other three's). A compiled fixed-step batch is timed on one thread and on all cores, and W1
 dopri5 with per-member steps (simulation.step_control: per_member) as a compiled B = 1000 batch on
 all cores. W1 under radau and bdf (rtol 1e-6) compiled: the compiled stiff loops against SciPy's
 Radau and BDF over the compiled derivatives. Also: the
@@ -294,11 +295,16 @@ def main() -> None:
                 for threads in (("1", "auto") if split else ("auto",)):
                     fresh, again, prepared, unseen = blocksim_case(
                         label, path, variant, mode, batch, {**sets, "simulation.threads": threads})
-                    calls = (fresh, again, prepared.run, unseen)
-                    for call in calls[1:]:
-                        call()    # warm (the first is new each call anyway)
+                    calls = (fresh, again, prepared.run)
+                    for call in calls:
+                        call()    # warm
                     count = n if batch == 1 else max(1, n // 2)
                     times, numba_t, ratios = interleaved(calls, numba_fn, count)
+                    # the whole compile in rounds of its own: its garbage and the caches it
+                    # leaves cold would land on the calls after it (W1's simulate(load()) 2.8x
+                    # alone, 3.2x after it)
+                    unseen_t, _, unseen_r = interleaved((unseen,), numba_fn, count)
+                    times, ratios = times + unseen_t, ratios + unseen_r
                     times = [t / batch for t in times]
                     ratios = [r and r / batch for r in ratios]
                     threads_used = prepared._threads if prepared.per_member else len(prepared.parts)
