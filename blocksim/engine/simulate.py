@@ -146,7 +146,7 @@ class Simulator:
                  threads: int | str | None = None, first_member: int = 0, **settings: Any):
         with recording() as dependencies:
             self._build(diagram, batch, threads, first_member, settings)
-        own = set(diagram.sources)
+        own = set(getattr(diagram, "sources", ()))
         self.dependencies = tuple(dict.fromkeys(d for d in dependencies if d not in own))
         """The files compiling the diagram read beyond its own (robot, URDF and closed-chain
         files: reading/dependencies.py; the diagram file read again for its other variants is
@@ -441,7 +441,8 @@ def _content_key(diagram: Diagram, run_key: bytes | None) -> tuple | None:
     variant and overrides, the bytes of the files it was loaded from (Diagram.sources), the
     working directory (relative paths) and blocksim's environment variables (mode, limits, cache
     folder). None when the call cannot be keyed (an override that does not pickle)."""
-    if run_key is None:
+    sources = getattr(diagram, "sources", None)     # None: a Diagram pickled before it had them
+    if run_key is None or sources is None:
         return None
     try:
         overrides = pickle.dumps(sorted(diagram.overrides.items()),
@@ -450,8 +451,8 @@ def _content_key(diagram: Diagram, run_key: bytes | None) -> tuple | None:
     except (pickle.PicklingError, TypeError, AttributeError, OSError):
         return None
     env = tuple(sorted(item for item in os.environ.items() if item[0].startswith("BLOCKSIM_")))
-    return (str(diagram.path), diagram.text, diagram.variant, overrides, diagram.sources, folder,
-            env, run_key)
+    return (str(diagram.path), diagram.text, diagram.variant, overrides, sources, folder, env,
+            run_key)
 
 
 def _same_content(content: tuple | None) -> Simulator | None:
