@@ -137,7 +137,7 @@ def test_recorded_dependencies_hold_until_a_file_changes(tmp_path):
 
 
 def test_a_batch_whose_arrays_are_large_is_not_kept(tmp_path, monkeypatch):
-    from blocksim.engine import simulate as engine
+    from blocksim.engine import restart as engine
     path = write(tmp_path, MSD)
     batch = {"spring.gain": [-4.0, -9.0]}
     monkeypatch.setattr(engine, "CONTENT_KEPT_BYTES", 64)     # two members' states: 64 bytes

@@ -8,24 +8,25 @@ import pickle
 import sys
 import threading
 import weakref
-from collections import OrderedDict
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from ..blocks._kernels import compile_notice_done, take_deferred
-from ..blocks.base import REGISTRY, BatchValue
+from ..blocks.base import BatchValue
 from ..diagram.diagram import Diagram
 from ..diagram.settings import LogSettings, SimulationSettings, log_settings, simulation_settings
 from ..errors import ParameterError, SolverError, did_you_mean
-from ..reading.dependencies import recording, unchanged
+from ..reading.dependencies import recording
 from . import background_compile
 from .members import run_members
 from .metrics import check_metrics, compute_metrics
 from .mode import (TWIN_CALL_COST, choose_mode, estimated_interpreted_time, first_run_policy,
                    waits_for_kernels)
 from .python_backend import PythonBackend
+from .restart import as_built, content_key, remember_content, same_content
+from .restart import forget_simulators  # noqa: F401  (blocksim.engine.simulate.forget_simulators)
 from .result import Result, run_metadata
 from .run_size import check_run_memory
 from .scheduler import RunOutput, RunSettings, Simulation, run_settings
@@ -405,17 +406,17 @@ def simulate(diagram: Diagram, batch: dict[str, list] | None = None, **settings:
     sim = None
     if key is not None and entry is not None and entry[0] == key and entry[1].busy.acquire(False):
         sim = entry[1]
-        if not _as_built(sim):
+        if not as_built(sim):
             sim.busy.release()
             sim = None
     if sim is None:
-        content = _content_key(diagram, key)
-        sim = _same_content(content)
+        content = content_key(diagram, key)
+        sim = same_content(content)
         if sim is None:
             sim = Simulator(diagram, batch, **settings)
             sim.busy.acquire()
             if content is not None:
-                _remember_content(content, sim)
+                remember_content(content, sim)
         if key is not None:
             _REMEMBERED[diagram] = (key, sim)
     try:
@@ -424,99 +425,6 @@ def simulate(diagram: Diagram, batch: dict[str, list] | None = None, **settings:
         for part in sim.parts:
             part.recorder.release()    # the Result keeps the log; the engine need not
         sim.busy.release()
-
-
-_BY_CONTENT: "OrderedDict[tuple, Simulator]" = OrderedDict()
-"""Fast restart across Diagram objects: the Simulators of the last simulate() calls (at most
-CONTENT_KEPT, the least recently used forgotten first; none whose run arrays exceed
-CONTENT_KEPT_BYTES) by the content of their Diagram and call
-(_content_key), for a newly loaded Diagram of the same file, variant, overrides and settings."""
-CONTENT_KEPT = 8
-_BY_CONTENT_LOCK = threading.Lock()
-
-
-def _content_key(diagram: Diagram, run_key: bytes | None) -> tuple | None:
-    """What a Simulator built for `diagram` with the batch and settings of `run_key` depends on,
-    besides the files its compile read (Simulator.dependencies): the Diagram's path (or text),
-    variant and overrides, the bytes of the files it was loaded from (Diagram.sources), the
-    working directory (relative paths) and blocksim's environment variables (mode, limits, cache
-    folder). None when the call cannot be keyed (an override that does not pickle)."""
-    sources = getattr(diagram, "sources", None)     # None: a Diagram pickled before it had them
-    if run_key is None or sources is None:
-        return None
-    try:
-        overrides = pickle.dumps(sorted(diagram.overrides.items()),
-                                 protocol=pickle.HIGHEST_PROTOCOL)
-        folder = os.getcwd()
-    except (pickle.PicklingError, TypeError, AttributeError, OSError):
-        return None
-    env = tuple(sorted(item for item in os.environ.items() if item[0].startswith("BLOCKSIM_")))
-    return (str(diagram.path), diagram.text, diagram.variant, overrides, sources, folder, env,
-            run_key)
-
-
-def _same_content(content: tuple | None) -> Simulator | None:
-    """The remembered Simulator of a Diagram with this content, taken (its busy lock held), when
-    it is idle, runs the values it was built with (no set_parameters since) and everything its
-    compile read is unchanged (the block types too: a plugin loaded again may have replaced
-    one); else None."""
-    if content is None:
-        return None
-    with _BY_CONTENT_LOCK:
-        sim = _BY_CONTENT.get(content)
-        if sim is None or not sim.busy.acquire(False):
-            return None
-        _BY_CONTENT.move_to_end(content)
-    if not _as_built(sim) or not _mode_settled(sim) \
-            or not all(REGISTRY.get(type(blk).type_name, type(blk)) is type(blk)
-                       for blk in sim.whole.blocks.values()) \
-            or not unchanged(sim.dependencies):
-        sim.busy.release()
-        with _BY_CONTENT_LOCK:
-            if _BY_CONTENT.get(content) is sim:
-                del _BY_CONTENT[content]
-        return None
-    return sim
-
-
-def _as_built(sim: Simulator) -> bool:
-    """True when sim runs the values it was built with: set_parameters (called on a Simulator
-    that `remembered` gave) was not used on it since, so it is the Simulator a new call would
-    build."""
-    return not sim.values_set and sim.whole.first_member == 0
-
-
-def _mode_settled(sim: Simulator) -> bool:
-    """True when a new call would choose sim's execution mode again: it is compiled, or
-    interpreted because the settings say so. (auto chose interpreted while kernels were still to
-    compile, which they may be now: a newly loaded Diagram asks again.)"""
-    return sim.settings.mode == "interpreted" or all(
-        getattr(part.backend, "compiled", False) for part in sim.parts)
-
-
-CONTENT_KEPT_BYTES = 16 * 2 ** 20
-"""A Simulator whose run arrays (states and signals, of every member) take more bytes than this is
-not kept for reuse by content: eight large batches would hold their memory past their Diagrams."""
-
-
-def _remember_content(content: tuple, sim: Simulator) -> None:
-    ctx = [part.context for part in sim.parts]
-    held = sum(c.xc.nbytes + c.dxc.nbytes + c.xd.nbytes + c.g.nbytes
-               + sum(a.nbytes for a in c.signals) for c in ctx)
-    if held > CONTENT_KEPT_BYTES:
-        return
-    with _BY_CONTENT_LOCK:
-        _BY_CONTENT[content] = sim
-        _BY_CONTENT.move_to_end(content)
-        while len(_BY_CONTENT) > CONTENT_KEPT:
-            _BY_CONTENT.popitem(last=False)
-
-
-def forget_simulators() -> None:
-    """Let go of every Simulator the engine keeps for fast restart across Diagram objects (those
-    kept per Diagram go with their Diagram)."""
-    with _BY_CONTENT_LOCK:
-        _BY_CONTENT.clear()
 
 
 def _run_key(batch, settings) -> bytes | None:
