@@ -23,7 +23,7 @@ from ..models import closed_chain as cc
 from ..models import kinematics as kin
 from ..models import model_data as md
 from ..models.closed_chain_file import preset, preset_names, read_closed_chain
-from ..reading.dependencies import note_stamp
+from ..reading.dependencies import stamped
 from ..reading.limits import shorten, shown
 from ..reading.located_yaml import os_reason
 from ..twins import python_twin
@@ -245,9 +245,7 @@ def load_chain(source: str, diagram_dir: str | None) -> cc.ClosedChain:
     if not found:
         raise ParameterError(f"chain {shown(source)} is neither a preset ({', '.join(preset_names())}) "
                              f"nor a closed-chain file (.yaml); looked for {shorten(str(path), 200)}")
-    source, stamp = str(path.resolve()), path.stat().st_mtime_ns
-    note_stamp(source, stamp)             # kept by modification time: reused while it holds
-    return _read(source, stamp)
+    return _read(*stamped(path))    # kept by modification time, a dependency
 
 
 @register

@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import ParameterError
 from ..models.coupled import CoupledRobot
 from ..models.robot import RobotModel
-from ..reading.dependencies import note_stamp
+from ..reading.dependencies import stamped
 from ..reading.limits import shorten, shown
 from ..reading.located_yaml import os_reason
 
@@ -45,9 +45,7 @@ def load_robot(robot: str, diagram_dir: str | None) -> RobotModel:
         raise ParameterError(
             f"robot {shown(robot)} is neither a preset ({', '.join(RobotModel.preset_names())}) "
             f"nor a robot file (.yaml, .urdf); looked for {shorten(str(path), 200)}")
-    source, stamp = str(path.resolve()), path.stat().st_mtime_ns
-    note_stamp(source, stamp)             # kept by modification time: reused while it holds
-    return _load_robot(source, stamp)
+    return _load_robot(*stamped(path))    # kept by modification time, a dependency
 
 
 @functools.lru_cache(maxsize=16)

@@ -18,7 +18,7 @@ from ..blocks.base import BatchValue
 from ..diagram.diagram import Diagram
 from ..diagram.settings import LogSettings, SimulationSettings, log_settings, simulation_settings
 from ..errors import ParameterError, SolverError, did_you_mean
-from ..reading.dependencies import recording
+from ..reading.dependencies import essential, recording
 from . import background_compile
 from .members import run_members
 from .metrics import check_metrics, compute_metrics
@@ -148,12 +148,12 @@ class Simulator:
         with recording() as dependencies:
             self._build(diagram, batch, threads, first_member, settings)
         own = set(getattr(diagram, "sources", ()))
-        self.dependencies = tuple(dict.fromkeys(d for d in dependencies if d not in own))
+        self.dependencies = essential([d for d in dependencies if d not in own])
         """The files compiling the diagram read beyond its own (robot, URDF and closed-chain
         files: reading/dependencies.py; the diagram file read again for its other variants is
-        its own, which a Diagram of the same content has read as it is now), each once: a
-        Simulator reused for another Diagram of the same content must find them unchanged
-        (simulate)."""
+        its own, which a Diagram of the same content has read as it is now), each once, a robot
+        or chain file by its stamp: a Simulator reused for another Diagram of the same content
+        must find them unchanged (simulate)."""
 
     def _build(self, diagram, batch, threads, first_member, settings) -> None:
         self.diagram = diagram

@@ -4,12 +4,11 @@ later only while every one of them is as it was.
 Loading a diagram reads its file and its subsystem files; compiling it reads robot files, URDF
 files and closed-chain files. `recording()` collects, for the work inside it, each file read
 through `read_input_bytes` with a digest of its bytes, and each file a loader kept by its
-modification time (`note_stamp`: the robot and closed-chain loaders keep a model per path and
-modification time, and do not read the file again). `unchanged(deps)` tells whether all of them
-still hold: a digest is checked against the file's bytes read again, a stamp against its
-modification time, as the loader that noted it checks. The engine reuses a Simulator for a newly
-loaded Diagram of the same content only while its dependencies are unchanged
-(engine/simulate.py, `simulate`).
+modification time (the robot and closed-chain loaders keep a model per path and modification time,
+and do not read the file again: `stamped`). `unchanged(deps)` tells whether all of them still hold:
+a digest is checked against the file's bytes read again, a stamp against its modification time, as
+the loader that noted it checks. The engine reuses a Simulator for a newly loaded Diagram of the
+same content only while its dependencies are unchanged (engine/simulate.py, `simulate`).
 """
 from __future__ import annotations
 
@@ -52,14 +51,26 @@ def note_content(path, data: bytes) -> None:
             noted.append(entry)
 
 
-def note_stamp(path, stamp: int) -> None:
-    """Note that a loader kept what it made of the file `path` (absolute) by its modification
-    time `stamp` (ns)."""
+def stamped(path) -> tuple[str, int]:
+    """(the absolute path of `path`, symbolic links resolved, its modification time in ns): the
+    key under which a loader keeps what it made of the file, noted as a dependency (it does not
+    read the file again while the time holds)."""
+    path = Path(path)
+    source, stamp = str(path.resolve()), path.stat().st_mtime_ns
     active = _ACTIVE.get()
     if active:
-        entry = ("stamp", str(path), stamp)
+        entry = ("stamp", source, stamp)
         for noted in active:
             noted.append(entry)
+    return source, stamp
+
+
+def essential(deps) -> tuple:
+    """The dependencies `deps` each once, and a file kept by its stamp by the stamp alone: the
+    loader's bytes read on its first load could not change what it gives while the stamp holds,
+    so checking them again is a file read for nothing."""
+    kept = {path for kind, path, _ in deps if kind == "stamp"}
+    return tuple(dict.fromkeys(d for d in deps if d[0] == "stamp" or d[1] not in kept))
 
 
 def unchanged(deps) -> bool:
@@ -77,4 +88,4 @@ def unchanged(deps) -> bool:
     return True
 
 
-__all__ = ["note_content", "note_stamp", "recording", "unchanged"]
+__all__ = ["essential", "note_content", "recording", "stamped", "unchanged"]

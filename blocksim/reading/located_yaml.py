@@ -541,18 +541,15 @@ def read_input_bytes(path, what: str, error: type[BlocksimError] = ParameterErro
     cap = limit("file_bytes") if limited else -1
     try:
         with path.open("rb") as stream:
-            if not limited:
-                data = stream.read()
-                note_content(path, data)
-                return data
-            size = os.fstat(stream.fileno()).st_size
-            if size > cap:
-                raise LimitError(exceeded("file_bytes", size, f"the {what} has"),
-                                 limit="file_bytes", where=where)
-            data = stream.read(cap + 1)
+            if limited:
+                size = os.fstat(stream.fileno()).st_size
+                if size > cap:
+                    raise LimitError(exceeded("file_bytes", size, f"the {what} has"),
+                                     limit="file_bytes", where=where)
+            data = stream.read(cap + 1 if limited else -1)
     except OSError as err:
         raise error(f"cannot read the {what}: {os_reason(err, path)}", where=where) from None
-    if len(data) > cap:
+    if limited and len(data) > cap:
         raise LimitError(exceeded("file_bytes", len(data), f"the {what} has at least"),
                          limit="file_bytes", where=where)
     note_content(path, data)
