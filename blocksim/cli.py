@@ -252,6 +252,7 @@ def _simulate_variants(args, base, variants, folder) -> int:
     all_metrics = {}
     failed = {}
     interrupted = False
+    base.expect_variants(variants)         # a study's compiled runs share one module
     for v in variants:
         label = v or "default"
         started = time.perf_counter()

@@ -1,17 +1,26 @@
 """Variants that switch blocks on and off share one compiled module (Diagram.switchable,
-RunPlan.compiled_as): the module is written for every block some variant enables, each switched
-block's calls made only when the run's flag enables it, so a study file compiles once. Every
-variant still takes its own run's steps to the last bit: the same numbers as its interpreted run,
-and as a module written for it alone."""
+RunPlan.compiled_as) once a process runs two of them or is told it will (Diagram.expect_variants,
+as the CLI does for a study): the module is written for every block some variant enables, each
+switched block's calls made only when the run's flag enables it, so a study file compiles once.
+A variant run alone gets a module of its own, which runs faster. Every variant still takes its
+own run's steps to the last bit: the same numbers as its interpreted run, and as a module written
+for it alone."""
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import blocksim
+import blocksim.diagram.diagram as diagram_module
 from test_compiled_adaptive import assert_same_run
 
 pytestmark = pytest.mark.usefixtures("compiled_cache")
+
+
+@pytest.fixture(autouse=True)
+def new_process(monkeypatch):
+    """No variant run yet in this process: each test starts as a new process would."""
+    monkeypatch.setattr(diagram_module, "_VARIANTS_RUN", {})
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -69,6 +78,7 @@ def test_the_diagram_names_the_blocks_its_variants_switch():
 
 def test_every_variant_of_the_w1_file_runs_one_module_with_its_own_numbers():
     base = blocksim.load(EXAMPLES / "two_link_pid_vs_ff.yaml")
+    base.expect_variants(base.variants)
     modules = set()
     for variant in base.variants:
         d = base.with_variant(variant)
@@ -94,6 +104,7 @@ def test_every_variant_of_the_w1_file_runs_one_module_with_its_own_numbers():
 @pytest.mark.parametrize("variant", ["continuous", "sampled", "both"])
 def test_a_switched_off_hold_keeps_the_quiet_hits_and_the_steps(variant):
     d = blocksim.load(SWITCHED, variant=variant)
+    d.expect_variants(d.variants)
     compiled = blocksim.Simulator(d, mode="compiled")
     b = compiled.run()
     a = blocksim.Simulator(d, mode="interpreted").run()
@@ -117,6 +128,7 @@ def test_a_variant_that_switches_off_a_block_with_crossings_compiles_its_own_mod
     text = text.replace("v -> x]", "v -> x, x -> clamp]")
     text = text.replace("  both: {}", "  both: {}\n  unclamped: {clamp.enabled: false}")
     plans = {}
+    blocksim.load(text).expect_variants(["both", "unclamped"])
     for variant in ("both", "unclamped"):
         d = blocksim.load(text, variant=variant)
         compiled = blocksim.Simulator(d, mode="compiled")
@@ -133,6 +145,7 @@ def test_a_switched_off_block_with_states_keeps_them_under_dopri5(variant):
     # computed_torque switches the PID off: its two integrator states stay at zero and count in
     # the error norm as in the interpreted run, so the steps are the interpreted run's, bit for bit
     d = blocksim.load(EXAMPLES / "two_link_pid_vs_ff.yaml", variant=variant)
+    d.expect_variants(d.variants)
     settings = dict(solver="dopri5", rtol=1e-6, atol=1e-8)
     compiled = blocksim.Simulator(d, mode="compiled", **settings)
     b = compiled.run()
@@ -144,3 +157,32 @@ def test_a_switched_off_block_with_states_keeps_them_under_dopri5(variant):
         assert (b.stats["nsteps"], b.stats["nfev"]) == (249, 1543)
     else:
         np.testing.assert_array_equal(b["pid.out"], 0.0)
+
+
+def test_a_variant_run_alone_has_a_module_of_its_own_until_a_second_variant_runs():
+    first = blocksim.Simulator(blocksim.load(SWITCHED, variant="both"), mode="compiled")
+    assert first.parts[0].plan.compiled_as is None          # written for this variant alone
+    alone = first.run()
+    again = blocksim.Simulator(blocksim.load(SWITCHED, variant="both"), mode="compiled")
+    assert again.parts[0].plan.compiled_as is None          # the same variant again: its own
+    second = blocksim.Simulator(blocksim.load(SWITCHED, variant="sampled"), mode="compiled")
+    third = blocksim.Simulator(blocksim.load(SWITCHED, variant="both"), mode="compiled")
+    assert second.parts[0].plan.compiled_as is not None
+    assert third.parts[0].plan.compiled_as is not None
+    assert module_of(second) == module_of(third) != module_of(first)
+    assert_same_run(alone, third.run())                    # the same steps, bit for bit
+    # other overrides are another study: its first variant runs alone again
+    other = blocksim.load(SWITCHED, variant="both", set={"spring.gain": -5.0})
+    assert blocksim.Simulator(other, mode="compiled").parts[0].plan.compiled_as is None
+
+
+def test_the_cli_says_a_study_will_run_its_variants(tmp_path, capsys):
+    from blocksim.cli import main
+    path = tmp_path / "switched.yaml"
+    path.write_text(SWITCHED)
+    assert main(["simulate", str(path), "--mode", "compiled", "--quiet"]) == 0
+    (seen,) = diagram_module._VARIANTS_RUN.values()
+    assert seen == {"continuous", "sampled", "both"}
+    # and a diagram so told shares from its first compiled run (`--mode` is one of its overrides)
+    d = blocksim.load(path, variant="continuous", set={"simulation.mode": "compiled"})
+    assert blocksim.Simulator(d, mode="compiled").parts[0].plan.compiled_as is not None
