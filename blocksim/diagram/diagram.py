@@ -113,8 +113,9 @@ class Diagram:
         the file without a variant), as the CLI does when it runs a study's variants: their
         compiled runs share one module from the first (Diagram.switchable). Without it the first
         compiled run of a file's variant gets a module written for that variant alone, which
-        runs 3-10 % faster; the second variant of the same file compiled in the process turns to
-        the shared module, so a loop over variants compiles at most two modules."""
+        compiles faster (W1's `pid_ff`: 2.5 s against 2.9 s); the second variant of the same
+        file compiled in the process turns to the shared module, so a loop over variants
+        compiles at most two modules."""
         key = self._file_key()
         if key is not None and len(self.spec.variants) > 1:
             _VARIANTS_RUN.setdefault(key, set()).update(variants)
