@@ -20,6 +20,7 @@ from numba.core import caching
 
 import blocksim
 from blocksim.engine.simulate import forget_simulators
+from blocksim.diagram.spec import forget_specs
 from blocksim.errors import BlocksimWarning
 
 TINY = """\
@@ -38,10 +39,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def forget(name: str) -> None:
-    """Drop the generated module from this process, and the Simulators the engine keeps for
-    reuse by content, as a new process starts: the next run loads the module from the cache."""
+    """Drop the generated module from this process, and the Simulators and specs the engine
+    keeps for reuse by content, as a new process starts: the next run loads the module from the
+    cache."""
     sys.modules.pop(name, None)
     forget_simulators()
+    forget_specs()
 
 
 def simulate(diagram: Path, **sets):

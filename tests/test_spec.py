@@ -465,3 +465,41 @@ def test_an_inner_blocks_relative_files_are_read_from_its_subsystems_folder(tmp_
                       "simulation: {stop_time: 1.0, solver: rk4, step: 0.5}\nlog: {signals: [p.out]}\n")
     r = blocksim.simulate(blocksim.load(path))
     np.testing.assert_allclose(r["p.out"][:, 0], [3.0, 4.0, 5.0])
+
+
+# -- a load of the same content reuses the spec --------------------------------------------------
+
+def test_a_second_load_of_the_same_bytes_reuses_the_spec_and_an_edit_is_read(tmp_path):
+    import os
+    path = write(tmp_path, MINIMAL)
+    first = load_spec(path)
+    assert load_spec(path) is first
+    assert load_spec(path, overrides={"g.gain": 3.0}) is not first     # other overrides
+    # the same size and modification time, other bytes: read anew
+    stamp = os.stat(path)
+    Path(path).write_text(Path(path).read_text().replace("gain: 2.0", "gain: 5.0"))
+    os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    edited = load_spec(path)
+    assert edited is not first
+    assert edited.blocks["g"].params["gain"] == 5.0 and first.blocks["g"].params["gain"] == 2.0
+
+
+def test_a_changed_subsystem_file_is_read_anew(tmp_path):
+    import shutil
+    for name in ("sub_top.yaml", "actuator.yaml", "filter.yaml"):
+        shutil.copy(DATA / name, tmp_path / name)
+    top = str(tmp_path / "sub_top.yaml")
+    first = load_spec(top)
+    assert first.blocks["act2/motor"].params["gain"] == 2.0
+    inner = tmp_path / "actuator.yaml"
+    inner.write_text(inner.read_text().replace("gain: 2.0", "gain: 7.0"))
+    assert load_spec(top).blocks["act2/motor"].params["gain"] == 7.0
+
+
+def test_a_reading_limit_set_after_a_load_holds_for_the_next(tmp_path, monkeypatch):
+    from blocksim.reading.limits import LimitError
+    path = write(tmp_path, MINIMAL)
+    load_spec(path)
+    monkeypatch.setenv("BLOCKSIM_MAX_FILE_BYTES", "10")
+    with pytest.raises(LimitError, match="BLOCKSIM_MAX_FILE_BYTES"):
+        load_spec(path)

@@ -2,10 +2,15 @@
 parameters and flatten subsystems into a DiagramSpec whose every item remembers its file and line."""
 from __future__ import annotations
 
+import os
+import pickle
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from blocksim.reading.dependencies import note, recording, unchanged
 from blocksim.reading.limits import shown
 from blocksim.blocks.plugins import load_plugins
 from blocksim.expressions.evaluate import Resolved, evaluate_workspace, resolve_value
@@ -17,8 +22,8 @@ from blocksim.diagram.subsystems import flatten
 from blocksim.diagram.yaml_loader import YamlList, YamlMap, to_plain
 from blocksim.errors import DiagramFileError, SourceLoc, did_you_mean
 
-__all__ = ["DiagramSpec", "BlockSpec", "ConnectionSpec", "Endpoint", "Override", "load_spec",
-           "parse_set_option"]
+__all__ = ["DiagramSpec", "BlockSpec", "ConnectionSpec", "Endpoint", "Override", "forget_specs",
+           "load_spec", "parse_set_option"]
 
 
 @dataclass
@@ -124,6 +129,13 @@ def _input_number(wire) -> int:
     return int(port[2:]) if port and port[2:].isdigit() else 1
 
 
+_SPECS: OrderedDict = OrderedDict()
+"""The specs load_spec made lately (at most SPECS_KEPT, the least recently used forgotten first),
+by what each was loaded from (_spec_key), with the files it was read from and its plugins."""
+SPECS_KEPT = 32
+_SPECS_LOCK = threading.Lock()
+
+
 def load_spec(path: str | Path, variant: str | None = None,
               overrides: Mapping[str, Any] | None = None, *, text: str | None = None,
               lines: bool = True) -> DiagramSpec:
@@ -134,10 +146,61 @@ def load_spec(path: str | Path, variant: str | None = None,
     `variant` applies one of the file's `variants:` tables; `overrides` ({dotted key: value}, like
     `--set`) comes last. Precedence, later wins: the file, the variant, the overrides. Raises
     BlocksimError subclasses with file:line for every mistake found at this level.
+
+    A load of the same file (or text), variant and overrides, in the same working directory and
+    with the same BLOCKSIM_ environment variables (the reading limits), gives the spec made
+    before while the bytes of every file it was read from are the same (read again and
+    compared by digest: reading/dependencies.py), its plugins imported again as a load does: a
+    loop of load() and simulate() reads the YAML once. The spec is shared by those loads: read
+    it, do not change it (a changed value goes in `overrides`).
     """
+    key = _spec_key(path, variant, overrides, text, lines)
+    if key is not None:
+        with _SPECS_LOCK:
+            kept = _SPECS.get(key)
+        if kept is not None and unchanged(kept[1]):
+            spec, sources, plugins = kept
+            load_plugins(*plugins)
+            note(sources)
+            with _SPECS_LOCK:
+                if key in _SPECS:
+                    _SPECS.move_to_end(key)
+            return spec
+    with recording() as sources:
+        spec, plugins = _read_spec(path, variant, overrides, text, lines)
+    if key is not None:
+        with _SPECS_LOCK:
+            _SPECS[key] = (spec, tuple(sources), plugins)
+            while len(_SPECS) > SPECS_KEPT:
+                _SPECS.popitem(last=False)
+    return spec
+
+
+def _spec_key(path, variant, overrides, text, lines) -> tuple | None:
+    """What a spec depends on besides the bytes of its files; None when the overrides do not
+    pickle."""
+    try:
+        items = pickle.dumps(dict(overrides or {}),
+                             protocol=pickle.HIGHEST_PROTOCOL)
+        folder = os.getcwd()
+    except (pickle.PicklingError, TypeError, AttributeError, OSError):
+        return None
+    env = tuple(sorted(item for item in os.environ.items() if item[0].startswith("BLOCKSIM_")))
+    return (str(path), text, variant, items, lines, folder, env)
+
+
+def forget_specs() -> None:
+    """Let go of the specs load_spec keeps (the next load of each file reads it anew)."""
+    with _SPECS_LOCK:
+        _SPECS.clear()
+
+
+def _read_spec(path, variant, overrides, text, lines) -> tuple[DiagramSpec, tuple]:
+    """load_spec's work: the spec, and the arguments of load_plugins that imported its plugins."""
     display = str(path)
     doc = read_diagram_file(path, display, text=text, lines=lines)
-    load_plugins(doc["plugins"], Path(path).parent, doc["plugins"].loc)
+    plugins = (doc["plugins"], Path(path).parent, doc["plugins"].loc)
+    load_plugins(*plugins)
     variants = variant_overrides(doc)
     chosen: list[Override] = []
     if variant is not None:
@@ -174,7 +237,7 @@ def load_spec(path: str | Path, variant: str | None = None,
     analysis = _resolve_table(doc["analysis"], ANALYSIS_KEYS, "analysis", workspace, locations,
                               ANALYSIS_SIGNAL_KEYS)
     name = doc.get("name")
-    return DiagramSpec(
+    spec = DiagramSpec(
         name=str(name) if name is not None else Path(path).stem,
         file=display,
         version=doc.get("blocksim", FORMAT_VERSION),
@@ -191,5 +254,6 @@ def load_spec(path: str | Path, variant: str | None = None,
         aliases=flat.aliases,
         where=locations,
     )
+    return spec, plugins
 
 

@@ -51,6 +51,15 @@ def note_content(path, data: bytes) -> None:
             noted.append(entry)
 
 
+def note(deps) -> None:
+    """Note the dependencies `deps` (entries of an earlier recording) again, for work that reuses
+    what that recording's work made instead of doing it anew."""
+    active = _ACTIVE.get()
+    if active:
+        for noted in active:
+            noted.extend(deps)
+
+
 def stamped(path) -> tuple[str, int]:
     """(the absolute path of `path`, symbolic links resolved, its modification time in ns): the
     key under which a loader keeps what it made of the file, noted as a dependency (it does not
@@ -88,4 +97,4 @@ def unchanged(deps) -> bool:
     return True
 
 
-__all__ = ["essential", "note_content", "recording", "stamped", "unchanged"]
+__all__ = ["essential", "note", "note_content", "recording", "stamped", "unchanged"]
