@@ -144,6 +144,7 @@ def render(gen) -> str:
         outputs=unpacked(block(gen.output_body("major", "te", minor="all",
                                                unlogged_guard="mode != 2", memo=True), 16)),
         crossings=unpacked(block(gen.zero_crossing_body("te") or ["pass"], 20)),
+        step_end_crossings=unpacked(block(_step_end_crossings(gen), 20)),
         major=unpacked(block(major, 16)),
         event_reactions=unpacked(block(_render_event_reactions(gen) if compiled and events
                                        else ["status = 5", "break"], 16)),
@@ -156,6 +157,18 @@ def render(gen) -> str:
                                 + gen.derivative_body("te", "K[row]"), 8)),
         snap=repr(BOUND_SNAP_FRACTION), spacings=MIN_STEP_SPACINGS)
     return _EVENT_TASKS.sub(r"\1" if events else "", source)
+
+
+def _step_end_crossings(gen) -> list[str]:
+    """The crossing functions at an accepted step's end (t, x_new). The step's last evaluation,
+    its FSAL stage, was at that (t, x): when it computed every output that varies between major
+    steps (each is read by a stage), their buffers hold what the outputs site would compute
+    again there, bit for bit, and g is evaluated on them alone; else (or in a fixed-step run,
+    which evaluates no FSAL stage) the outputs site computes them first (mode 3)."""
+    crossings = gen.zero_crossing_body("te")
+    if not crossings or not all(step.at_stages for step in gen.plan.output_steps if step.varies):
+        return ["mode = 3"]
+    return ["if fixed:", "    mode = 3", "else:"] + indent(crossings, 4)
 
 
 _EVENT_TASKS = re.compile(r"^ *# events\{\n(.*?)^ *# \}events\n", re.S | re.M)
@@ -439,8 +452,8 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
                 locating = False
                 if n_zc > 0:                         # g at the step's end
                     te = t
-                    mode = 3
                     task = 12
+{step_end_crossings}
                 else:
                     task = 13
                 continue

@@ -54,7 +54,7 @@ from .run_output import RunOutput
 from .source_text import block as _block, indent as _indent, unpack_tuples
 from .source_text import unpacked as _unpacked
 
-GENERATOR_VERSION = 20
+GENERATOR_VERSION = 21
 """Bumped whenever the generated code's form changes, so old cache entries are not reused."""
 
 NO_REFERENCE_COUNTS = ", _nrt=False)"
