@@ -268,3 +268,37 @@ def test_a_chattering_switch_stops_with_an_error_in_both_modes(tmp_path):
     assert f"{MAX_CONSECUTIVE_EVENTS} zero-crossing events in a row" in messages[0]
     t = float(messages[0].split("up to t = ")[1].split(" s")[0])
     assert 1.0 <= t < 1.0 + 1e-8
+
+
+# a Relay on a Gain of the integral of a sine: the gain is read by the relay alone, whose output
+# is only logged, so no solver stage computes it, and the step-end crossing functions need it
+# computed at the step's end
+RELAY_ON_A_GAIN = """
+blocksim: 1
+blocks:
+  s:  {type: Sine, amplitude: 1.0, frequency: 1.0}
+  x:  {type: Integrator}
+  k:  {type: Gain, gain: 2.0}
+  rl: {type: Relay, switch_on: 0.2, switch_off: 0.1}
+connections: [s -> x, x -> k, k -> rl]
+simulation: {stop_time: 1.0, solver: dopri5, rtol: 1.0e-8, atol: 1.0e-10}
+log: {signals: [rl.out, x.out], every: 0.01}
+"""
+
+
+def test_a_crossing_function_reading_an_output_no_stage_computes(tmp_path, monkeypatch):
+    """2 x = (1 - cos 2 pi t) / pi: the relay switches on where it reaches 0.2, at
+    t = acos(1 - 0.2 pi) / (2 pi), and off on the way down where it falls to 0.1; the compiled
+    loop computes the gain at each step's end before the crossing functions, as the interpreted
+    run does (where every output varying between major steps is a stage's, the FSAL stage's
+    outputs serve: W1 with exact Coulomb friction above)."""
+    no_python_services(monkeypatch)
+    path = tmp_path / "relay.yaml"
+    path.write_text(RELAY_ON_A_GAIN)
+    a, b, sim = both(blocksim.load(path))
+    assert sim.parts[0].backend.loop == "run_adaptive"
+    assert_same_events(a, b)
+    assert_same_run(a, b)
+    on = np.arccos(1 - 0.2 * np.pi) / (2 * np.pi)
+    off = 1 - np.arccos(1 - 0.1 * np.pi) / (2 * np.pi)
+    assert [e.t for e in b.events] == pytest.approx([on, off], abs=1e-8)
