@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from blocksim.reading.dependencies import note, recording, unchanged
+from blocksim.reading.dependencies import blocksim_environment, note, recording, unchanged
 from blocksim.reading.limits import shown
 from blocksim.blocks.plugins import load_plugins
 from blocksim.expressions.evaluate import Resolved, evaluate_workspace, resolve_value
@@ -185,7 +185,7 @@ def _spec_key(path, variant, overrides, text, lines) -> tuple | None:
         folder = os.getcwd()
     except (pickle.PicklingError, TypeError, AttributeError, OSError):
         return None
-    env = tuple(sorted(item for item in os.environ.items() if item[0].startswith("BLOCKSIM_")))
+    env = blocksim_environment()
     return (str(path), text, variant, items, lines, folder, env)
 
 

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from ..blocks.base import REGISTRY
-from ..reading.dependencies import unchanged
+from ..reading.dependencies import blocksim_environment, unchanged
 
 if TYPE_CHECKING:
     from ..diagram.diagram import Diagram
@@ -42,7 +42,7 @@ def content_key(diagram: Diagram, run_key: bytes | None) -> tuple | None:
         folder = os.getcwd()
     except (pickle.PicklingError, TypeError, AttributeError, OSError):
         return None
-    env = tuple(sorted(item for item in os.environ.items() if item[0].startswith("BLOCKSIM_")))
+    env = blocksim_environment()
     return (str(diagram.path), diagram.text, diagram.variant, overrides, sources, folder, env,
             run_key)
 

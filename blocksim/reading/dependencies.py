@@ -82,6 +82,17 @@ def essential(deps) -> tuple:
     return tuple(dict.fromkeys(d for d in deps if d[0] == "stamp" or d[1] not in kept))
 
 
+def blocksim_environment() -> tuple:
+    """blocksim's environment variables (BLOCKSIM_*: mode, threads, limits, cache folder) as a
+    sorted tuple of (name, value), for keys of what depends on them. Read from the process
+    environment's raw table where the platform keeps one (POSIX: bytes, not decoded item by item:
+    a tenth of the time, which a loop of load() and simulate() pays twice a call)."""
+    raw = getattr(os.environ, "_data", None)
+    if os.name == "posix" and isinstance(raw, dict):      # CPython's bytes table
+        return tuple(sorted((k, v) for k, v in raw.items() if k.startswith(b"BLOCKSIM_")))
+    return tuple(sorted(item for item in os.environ.items() if item[0].startswith("BLOCKSIM_")))
+
+
 def unchanged(deps) -> bool:
     """True when every dependency noted in `deps` still holds (a file that cannot be read or
     stat'ed any more does not)."""
@@ -97,4 +108,5 @@ def unchanged(deps) -> bool:
     return True
 
 
-__all__ = ["essential", "note", "note_content", "recording", "stamped", "unchanged"]
+__all__ = ["blocksim_environment", "essential", "note", "note_content", "recording", "stamped",
+           "unchanged"]
