@@ -6,11 +6,11 @@ compiled mode (B = 1, and B = 1000 per member), next to the hand-written loops o
 benchmarks/references.py (pure Python and numba), and prints medians and ratios blocksim /
 hand-written numba, each ratio the median over rounds that run the hand loop and then blocksim's
 calls (a shared machine's speed drifts between rounds, not within one), four ways: a new
-Diagram each time (`simulate(load(...))`: the file read and parsed, its content recognised and
-the Simulator built for the last such Diagram run), simulate() again on one Diagram (fast
+Diagram each time (`simulate(load(...))`: the file's bytes read and recognised, the spec and
+the Simulator made for the last such Diagram reused), simulate() again on one Diagram (fast
 restart), Simulator.run(), and a new Diagram of content the engine has not seen (its remembered
-Simulators forgotten first: the diagram compiled in Python every call; in rounds of its own,
-after the other three's). A compiled fixed-step batch is timed on one thread and on all cores, and W1
+specs and Simulators forgotten first: the file parsed and the diagram compiled in Python every
+call; in rounds of its own, after the other three's). A compiled fixed-step batch is timed on one thread and on all cores, and W1
 dopri5 with per-member steps (simulation.step_control: per_member) as a compiled B = 1000 batch on
 all cores. W1 under radau and bdf (rtol 1e-6) compiled: the compiled stiff loops against SciPy's
 Radau and BDF over the compiled derivatives. Also: the
@@ -42,6 +42,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import blocksim  # noqa: E402
+from blocksim.diagram.spec import forget_specs  # noqa: E402
 from blocksim.engine.simulate import forget_simulators  # noqa: E402
 import references as ref  # noqa: E402
 
@@ -105,7 +106,8 @@ def blocksim_case(label: str, path: Path, variant: str | None, mode: str, batch:
     recognises its content and runs the Simulator it built for the last one: fast restart by
     content), simulate() of one Diagram again (fast restart), a Simulator (the diagram compiled
     once, for its run()), and simulate() of a newly loaded Diagram whose content the engine has
-    not seen (its Simulators forgotten first: the diagram compiled in Python each call)."""
+    not seen (its Simulators and specs forgotten first: the file read and the diagram compiled in
+    Python each call, as for a file loaded with other `set` values each time)."""
     overrides = {"simulation.mode": mode}
     overrides.update(sets or {})
     d = blocksim.load(path, variant=variant, set=overrides)
@@ -119,6 +121,7 @@ def blocksim_case(label: str, path: Path, variant: str | None, mode: str, batch:
 
     def unseen():
         forget_simulators()
+        forget_specs()
         return blocksim.simulate(blocksim.load(path, variant=variant, set=overrides),
                                  batch=members)
     return ((lambda: blocksim.simulate(blocksim.load(path, variant=variant, set=overrides),
