@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import types
 
+import numpy as np
 from numba.core.dispatcher import Dispatcher
 
 _twins: dict[int, types.FunctionType] = {}
@@ -41,6 +42,22 @@ def python_twin(fn):
         twin.__wrapped_numba__ = fn
         _twins[id(fn)] = twin
     return twin
+
+
+def quiet_twin(fn):
+    """fn's twin for the engine to call in place of the compiled kernel, with the kernel's
+    floating-point behaviour: an overflow, a division by zero or an invalid operation on numpy
+    numbers gives inf or NaN without a numpy warning, as numba's error_model="numpy" does (the
+    engine's finite checks then name the block whose state or output became NaN/Inf)."""
+    twin = python_twin(fn)
+    if twin is fn:
+        return fn
+
+    def quiet(*args):
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            return twin(*args)
+    quiet.__wrapped__ = twin
+    return quiet
 
 
 def own_twin(fn, twin) -> None:

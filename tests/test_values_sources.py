@@ -187,3 +187,24 @@ def test_white_noise_python_twin_equals_the_kernel_without_overflow_warnings():
         drawn = [twin(np.uint64(7), b, 1, np.uint64(k)) for b in range(2) for k in range(50)]
     assert drawn == [sources.gaussian(np.uint64(7), b, 1, np.uint64(k))
                      for b in range(2) for k in range(50)]
+
+
+def test_a_kernel_run_as_its_twin_overflows_to_inf_without_a_warning_as_compiled():
+    """A Fourier excitation with coefficients near the float limit: its twin, as the engine calls
+    it on a first run (before the kernels are compiled), gives the compiled kernel's inf, with no
+    numpy overflow warning (numba's error_model="numpy" warns of nothing)."""
+    import warnings
+
+    from blocksim.blocks.trajectories import fourier_kernel
+    from blocksim.twins import quiet_twin
+
+    rows = np.array([[0.0, 2.0 * np.pi]])                    # q0 = 0 rad, wf = 2 pi rad/s
+    ab = np.full((1, 1, 2, 2), 1e308)                        # rad/s
+    outputs = [np.zeros((1, 1)) for _ in range(6)]
+    fourier_kernel(0.1, rows, ab, *outputs[:3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quiet_twin(fourier_kernel)(0.1, rows, ab, *outputs[3:])
+    for compiled, twin in zip(outputs[:3], outputs[3:]):
+        np.testing.assert_array_equal(twin, compiled)
+    assert np.isinf(outputs[5]).all()                        # qdd overflowed

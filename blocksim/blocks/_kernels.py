@@ -15,7 +15,7 @@ from contextlib import contextmanager
 import numpy as np
 from numba import njit
 
-from ..twins import python_twin
+from ..twins import quiet_twin
 
 COMPILE_NOTICE_AFTER = 2.0
 """Seconds a compilation may last before the user is told what is being compiled."""
@@ -52,7 +52,7 @@ def entry_point(fn, args: tuple, wait: bool = True):
         if cached is not None:
             return cached
         _deferred.append((fn, signature))
-        return python_twin(fn)
+        return quiet_twin(fn)
     with compile_notice(fn):
         return fn.compile(signature)
 
