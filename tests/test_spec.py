@@ -503,3 +503,12 @@ def test_a_reading_limit_set_after_a_load_holds_for_the_next(tmp_path, monkeypat
     monkeypatch.setenv("BLOCKSIM_MAX_FILE_BYTES", "10")
     with pytest.raises(LimitError, match="BLOCKSIM_MAX_FILE_BYTES"):
         load_spec(path)
+
+
+def test_a_spec_read_from_more_than_the_kept_size_is_read_anew(tmp_path, monkeypatch):
+    from blocksim.diagram import spec as spec_module
+    path = write(tmp_path, MINIMAL)
+    monkeypatch.setattr(spec_module, "SPEC_KEPT_BYTES", len(Path(path).read_bytes()) - 1)
+    assert load_spec(path) is not load_spec(path)
+    monkeypatch.setattr(spec_module, "SPEC_KEPT_BYTES", len(Path(path).read_bytes()))
+    assert load_spec(path) is load_spec(path)

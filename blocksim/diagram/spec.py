@@ -2,6 +2,7 @@
 parameters and flatten subsystems into a DiagramSpec whose every item remembers its file and line."""
 from __future__ import annotations
 
+import math
 import os
 import pickle
 import threading
@@ -131,8 +132,11 @@ def _input_number(wire) -> int:
 
 _SPECS: OrderedDict = OrderedDict()
 """The specs load_spec made lately (at most SPECS_KEPT, the least recently used forgotten first),
-by what each was loaded from (_spec_key), with the files it was read from and its plugins."""
+by what each was loaded from (_spec_key), with the files it was read from and its plugins; none
+read from more than SPEC_KEPT_BYTES of YAML (a large diagram's load is its parse, and its spec
+would hold memory for long)."""
 SPECS_KEPT = 32
+SPEC_KEPT_BYTES = 1 << 20
 _SPECS_LOCK = threading.Lock()
 
 
@@ -168,12 +172,25 @@ def load_spec(path: str | Path, variant: str | None = None,
             return spec
     with recording() as sources:
         spec, plugins = _read_spec(path, variant, overrides, text, lines)
-    if key is not None:
+    if key is not None and _source_bytes(sources, text) <= SPEC_KEPT_BYTES:
         with _SPECS_LOCK:
             _SPECS[key] = (spec, tuple(sources), plugins)
             while len(_SPECS) > SPECS_KEPT:
                 _SPECS.popitem(last=False)
     return spec
+
+
+def _source_bytes(sources, text: str | None) -> float:
+    """The size in bytes of the YAML a spec was read from: its text and the files noted (inf
+    when one cannot be stat'ed any more)."""
+    total = 0 if text is None else len(text)
+    for kind, path, _ in sources:
+        if kind == "content":
+            try:
+                total += os.path.getsize(path)
+            except OSError:
+                return math.inf
+    return total
 
 
 def _spec_key(path, variant, overrides, text, lines) -> tuple | None:
