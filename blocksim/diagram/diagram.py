@@ -27,6 +27,18 @@ _VARIANTS_RUN: dict = {}
 or has been told to expect (Diagram.expect_variants): from two on, they share one module (at most
 64 files: past that all are forgotten)."""
 
+
+def _kept(table: dict, key, make):
+    """table[key], made by make() when missing; the table holds at most 64 keys (past that all
+    are forgotten: safe beside other threads)."""
+    found = table.get(key)
+    if found is None:
+        if len(table) >= 64:
+            table.clear()
+        found = table.setdefault(key, make())
+    return found
+
+
 TEXT_NAME, DICT_NAME = "<text>", "<dict>"
 """How a diagram given as YAML text or as a dict is named in messages (in place of a file)."""
 
@@ -91,12 +103,7 @@ class Diagram:
         key = self._file_key()
         if key is None:
             return self._switchable_now()
-        found = _SWITCHABLE.get(key)
-        if found is None:
-            found = _SWITCHABLE[key] = self._switchable_now()
-            if len(_SWITCHABLE) > 64:             # bounded: forget all (safe beside other threads)
-                _SWITCHABLE.clear()
-        return found
+        return _kept(_SWITCHABLE, key, self._switchable_now)
 
     def _file_key(self):
         """The diagram's file (path, size and modification time, or its text) and overrides, as
@@ -118,7 +125,7 @@ class Diagram:
         compiles at most two modules."""
         key = self._file_key()
         if key is not None and len(self.spec.variants) > 1:
-            _VARIANTS_RUN.setdefault(key, set()).update(variants)
+            _kept(_VARIANTS_RUN, key, set).update(variants)
 
     def _switchable_now(self) -> frozenset[str]:
         flags: dict[str, set] = {}
@@ -148,11 +155,7 @@ class Diagram:
         key = self._file_key()
         if key is None:
             return self.switchable
-        seen = _VARIANTS_RUN.get(key)
-        if seen is None:
-            if len(_VARIANTS_RUN) >= 64:          # bounded: forget all (safe beside other threads)
-                _VARIANTS_RUN.clear()
-            seen = _VARIANTS_RUN.setdefault(key, set())
+        seen = _kept(_VARIANTS_RUN, key, set)
         seen.add(self.variant)
         return self.switchable if len(seen) > 1 else frozenset()
 

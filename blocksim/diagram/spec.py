@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import math
 import os
-import pickle
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from blocksim.reading.dependencies import blocksim_environment, note, recording, unchanged
+from blocksim.reading.dependencies import load_context, note, recording, unchanged
 from blocksim.reading.limits import shown
 from blocksim.blocks.plugins import load_plugins
 from blocksim.expressions.evaluate import Resolved, evaluate_workspace, resolve_value
@@ -196,14 +195,8 @@ def _source_bytes(sources, text: str | None) -> float:
 def _spec_key(path, variant, overrides, text, lines) -> tuple | None:
     """What a spec depends on besides the bytes of its files; None when the overrides do not
     pickle."""
-    try:
-        items = pickle.dumps(dict(overrides or {}),
-                             protocol=pickle.HIGHEST_PROTOCOL)
-        folder = os.getcwd()
-    except (pickle.PicklingError, TypeError, AttributeError, OSError):
-        return None
-    env = blocksim_environment()
-    return (str(path), text, variant, items, lines, folder, env)
+    context = load_context(overrides)
+    return None if context is None else (str(path), text, variant, lines, context)
 
 
 def forget_specs() -> None:

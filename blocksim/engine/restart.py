@@ -6,14 +6,12 @@ restart across Diagram objects"). The content is what the Diagram was loaded fro
 """
 from __future__ import annotations
 
-import os
-import pickle
 import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from ..blocks.base import REGISTRY
-from ..reading.dependencies import blocksim_environment, unchanged
+from ..reading.dependencies import load_context, unchanged
 
 if TYPE_CHECKING:
     from ..diagram.diagram import Diagram
@@ -36,15 +34,10 @@ def content_key(diagram: Diagram, run_key: bytes | None) -> tuple | None:
     sources = getattr(diagram, "sources", None)     # None: a Diagram pickled before it had them
     if run_key is None or sources is None:
         return None
-    try:
-        overrides = pickle.dumps(sorted(diagram.overrides.items()),
-                                 protocol=pickle.HIGHEST_PROTOCOL)
-        folder = os.getcwd()
-    except (pickle.PicklingError, TypeError, AttributeError, OSError):
+    context = load_context(diagram.overrides)
+    if context is None:
         return None
-    env = blocksim_environment()
-    return (str(diagram.path), diagram.text, diagram.variant, overrides, sources, folder, env,
-            run_key)
+    return (str(diagram.path), diagram.text, diagram.variant, sources, context, run_key)
 
 
 def same_content(content: tuple | None) -> "Simulator | None":

@@ -16,6 +16,7 @@ import contextlib
 import contextvars
 import hashlib
 import os
+import pickle
 from pathlib import Path
 from typing import Iterator
 
@@ -93,6 +94,19 @@ def blocksim_environment() -> tuple:
     return tuple(sorted(item for item in os.environ.items() if item[0].startswith("BLOCKSIM_")))
 
 
+def load_context(overrides) -> tuple | None:
+    """What loading a diagram depends on besides its files' bytes, as a key: the `set` overrides
+    (pickled, by key: each is a leaf, so their order changes nothing), the working directory
+    (relative file names) and blocksim's environment variables (blocksim_environment). None when
+    the overrides do not pickle."""
+    try:
+        items = pickle.dumps(sorted((overrides or {}).items()), protocol=pickle.HIGHEST_PROTOCOL)
+        folder = os.getcwd()
+    except (pickle.PicklingError, TypeError, AttributeError, OSError):
+        return None
+    return items, folder, blocksim_environment()
+
+
 def unchanged(deps) -> bool:
     """True when every dependency noted in `deps` still holds (a file that cannot be read or
     stat'ed any more does not)."""
@@ -108,5 +122,5 @@ def unchanged(deps) -> bool:
     return True
 
 
-__all__ = ["blocksim_environment", "essential", "note", "note_content", "recording", "stamped",
-           "unchanged"]
+__all__ = ["blocksim_environment", "essential", "load_context", "note", "note_content", "recording",
+           "stamped", "unchanged"]
