@@ -21,19 +21,42 @@ def memberwise_stage_sum(base, h, weights, stages, count, out):
     """out[k] = base[k] + h * sum_{j < count} weights[j] * stages[j, k], element by element.
 
     base, out: flat (B * n) states; stages: (rows, B * n) stage derivatives; weights: a tableau
-    row; h: the step (s). Zero weights are skipped. out must not overlap base or stages. The sum
-    is accumulated in out one stage at a time (each pass a plain loop over k that the compiler
-    vectorises), in the same order as a per-element sum, so the rounding is the same.
+    row; h: the step (s). Zero weights are skipped. out must not overlap base or stages. Each
+    element's sum starts at 0.0 and adds the weighted stages in order j = 0, 1, ..., so the
+    rounding is that of a per-element sum; the passes over k are plain loops the compiler
+    vectorises (over a batch's members), as few as the nonzero weights allow: one for a row with
+    one nonzero weight (each stage of RK4, Euler, Heun's first), else one per nonzero weight and
+    one to add the base. Fewer passes over a short state are what count: each pass's vector loop
+    sets up around a few elements (W2 at B = 1: 7.0 -> 6.4 ms with RK4's stages in one pass).
     """
     n = out.shape[0]
-    for k in range(n):
-        out[k] = 0.0
+    used = 0
+    last = 0
+    for j in range(count):
+        if weights[j] != 0.0:
+            used += 1
+            last = j
+    if used == 1:
+        w = weights[last]
+        row = stages[last]
+        for k in range(n):
+            out[k] = base[k] + h * (0.0 + w * row[k])
+        return
+    started = False
     for j in range(count):
         w = weights[j]
         if w != 0.0:
             row = stages[j]
-            for k in range(n):
-                out[k] += w * row[k]
+            if started:
+                for k in range(n):
+                    out[k] += w * row[k]
+            else:
+                for k in range(n):
+                    out[k] = 0.0 + w * row[k]
+                started = True
+    if not started:
+        for k in range(n):
+            out[k] = 0.0
     for k in range(n):
         out[k] = base[k] + h * out[k]
 
