@@ -715,7 +715,7 @@ def run(backend, sim) -> RunOutput | None:
     error_order = tab.error_order or 0             # 0: a fixed-step method, no error estimate
     exponent = -1.0 / (error_order + 1)
     E = tab.E if tab.E is not None else np.zeros(0)
-    ev = _EventArrays(ctx.g, sim.zc_directions, B * n_x)
+    ev = _EventArrays.for_run(ctx.g, sim.zc_directions, B * n_x)
 
     rest = (fstate, istate, per, off, hits, num0, dnum, den,
             stop_ceil, int_stop, float(s.stop), breaks, break_ticks, plan.log_grid,
@@ -753,7 +753,7 @@ def run(backend, sim) -> RunOutput | None:
         interrupted = True
     finally:
         progress.close()
-    counters = {name: int(istate[_I[name]]) for name in ISTATE}
+    counters = dict(zip(ISTATE, istate.tolist()))
     t = float(fstate[0])
     if counters["stopped_by"]:    # a block stopped the run in compiled code
         stopped = True
@@ -802,6 +802,24 @@ class _EventArrays:
         self.directions = np.ascontiguousarray(directions, dtype=np.int64)
         self.search_fs = np.zeros(len(SEARCH_FLOATS))
         self.search_is = np.zeros(len(SEARCH_INTS), dtype=np.int64)
+
+    _WITHOUT_CROSSINGS: dict = {}
+
+    @classmethod
+    def for_run(cls, g: np.ndarray, directions: np.ndarray, n_state: int) -> "_EventArrays":
+        """The arrays of one run. A run without crossing functions (g of shape (B, 0)) has a
+        loop without the event tasks (_EVENT_TASKS), which never writes them: those runs share
+        one set per shape, also across threads (a run's Python around its compiled loop is a
+        tenth of W1 dopri5's, and these were a fifth of that)."""
+        if g.shape[1] > 0:
+            return cls(g, directions, n_state)
+        key = (g.shape, np.shape(directions), n_state)
+        kept = cls._WITHOUT_CROSSINGS.get(key)
+        if kept is None:
+            if len(cls._WITHOUT_CROSSINGS) >= 64:
+                cls._WITHOUT_CROSSINGS.clear()
+            kept = cls._WITHOUT_CROSSINGS[key] = cls(g, directions, n_state)
+        return kept
 
     def flush(self, istate, events: list, crossings) -> None:
         """The events the loop noted, appended to `events` as Event records; the count reset."""

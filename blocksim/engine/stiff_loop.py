@@ -510,7 +510,7 @@ def run(backend, sim) -> RunOutput | None:
         interrupted = True
     finally:
         progress.close()
-    counters = {name: int(istate[k]) for k, name in enumerate(inames)}
+    counters = dict(zip(inames, istate.tolist()))
     sim.recorder.count = counters["log_pos"]
     t = float(fstate[f_at["t"]])
     xsol = work[0]
