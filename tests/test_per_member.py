@@ -118,3 +118,16 @@ def test_each_run_of_a_per_member_batch_logs_into_arrays_of_its_own():
     assert not np.shares_memory(first["plant.q"], second["plant.q"])
     np.testing.assert_array_equal(first["plant.q"], q_copy)
     np.testing.assert_array_equal(second["plant.q"], q_copy)
+
+
+def test_a_member_that_fails_on_a_thread_raises_its_error_as_interpreted_mode_does():
+    """Members on two threads, one of six with an infinite rate: its solver error (the member
+    named) is raised once the others have stopped, word for word as the interpreted batch's."""
+    batch = {"k.value": [1.0, 2.0, np.inf, 3.0, 4.0, 5.0]}
+    errors = []
+    for mode in ("interpreted", "compiled"):
+        with pytest.raises(BlocksimError) as info:
+            per_member(blocksim.load(RACE), mode, batch, threads=2)
+        errors.append(str(info.value))
+    assert "batch member 2" in errors[0] and "derivative of continuous state x[0]" in errors[0]
+    assert errors[1] == errors[0]
