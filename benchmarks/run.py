@@ -270,7 +270,8 @@ def main() -> None:
                   {"simulation.solver": "dopri5", "simulation.rtol": 1e-6,
                    "simulation.atol": 1e-8, "plant.friction_smoothing": 0.0}),
                  ("W2", W2, None, {}), ("W3", W3, None, {})]
-    if not args.quick:        # each member its own steps (simulation.step_control: per_member)
+    if not args.quick or args.only is not None:    # each member its own steps (simulation.
+        # step_control: per_member); a B = 1000 row, which --only can select
         workloads.append(("W1 pid_ff dopri5 per member", W1, "pid_ff",
                           {"simulation.solver": "dopri5", "simulation.rtol": 1e-6,
                            "simulation.atol": 1e-8, "simulation.step_control": "per_member"}))
