@@ -12,6 +12,7 @@ import yaml
 
 from ..blocks.base import BatchValue
 from ..errors import BlocksimError, ParameterError
+from ..memo import kept
 from ..reading.dependencies import recording
 from .compiler import CompiledDiagram, compile_diagram
 from .settings import LogSettings, SimulationSettings, log_settings, simulation_settings
@@ -26,17 +27,6 @@ _VARIANTS_RUN: dict = {}
 """The variants of each file (keyed as _SWITCHABLE) whose compiled runs this process has planned,
 or has been told to expect (Diagram.expect_variants): from two on, they share one module (at most
 64 files: past that all are forgotten)."""
-
-
-def _kept(table: dict, key, make):
-    """table[key], made by make() when missing; the table holds at most 64 keys (past that all
-    are forgotten: safe beside other threads)."""
-    found = table.get(key)
-    if found is None:
-        if len(table) >= 64:
-            table.clear()
-        found = table.setdefault(key, make())
-    return found
 
 
 TEXT_NAME, DICT_NAME = "<text>", "<dict>"
@@ -103,7 +93,7 @@ class Diagram:
         key = self._file_key()
         if key is None:
             return self._switchable_now()
-        return _kept(_SWITCHABLE, key, self._switchable_now)
+        return kept(_SWITCHABLE, key, self._switchable_now)
 
     def _file_key(self):
         """The diagram's file (path, size and modification time, or its text) and overrides, as
@@ -125,7 +115,7 @@ class Diagram:
         compiles at most two modules."""
         key = self._file_key()
         if key is not None and len(self.spec.variants) > 1:
-            _kept(_VARIANTS_RUN, key, set).update(variants)
+            kept(_VARIANTS_RUN, key, set).update(variants)
 
     def _switchable_now(self) -> frozenset[str]:
         flags: dict[str, set] = {}
@@ -155,7 +145,7 @@ class Diagram:
         key = self._file_key()
         if key is None:
             return self.switchable
-        seen = _kept(_VARIANTS_RUN, key, set)
+        seen = kept(_VARIANTS_RUN, key, set)
         seen.add(self.variant)
         return self.switchable if len(seen) > 1 else frozenset()
 

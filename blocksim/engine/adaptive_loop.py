@@ -40,6 +40,7 @@ import time as _time
 import numpy as np
 
 from ..errors import SolverError
+from ..memo import kept
 from ..solvers import SOLVERS, make_solver
 from ..solvers.base import BOUND_SNAP_FRACTION, MIN_STEP_SPACINGS
 from ..solvers.events import SEARCH_FLOATS, SEARCH_INTS
@@ -813,13 +814,8 @@ class _EventArrays:
         tenth of W1 dopri5's, and these were a fifth of that)."""
         if g.shape[1] > 0:
             return cls(g, directions, n_state)
-        key = (g.shape, np.shape(directions), n_state)
-        kept = cls._WITHOUT_CROSSINGS.get(key)
-        if kept is None:
-            if len(cls._WITHOUT_CROSSINGS) >= 64:
-                cls._WITHOUT_CROSSINGS.clear()
-            kept = cls._WITHOUT_CROSSINGS[key] = cls(g, directions, n_state)
-        return kept
+        return kept(cls._WITHOUT_CROSSINGS, (g.shape, np.shape(directions), n_state),
+                    lambda: cls(g, directions, n_state))
 
     def flush(self, istate, events: list, crossings) -> None:
         """The events the loop noted, appended to `events` as Event records; the count reset."""
