@@ -57,7 +57,7 @@ def simulate(diagram: Path, **sets):
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory):
-    """One cache with the diagram's compiled code for a fixed-step run (run_fixed) and a run of
+    """One cache with the diagram's compiled code for a fixed-step run (run_fixed_one) and a run of
     the scheduler's loop (ADAPTIVE: outputs, derivatives), and the results of those runs."""
     base = tmp_path_factory.mktemp("pristine")
     diagram = base / "tiny.yaml"
@@ -96,7 +96,7 @@ def mode_of(result) -> str:
     return result.stats.get("mode", "interpreted")
 
 
-def loaded_from_disk(name: str, function: str = "run_fixed") -> bool:
+def loaded_from_disk(name: str, function: str = "run_fixed_one") -> bool:
     """The generated module's function was loaded from numba's cache, not compiled."""
     stats = getattr(sys.modules[name], function).stats
     return sum(stats.cache_hits.values()) >= 1 and sum(stats.cache_misses.values()) == 0
@@ -130,7 +130,7 @@ ADAPTIVE = {"simulation.solver": "lsoda"}
 """A run of the scheduler's loop over the module's entry points (lsoda: an explicit adaptive
 solver runs the compiled adaptive loop, run_adaptive, radau and bdf the compiled stiff loops,
 run_stiff and run_bdf): its functions (outputs, derivatives) compile in about a second each, the
-fixed-step loop (run_fixed) in several."""
+fixed-step loop (run_fixed_one) in several."""
 
 
 def compiled_adaptively(name: str) -> bool:
@@ -160,9 +160,9 @@ def test_a_damaged_entry_is_set_aside_and_rebuilt_in_auto_mode(cache, kind, how)
 
 
 def test_a_damaged_entry_of_the_fixed_step_loop_is_set_aside_and_rebuilt(cache):
-    """The fixed-step loop (run_fixed) loads apart from the scheduler's entry points: its
+    """The fixed-step loop (run_fixed_one) loads apart from the scheduler's entry points: its
     truncated index is set aside and rebuilt there too, with the undamaged run's numbers."""
-    path = entry_of(cache, "run_fixed", "nbi")
+    path = entry_of(cache, "run_fixed_one", "nbi")
     damaged = damage(path, "truncate")
     result, told = simulate(cache.diagram)
     assert result.stats["mode"] == "compiled"
@@ -170,7 +170,7 @@ def test_a_damaged_entry_of_the_fixed_step_loop_is_set_aside_and_rebuilt(cache):
     np.testing.assert_array_equal(result["i.out"], cache.pristine.fixed["i.out"])
     assert len(told) == 1, told
     assert_set_aside(path, damaged, told[0])
-    assert len(sys.modules[cache.name].run_fixed.overloads) == 1   # typed as the loop calls it
+    assert len(sys.modules[cache.name].run_fixed_one.overloads) == 1   # typed as the loop calls it
     forget(cache.name)
     again, told = simulate(cache.diagram)
     assert told == [] and mode_of(again) == "compiled" and loaded_from_disk(cache.name)
@@ -303,7 +303,7 @@ def test_a_world_writable_cache_folder_is_refused_unless_shared_with_the_sticky_
 
 
 def test_a_world_writable_file_is_refused_even_when_shared(cache, monkeypatch):
-    index = entry_of(cache, "run_fixed", "nbi")
+    index = entry_of(cache, "run_fixed_one", "nbi")
     index.chmod(0o666)
     monkeypatch.setenv("BLOCKSIM_CACHE_SHARED", "group")
     result, told = simulate(cache.diagram)

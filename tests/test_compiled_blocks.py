@@ -279,7 +279,10 @@ def compiled_specializations():
 
 
 def test_compiled_batch_equals_interpreted_batch_and_compiles_nothing_new(tmp_path):
-    run(tmp_path, SOURCES_MATH, "compiled")
+    """A batch of another size compiles nothing new: the loop for batches takes any size (a run
+    of one member has a loop of its own, its arrays on its stack: engine/stack_arrays.py)."""
+    run(tmp_path, SOURCES_MATH, "compiled", batch={"parameters.amp": [2.0, 1.0, 0.5]},
+        **{"st.time": [0.3, 0.4]})
     before = compiled_specializations()
     batch = {"parameters.amp": [1.0, -0.5]}
     b = run(tmp_path, SOURCES_MATH, "compiled", batch=batch, **{"st.time": [0.3, 0.4]})

@@ -54,7 +54,7 @@ def test_the_bouncing_ball_bounces_in_compiled_code_bit_for_bit(monkeypatch):
     run's time, the same log and counters, in run_adaptive, which runs the reactions itself."""
     no_python_services(monkeypatch)
     a, b, sim = both(blocksim.load(EXAMPLES / "bouncing_ball.yaml"))
-    assert sim.parts[0].backend.loop == "run_adaptive" and b.stats["mode"] == "compiled"
+    assert sim.parts[0].backend.loop == "run_adaptive_one" and b.stats["mode"] == "compiled"
     assert len(a.events) >= 8
     assert_same_events(a, b)
     assert_same_run(a, b)
@@ -71,7 +71,7 @@ def test_held_modes_clamps_and_a_terminal_event_as_interpreted(tmp_path, monkeyp
     path = tmp_path / "switches.yaml"
     path.write_text(SWITCHES)
     a, b, sim = both(blocksim.load(path), solver=solver)
-    assert sim.parts[0].backend.loop == "run_adaptive"
+    assert sim.parts[0].backend.loop == "run_adaptive_one"
     assert_same_events(a, b)
     assert_same_run(a, b)
     assert b.stopped_by == "stop"
@@ -114,7 +114,7 @@ def test_w1_with_exact_coulomb_friction_in_compiled_code_bit_for_bit(monkeypatch
     diagram = blocksim.load(EXAMPLES / "two_link_pid_vs_ff.yaml", variant="pid_ff",
                             set={"plant.friction_smoothing": 0.0})
     a, b, sim = both(diagram, solver="dopri5", rtol=1e-6, atol=1e-8)
-    assert sim.parts[0].backend.loop == "run_adaptive"
+    assert sim.parts[0].backend.loop == "run_adaptive_one"
     assert len(a.events) == 2 and {e.index for e in a.events} == {0, 1}
     assert_same_events(a, b)
     assert_same_run(a, b)
@@ -151,7 +151,7 @@ def test_held_modes_switch_in_compiled_code_without_python(tmp_path, monkeypatch
     path.write_text(SIGN_AND_BAND)
     no_python_services(monkeypatch)
     a, b, sim = both(blocksim.load(path))
-    assert sim.parts[0].backend.loop == "run_adaptive"
+    assert sim.parts[0].backend.loop == "run_adaptive_one"
     assert_same_events(a, b)
     assert_same_run(a, b)
     fall = (np.pi - 0.3) / (2 * np.pi)
@@ -296,7 +296,7 @@ def test_a_crossing_function_reading_an_output_no_stage_computes(tmp_path, monke
     path = tmp_path / "relay.yaml"
     path.write_text(RELAY_ON_A_GAIN)
     a, b, sim = both(blocksim.load(path))
-    assert sim.parts[0].backend.loop == "run_adaptive"
+    assert sim.parts[0].backend.loop == "run_adaptive_one"
     assert_same_events(a, b)
     assert_same_run(a, b)
     on = np.arccos(1 - 0.2 * np.pi) / (2 * np.pi)

@@ -86,7 +86,7 @@ def test_the_compiled_loop_follows_the_same_rule_step_for_step(monkeypatch, text
     interpreted = run(text, monkeypatch, mode="interpreted")
     sim = blocksim.Simulator(blocksim.load(text), mode="compiled")
     compiled = sim.run()
-    assert sim.parts[0].backend.loop == "run_adaptive"
+    assert sim.parts[0].backend.loop == "run_adaptive_one"
     np.testing.assert_array_equal(interpreted.t, compiled.t)
     for name in interpreted.names:
         np.testing.assert_array_equal(interpreted[name], compiled[name], err_msg=name)

@@ -90,7 +90,7 @@ def test_calls_of_time_alone_are_the_reference_and_its_feedforward():
     cd, plan = plan_of(d)
     assert {o.block for o in plan.output_steps if o.time_only} == {"ref", "ff"}
     module = Generator(plan, cd.blocks, {}).source()
-    fixed = module[module.index("def run_fixed"):module.index("def run_adaptive")]
+    fixed = module[module.index("def run_fixed("):module.index("def run_fixed_one(")]
     assert fixed.count("if ti != t_memo") == 2 and fixed.count("= np.nan") == 2
 
 
@@ -103,7 +103,7 @@ def test_both_backends_follow_the_major_step_and_refuse_an_unknown_phase(monkeyp
     assert isinstance(sim.backend, NumbaBackend) and sim.backend.runs_whole_loop
     # the generated loop renders the phases between outputs and advance in MAJOR_STEP's order
     source = Path(sim.backend.module.__file__).read_text()
-    loop = source[source.index("def run_fixed"):]
+    loop = source[source.index("def run_fixed("):]
     marks = [loop.index(f"# {name}\n") for name in PHASE_NAMES]
     assert marks == sorted(marks)
     # a phase that one backend does not know stops both from running a step the other would not

@@ -85,7 +85,7 @@ def test_every_variant_of_the_w1_file_runs_one_module_with_its_own_numbers():
         compiled = blocksim.Simulator(d, mode="compiled")
         b = compiled.run()
         a = blocksim.Simulator(d, mode="interpreted").run()
-        assert b.stats["mode"] == "compiled" and compiled.parts[0].backend.loop == "run_fixed"
+        assert b.stats["mode"] == "compiled" and compiled.parts[0].backend.loop == "run_fixed_one"
         assert compiled.parts[0].plan.compiled_as is not None
         modules.add(module_of(compiled))
         np.testing.assert_array_equal(a.t, b.t)
@@ -108,7 +108,7 @@ def test_a_switched_off_hold_keeps_the_quiet_hits_and_the_steps(variant):
     compiled = blocksim.Simulator(d, mode="compiled")
     b = compiled.run()
     a = blocksim.Simulator(d, mode="interpreted").run()
-    assert compiled.parts[0].backend.loop == "run_adaptive"
+    assert compiled.parts[0].backend.loop == "run_adaptive_one"
     assert compiled.parts[0].plan.compiled_as is not None
     assert_same_run(a, b)
     own, alone = own_module_run(SWITCHED, variant)
@@ -150,7 +150,7 @@ def test_a_switched_off_block_with_states_keeps_them_under_dopri5(variant):
     compiled = blocksim.Simulator(d, mode="compiled", **settings)
     b = compiled.run()
     a = blocksim.Simulator(d, mode="interpreted", **settings).run()
-    assert compiled.parts[0].backend.loop == "run_adaptive"
+    assert compiled.parts[0].backend.loop == "run_adaptive_one"
     assert compiled.parts[0].plan.compiled_as is not None
     assert_same_run(a, b)
     if variant == "pid_ff":        # the study's reference run, as in a module of its own

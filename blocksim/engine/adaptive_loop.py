@@ -40,16 +40,17 @@ import time as _time
 import numpy as np
 
 from ..errors import SolverError
-from ..memo import kept
 from ..solvers import SOLVERS, make_solver
 from ..solvers.base import BOUND_SNAP_FRACTION, MIN_STEP_SPACINGS
-from ..solvers.events import SEARCH_FLOATS, SEARCH_INTS
 from .major_step import phase_handlers
 from .loops import first_chunk, held_buffer, loop_clock, next_chunk
 from .progress import Progress
-from .run_output import Event, RunOutput
+from .event_arrays import EventArrays
+from .run_output import RunOutput
 from .scheduler import CONSECUTIVE_EVENT_SPAN, MAX_CONSECUTIVE_EVENTS, PROBE_STEP
-from .source_text import block, indent, unpacked
+from .source_text import (block, copies_back_before_returns, indent, stack_bytes, stack_copies,
+                          unpacked)
+from .stack_arrays import STACK_LIMIT
 
 ISTATE = ("n", "n_floor", "mode", "have_f", "log_pos", "nfev", "nsteps", "nrejected",
           "major_steps", "next_break", "tick_next", "floor_next", "reason", "resume", "first",
@@ -136,7 +137,7 @@ def render(gen) -> str:
     major = ["# events_at_t"] + (phases[1][1]() if events else []) + ["if resume <= 1:"] + \
         indent(after, 4) + ["resume = 0"]
     reads = [f"s[{i}]" for i in plan.stage_held] + [f"xd[:, {a}:{b}]" for a, b in plan.stage_xd]
-    source = ADAPTIVE_LOOP.format(
+    parts = dict(
         n_zc="g.shape[1]" if events else "0",
         unpack=gen.entry_locals(memo=True),
         stash=unpacked(block(["at = 0"] + [f"at = stash(held, at, {r})" for r in reads], 16)),
@@ -157,7 +158,41 @@ def render(gen) -> str:
         evaluate=unpacked(block(gen.output_body(None, "te", memo=True)
                                 + gen.derivative_body("te", "K[row]"), 8)),
         snap=repr(BOUND_SNAP_FRACTION), spacings=MIN_STEP_SPACINGS)
+    source = ADAPTIVE_LOOP.format(name="run_adaptive", prologue="", **parts) + \
+        _one_member(plan, parts)
     return _EVENT_TASKS.sub(r"\1" if events else "", source)
+
+
+def stage_rows(tab) -> int:
+    """The rows of the loop's stage array K under tableau tab: its stages, FSAL, the dense
+    output's extra stages, f(t, x) (ROW_F) and a scratch row."""
+    extra = 0 if tab.A_dense is None else len(tab.A_dense)
+    return tab.n_stages + 1 + extra + 2
+
+
+_TABLEAUX = [solver.tableau for solver in SOLVERS.values() if hasattr(solver, "tableau")]
+STAGE_ROWS = max(stage_rows(tab) for tab in _TABLEAUX)
+"""The most rows K has under any explicit solver: those of run_adaptive_one's stack."""
+DENSE_ROWS = max(len(tab.P_rows) if tab.P_rows is not None else 0 for tab in _TABLEAUX)
+"""The most rows of the dense output's power coefficients Q under any explicit solver."""
+
+
+def _one_member(plan, parts: dict) -> str:
+    """run_adaptive_one: run_adaptive (ADAPTIVE_LOOP with the rendered `parts`) for one member
+    (a single run, or a member of a per-member batch) with its signals, states, stage rows,
+    dense output and crossing functions on its own stack, when they fit in STACK_LIMIT bytes
+    (else nothing: run_adaptive runs it)."""
+    n, zc = plan.n_xc, plan.n_zc
+    arrays = {"xc": (1, n), "xd": (1, plan.n_xd), "K": (STAGE_ROWS, 1, n), "xsol": (1, n),
+              "x_old": (1, n), "x_new": (1, n), "Q": (DENSE_ROWS, n)}
+    for name in ("g", "g_prev", "g_new", "g_end", "g_lo", "g_hi", "sgn", "g_base"):
+        arrays[name] = (1, zc)
+    widths = [slot.width for slot in plan.slots]
+    if stack_bytes(widths, arrays) > STACK_LIMIT:
+        return ""
+    prologue = "\n" + block(stack_copies(widths, arrays, frozenset({"K", "Q"})), 4)
+    one = ADAPTIVE_LOOP.format(name="run_adaptive_one", prologue=prologue, **parts)
+    return copies_back_before_returns(one, len(widths), arrays)
 
 
 def _step_end_crossings(gen) -> list[str]:
@@ -272,12 +307,12 @@ def _render_event_reactions(gen) -> list[str]:
 ADAPTIVE_LOOP = """
 
 @njit(cache=True, error_model='numpy', nogil=True, no_cfunc_wrapper=True, _nrt=False)
-def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil, stop_tick,
-                 t_stop, breaks, break_ticks, log_times, xc, xd, s, p, logs, A, b, c, E, E3,
-                 P_rows, A_dense, c_dense, exponent, error_order, rtol, atol, max_step, K, xsol,
-                 x_old, x_new, Q, zero, held, g, g_prev, g_new, g_end, ev_mask, directions,
-                 zc_tol, has_modes, search_fs, search_is, g_lo, g_hi, cand, sgn, fixed, fired,
-                 g_base, x_probe, ev_times, ev_rows):
+def {name}(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil, stop_tick,
+           t_stop, breaks, break_ticks, log_times, xc, xd, s, p, logs, A, b, c, E, E3, P_rows,
+           A_dense, c_dense, exponent, error_order, rtol, atol, max_step, K, xsol, x_old, x_new,
+           Q, zero, held, g, g_prev, g_new, g_end, ev_mask, directions, zc_tol, has_modes,
+           search_fs, search_is, g_lo, g_hi, cand, sgn, fixed, fired, g_base, x_probe, ev_times,
+           ev_rows):
     \"\"\"At most `budget` solver steps of the run (engine/adaptive_loop.py); returns the status.
 
     mode 0: a major step at t (the outputs, the phases after them, the next major time, the
@@ -298,7 +333,7 @@ def run_adaptive(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_c
     step ahead), the outputs at t again after either. fixed: a fixed-step run (euler ... rk4): every step goes from one major time to the next (the grid is one of the
     rates of per and off), is never rejected, its f(t, x) is evaluated anew at each major step
     (the solver restarts there), and a crossing is reported at the step's end, not located, as
-    solvers/explicit.RungeKutta._grid_step and the scheduler's _advance do.\"\"\"
+    solvers/explicit.RungeKutta._grid_step and the scheduler's _advance do.\"\"\"{prologue}
 {unpack}
     n_stages = b.shape[0]
     n_main = n_stages + 1
@@ -695,8 +730,7 @@ def run(backend, sim) -> RunOutput | None:
         hits = np.zeros(len(per), dtype=np.bool_)
         breaks, break_ticks = breaks[:0], break_ticks[:0]
     B, n_x = ctx.xc.shape
-    extra = 0 if tab.A_dense is None else len(tab.A_dense)
-    K = np.zeros((tab.n_stages + 1 + extra + 2, B, n_x))     # + f(t, x) and a scratch row
+    K = np.zeros((stage_rows(tab), B, n_x))
     P_rows = tab.P_rows if tab.P_rows is not None else np.zeros((0, 0))
     A_dense = tab.A_dense if tab.A_dense is not None else np.zeros((0, 0))
     c_dense = tab.c_dense if tab.c_dense is not None else np.zeros(0)
@@ -716,7 +750,7 @@ def run(backend, sim) -> RunOutput | None:
     error_order = tab.error_order or 0             # 0: a fixed-step method, no error estimate
     exponent = -1.0 / (error_order + 1)
     E = tab.E if tab.E is not None else np.zeros(0)
-    ev = _EventArrays.for_run(ctx.g, sim.zc_directions, B * n_x)
+    ev = EventArrays.for_run(ctx.g, sim.zc_directions, B * n_x)
 
     rest = (fstate, istate, per, off, hits, num0, dnum, den,
             stop_ceil, int_stop, float(s.stop), breaks, break_ticks, plan.log_grid,
@@ -735,7 +769,7 @@ def run(backend, sim) -> RunOutput | None:
     status, interrupted, stopped = DONE, False, False
     budget = first_chunk(B * n_x, 16)
     try:
-        loop = backend.loop_entry("run_adaptive", args(0))
+        loop = backend.loop_entry(backend.loop, args(0))
         while status == DONE:
             if sim.stop_requested:
                 interrupted = True
@@ -743,7 +777,7 @@ def run(backend, sim) -> RunOutput | None:
             started = _time.perf_counter()
             status = loop(*args(budget))
             elapsed = _time.perf_counter() - started
-            ev.flush(istate, sim.events, crossings)
+            ev.flush(istate, _I["n_events"], sim.events, crossings)
             if status in SERVICES:
                 stopped = _serve(sim, status, fstate, istate, hits, ev)
                 status = FINISHED if stopped else DONE
@@ -780,53 +814,7 @@ def run(backend, sim) -> RunOutput | None:
     return RunOutput(t_log, data, sim.events, stats, interrupted, sim.stopped_by)
 
 
-class _EventArrays:
-    """The compiled loop's zero-crossing arrays for a run with g of shape (B, n_zc) (no
-    crossings: n_zc = 0): the baseline g_prev, g at the last step's end (g_new) and at a located
-    event (g_end), the event's mask, the directions, the crossing search's state; the functions
-    fired at a major step, g before a probe (g_base) and the state there (x_probe, n_state
-    numbers); and the events noted by the loop since the last flush (times, rows: the block's
-    index in the plan's crossings, the function, the member)."""
-
-    def __init__(self, g: np.ndarray, directions: np.ndarray, n_state: int):
-        shape = g.shape
-        self.fired = np.zeros(shape, dtype=np.bool_)
-        self.g_base = np.zeros(shape)
-        self.x_probe = np.zeros(n_state)
-        room = max(256, 8 * g.size)
-        self.times = np.zeros(room)
-        self.rows = np.zeros((room, 3), dtype=np.int64)
-        self.g_prev, self.g_new, self.g_end = (np.zeros(shape) for _ in range(3))
-        self.g_lo, self.g_hi, self.sign = (np.zeros(shape) for _ in range(3))
-        self.mask = np.zeros(shape, dtype=np.bool_)
-        self.cand = np.zeros(shape, dtype=np.bool_)
-        self.directions = np.ascontiguousarray(directions, dtype=np.int64)
-        self.search_fs = np.zeros(len(SEARCH_FLOATS))
-        self.search_is = np.zeros(len(SEARCH_INTS), dtype=np.int64)
-
-    _WITHOUT_CROSSINGS: dict = {}
-
-    @classmethod
-    def for_run(cls, g: np.ndarray, directions: np.ndarray, n_state: int) -> "_EventArrays":
-        """The arrays of one run. A run without crossing functions (g of shape (B, 0)) has a
-        loop without the event tasks (_EVENT_TASKS), which never writes them: those runs share
-        one set per shape, also across threads (a run's Python around its compiled loop is a
-        tenth of W1 dopri5's, and these were a fifth of that)."""
-        if g.shape[1] > 0:
-            return cls(g, directions, n_state)
-        return kept(cls._WITHOUT_CROSSINGS, (g.shape, np.shape(directions), n_state),
-                    lambda: cls(g, directions, n_state))
-
-    def flush(self, istate, events: list, crossings) -> None:
-        """The events the loop noted, appended to `events` as Event records; the count reset."""
-        count = int(istate[_I["n_events"]])
-        for k in range(count):
-            block, index, member = self.rows[k]
-            events.append(Event(float(self.times[k]), crossings[block], int(index), int(member)))
-        istate[_I["n_events"]] = 0
-
-
-def _serve(sim, status: int, fstate, istate, hits, ev: _EventArrays) -> bool:
+def _serve(sim, status: int, fstate, istate, hits, ev: EventArrays) -> bool:
     """What run_adaptive asked Python for (status in SERVICES), with the scheduler's own methods
     on the run's arrays, which the loop shares: the blocks' reactions to a located event
     (on_event, a Python method), a major step's events at t (Simulation._phase_events_at_t),

@@ -51,10 +51,12 @@ from .mode import estimated_compile_time
 from .plan import EVERY_STEP, OutputStep, RunPlan, plan_key
 from .progress import Progress
 from .run_output import RunOutput
-from .source_text import block as _block, indent as _indent, unpack_tuples
+from .source_text import block as _block, copies_back_before_returns, indent as _indent, \
+    stack_bytes, stack_copies, unpack_tuples
 from .source_text import unpacked as _unpacked
+from .stack_arrays import STACK_LIMIT
 
-GENERATOR_VERSION = 21
+GENERATOR_VERSION = 22
 """Bumped whenever the generated code's form changes, so old cache entries are not reused."""
 
 NO_REFERENCE_COUNTS = ", _nrt=False)"
@@ -352,10 +354,10 @@ class Generator:
         return self.update_body()
 
     def _render_finite_check(self) -> list[str]:
-        return ["if not (all_finite(xc) and all_finite(xd)):", "    return 2, k, log_pos"]
+        return ["if not (all_finite(xc) and all_finite(xd)):", "    status = 2", "    break"]
 
     def _render_stop(self) -> list[str]:
-        return ["if k == last_k:", "    return 1, k, log_pos"]
+        return ["if k == last_k:", "    status = 1", "    break"]
 
     def fixed_loop(self) -> str:
         """run_fixed: the phases of MAJOR_STEP rendered, in order, as one fixed-step loop."""
@@ -371,12 +373,24 @@ class Generator:
         guard = "i != 0" if self.plan.first_stage_repeats_major else None
         # the loop reads the tuples' items from locals unpacked once at entry (an item taken from
         # a tuple costs a reference count each time)
-        return FIXED_LOOP.format(
+        parts = dict(
             unpack=self.entry_locals(memo=True),
             outputs=_unpacked(_block(self.output_body("major", "ti", stage_guard=guard,
                                                       lazy=True, memo=True), 12)),
             major_phases=_unpacked(_block(major, 16)),
             derivatives=_unpacked(_block(self.derivative_body("ti", "K[i]"), 12)))
+        text = FIXED_LOOP.format(name="run_fixed", prologue="", **parts)
+        # run_fixed_one: the same loop for one member, its signals, states and stage rows on
+        # its own stack (engine/stack_arrays.py), when they fit
+        plan = self.plan
+        widths = [slot.width for slot in plan.slots]
+        arrays = {"xc": (1, plan.n_xc), "xd": (1, plan.n_xd),
+                  "K": (FIXED_STAGE_ROWS, 1, plan.n_xc), "x0": (1, plan.n_xc)}
+        if stack_bytes(widths, arrays) <= STACK_LIMIT:
+            one = FIXED_LOOP.format(name="run_fixed_one", prologue="\n" + _block(
+                stack_copies(widths, arrays, frozenset({"K"})), 4), **parts)
+            text += copies_back_before_returns(one, len(widths), arrays)
+        return text
 
     def source(self) -> str:
         functions = [
@@ -403,11 +417,13 @@ class Generator:
                  "from blocksim.solvers.step_control import (hermite_at, initial_step_choice, "
                  "initial_step_probe, power_series_at, step_after_accept, step_after_reject)",
                  "from blocksim.engine.loops import all_finite, copy1d, copy_to_log, next_major_time, "
-                 "rate_hits, stash, unchanged", stiff_loop.IMPORTS]
+                 "rate_hits, stash, unchanged", stiff_loop.IMPORTS,
+                 "from blocksim.engine.stack_arrays import stack_array3, stack_matrix",
+                 "from blocksim.solvers.events import copy2d"]
         if adaptive_loop.renderable(self.plan):
             lines.append("from blocksim.solvers.events import (any_fired, any_zero, "
                          "baseline_after_event, baseline_from_probe, baseline_needed, "
-                         "clear_fired, copy2d, crossed_into, crossing_mask, "
+                         "clear_fired, crossed_into, crossing_mask, "
                          "crossing_search_begin, crossing_search_next, fired_before, "
                          "mark_fired, note_events, probe_needed)")
             lines.append("from blocksim.engine.loops import tick_at_or_before")
@@ -435,10 +451,15 @@ class Generator:
                    for module, _ in self.imports)
 
 
+FIXED_STAGE_ROWS = max(len(solver.tableau.b) + 1 for solver in SOLVERS.values()
+                       if not solver.adaptive and hasattr(solver, "tableau"))
+"""The rows of K (the stages and one more) of the fixed-step solver with the most stages: those
+of run_fixed_one's stack, whichever such solver the run has."""
+
 FIXED_LOOP = """
 
 @njit(cache=True, error_model='numpy', nogil=True, no_cfunc_wrapper=True, _nrt=False)
-def run_fixed(k0, k1, last_k, num0, dnum, den, step_ticks, t_stop, per, off, hits,
+def {name}(k0, k1, last_k, num0, dnum, den, step_ticks, t_stop, per, off, hits,
               xc, xd, dxc, s, p, logs, log_stride, log_pos, A, b, c, K, x0):
     \"\"\"Major steps k0..k1-1 on the fixed grid, each the phases of blocksim's major step
     (engine/major_step.py) followed by one explicit Runge-Kutta step of xc (the arithmetic of
@@ -451,13 +472,14 @@ def run_fixed(k0, k1, last_k, num0, dnum, den, step_ticks, t_stop, per, off, hit
     call is written once, which is what numba's compile time grows with.
 
     Returns (status, next k, log position): status 0 = chunk done, 1 = reached the stop time,
-    2 = a state became NaN/Inf at step k (the caller names the block).\"\"\"
+    2 = a state became NaN/Inf at step k (the caller names the block).\"\"\"{prologue}
 {unpack}
     n_stages = b.shape[0]
     stages = K.reshape((K.shape[0], -1))
     x0_flat = x0.reshape(-1)
     xc_flat = xc.reshape(-1)
     k = k0
+    status = 0
     while k < k1:
         n = k * step_ticks
         t = t_stop if k == last_k else (num0 + n * dnum) / den
@@ -483,10 +505,12 @@ def run_fixed(k0, k1, last_k, num0, dnum, den, step_ticks, t_stop, per, off, hit
                 copy1d(x0_flat, xc_flat)
                 continue
 {derivatives}
+        if status != 0:
+            break
         if xc.shape[1] > 0:
             memberwise_stage_sum(x0_flat, h, b, stages, n_stages, xc_flat)
         k += 1
-    return 0, k, log_pos
+    return status, k, log_pos
 """
 
 
@@ -671,8 +695,11 @@ class NumbaBackend:
         """True when the run is the compiled fixed-step loop: every member then steps on the
         same grid with nothing shared (no adaptive step size, no event), so a batch may be split
         into parts run apart (Simulator's threads) with the same numbers."""
-        self.loop = "run_fixed" if self.runs_whole_loop else \
-            "run_adaptive" if adaptive_loop.supports(plan, solver) else \
+        one = "_one" if plan.batch == 1 else ""        # a run of one member: on its own stack
+        fixed, adaptive = (name + one if hasattr(self.module, name + one) else name
+                           for name in ("run_fixed", "run_adaptive"))
+        self.loop = fixed if self.runs_whole_loop else \
+            adaptive if adaptive_loop.supports(plan, solver) else \
             stiff_loop.loop_for(plan, solver)
         """The module's function that runs the whole time loop of this run (None: the
         scheduler's loop runs it, calling the module's functions)."""
@@ -761,7 +788,7 @@ class NumbaBackend:
         """The run of Simulation sim (started: initial states and constant outputs set) in the
         module's own loop, chunk by chunk (run_fixed, or run_adaptive: engine/adaptive_loop.py);
         None when its times are beyond exact float integers (the scheduler's loop then runs it)."""
-        if self.loop == "run_adaptive":
+        if self.loop in ("run_adaptive", "run_adaptive_one"):
             return adaptive_loop.run(self, sim)
         if self.loop in stiff_loop.LOOPS.values():
             return stiff_loop.run(self, sim)
@@ -792,7 +819,7 @@ class NumbaBackend:
                     ctx.xc, ctx.xd, ctx.dxc, self.s, self.p, logs, log_stride, log_pos,
                     tableau.A, tableau.b, tableau.c, K, x0)
         try:
-            loop = self.loop_entry("run_fixed", args(0, 1, 0))
+            loop = self.loop_entry(self.loop, args(0, 1, 0))
             while status == 0:
                 if sim.stop_requested:
                     interrupted = True

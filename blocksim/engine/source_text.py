@@ -1,7 +1,8 @@
 """Small helpers for writing the generated module's source: indentation, blocks of statements,
-and the signal and parameter tuples' items as locals."""
+the signal and parameter tuples' items as locals, and the copies of a loop's one-member form."""
 from __future__ import annotations
 
+import math
 import re
 
 
@@ -25,3 +26,52 @@ def unpack_tuples(n_slots: int, n_params: int, spaces: int) -> str:
     """The statements s_i = s[i] and p_i = p[i] for every signal slot and parameter record."""
     return block([f"s_{i} = s[{i}]" for i in range(n_slots)]
                  + [f"p_{i} = p[{i}]" for i in range(n_params)], spaces)
+
+
+def stack_copies(slot_widths: list[int], arrays: dict[str, tuple[int, ...]],
+                 bounded: frozenset[str] = frozenset()) -> list[str]:
+    """The first statements of a loop's one-member form (run_fixed_one, run_adaptive_one): the
+    signal tuple s (of one member: (1, width) arrays) and the arguments named in `arrays`
+    ({argument: shape}, 2 or 3 dimensions) rebound to arrays of the function's own stack
+    (engine/stack_arrays.py), filled from the arrays given (kept as NAME_given). For the
+    arguments in `bounded` the shape's first number is a bound, and the copy has as many rows as
+    the argument (the stage rows of the run's solver, where the shape has those of the
+    largest). copies_back_before_returns puts the values back."""
+    lines = ["s_given = s",
+             "s = (" + "".join(f"stack_matrix(1, {w}), " for w in slot_widths) + ")"]
+    lines += [f"copy2d(s[{i}], s_given[{i}])" for i in range(len(slot_widths))]
+    for arg, shape in arrays.items():
+        make = "stack_matrix" if len(shape) == 2 else "stack_array3"
+        rows = f"[:{arg}_given.shape[0]]" if arg in bounded else ""
+        lines += [f"{arg}_given = {arg}", f"{arg} = {make}({', '.join(map(str, shape))}){rows}"]
+        lines += _copied(arg, f"{arg}_given", len(shape))
+    return lines
+
+
+def _copied(dst: str, src: str, ndim: int) -> list[str]:
+    if ndim == 2:
+        return [f"copy2d({dst}, {src})"]
+    return [f"for row in range({dst}.shape[0]):", f"    copy2d({dst}[row], {src}[row])"]
+
+
+_RETURN = re.compile(r"^( *)return (.+)$", re.M)
+
+
+def copies_back_before_returns(text: str, n_slots: int, arrays: dict[str, tuple[int, ...]]) -> str:
+    """A one-member form's function text (stack_copies) with the stack arrays copied back into
+    the arrays given before each of its returns (each a one-line statement). The loops return
+    once, at their end: copies at three returns made W1's first compile half as long again."""
+    back = [f"copy2d(s_given[{i}], s[{i}])" for i in range(n_slots)]
+    for arg, shape in arrays.items():
+        back += _copied(f"{arg}_given", arg, len(shape))
+
+    def replaced(m):
+        pad = m.group(1)
+        return "\n".join([f"{pad}result = {m.group(2)}"] + [pad + line for line in back]
+                         + [f"{pad}return result"])
+    return _RETURN.sub(replaced, text)
+
+
+def stack_bytes(slot_widths: list[int], arrays: dict[str, tuple[int, ...]]) -> int:
+    """The bytes of a one-member form's stack arrays (stack_copies)."""
+    return 8 * (sum(slot_widths) + sum(math.prod(shape) for shape in arrays.values()))
