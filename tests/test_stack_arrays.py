@@ -10,7 +10,7 @@ from numba import njit
 from numba.core.errors import TypingError
 
 import blocksim
-from blocksim.engine import adaptive_loop, numba_backend
+from blocksim.engine import source_text
 from blocksim.engine.numba_backend import Generator
 from blocksim.engine.stack_arrays import stack_array3, stack_matrix
 
@@ -91,8 +91,7 @@ def test_a_diagram_too_large_for_the_stack_has_no_one_member_form(monkeypatch):
     plan, blocks = sim.plan, sim.cd.blocks
     source = Generator(plan, blocks, {}).source()
     assert "def run_fixed_one(" in source and "def run_adaptive_one(" in source
-    monkeypatch.setattr(numba_backend, "STACK_LIMIT", 64)
-    monkeypatch.setattr(adaptive_loop, "STACK_LIMIT", 64)
+    monkeypatch.setattr(source_text, "STACK_LIMIT", 64)
     source = Generator(plan, blocks, {}).source()
     assert "def run_fixed(" in source and "def run_adaptive(" in source
     assert "_one(" not in source

@@ -48,9 +48,7 @@ from .progress import Progress
 from .event_arrays import EventArrays
 from .run_output import RunOutput
 from .scheduler import CONSECUTIVE_EVENT_SPAN, MAX_CONSECUTIVE_EVENTS, PROBE_STEP
-from .source_text import (block, copies_back_before_returns, indent, stack_bytes, stack_copies,
-                          unpacked)
-from .stack_arrays import STACK_LIMIT
+from .source_text import block, indent, one_member_form, unpacked
 
 ISTATE = ("n", "n_floor", "mode", "have_f", "log_pos", "nfev", "nsteps", "nrejected",
           "major_steps", "next_break", "tick_next", "floor_next", "reason", "resume", "first",
@@ -187,12 +185,8 @@ def _one_member(plan, parts: dict) -> str:
               "x_old": (1, n), "x_new": (1, n), "Q": (DENSE_ROWS, n)}
     for name in ("g", "g_prev", "g_new", "g_end", "g_lo", "g_hi", "sgn", "g_base"):
         arrays[name] = (1, zc)
-    widths = [slot.width for slot in plan.slots]
-    if stack_bytes(widths, arrays) > STACK_LIMIT:
-        return ""
-    prologue = "\n" + block(stack_copies(widths, arrays, frozenset({"K", "Q"})), 4)
-    one = ADAPTIVE_LOOP.format(name="run_adaptive_one", prologue=prologue, **parts)
-    return copies_back_before_returns(one, len(widths), arrays)
+    return one_member_form(ADAPTIVE_LOOP, "run_adaptive_one", parts,
+                           [slot.width for slot in plan.slots], arrays, frozenset({"K", "Q"}))
 
 
 def _step_end_crossings(gen) -> list[str]:

@@ -37,7 +37,7 @@ class EventArrays:
     _WITHOUT_CROSSINGS: dict = {}
 
     @classmethod
-    def for_run(cls, g: np.ndarray, directions: np.ndarray, n_state: int) -> "_EventArrays":
+    def for_run(cls, g: np.ndarray, directions: np.ndarray, n_state: int) -> "EventArrays":
         """The arrays of one run. A run without crossing functions (g of shape (B, 0)) has a
         loop without the event tasks (_EVENT_TASKS), which never writes them: those runs share
         one set per shape, also across threads (a run's Python around its compiled loop is a

@@ -51,10 +51,8 @@ from .mode import estimated_compile_time
 from .plan import EVERY_STEP, OutputStep, RunPlan, plan_key
 from .progress import Progress
 from .run_output import RunOutput
-from .source_text import block as _block, copies_back_before_returns, indent as _indent, \
-    stack_bytes, stack_copies, unpack_tuples
+from .source_text import block as _block, indent as _indent, one_member_form, unpack_tuples
 from .source_text import unpacked as _unpacked
-from .stack_arrays import STACK_LIMIT
 
 GENERATOR_VERSION = 22
 """Bumped whenever the generated code's form changes, so old cache entries are not reused."""
@@ -360,7 +358,8 @@ class Generator:
         return ["if k == last_k:", "    status = 1", "    break"]
 
     def fixed_loop(self) -> str:
-        """run_fixed: the phases of MAJOR_STEP rendered, in order, as one fixed-step loop."""
+        """run_fixed: the phases of MAJOR_STEP rendered, in order, as one fixed-step loop; and
+        run_fixed_one, the same loop for a run of one member (one_member_form)."""
         frame = {"outputs": "frame", "advance": "frame"}
         phases = phase_handlers("numba backend", lambda name: frame.get(name) or getattr(
             self, "_render_" + name, None))
@@ -379,18 +378,14 @@ class Generator:
                                                       lazy=True, memo=True), 12)),
             major_phases=_unpacked(_block(major, 16)),
             derivatives=_unpacked(_block(self.derivative_body("ti", "K[i]"), 12)))
-        text = FIXED_LOOP.format(name="run_fixed", prologue="", **parts)
         # run_fixed_one: the same loop for one member, its signals, states and stage rows on
         # its own stack (engine/stack_arrays.py), when they fit
         plan = self.plan
-        widths = [slot.width for slot in plan.slots]
         arrays = {"xc": (1, plan.n_xc), "xd": (1, plan.n_xd),
                   "K": (FIXED_STAGE_ROWS, 1, plan.n_xc), "x0": (1, plan.n_xc)}
-        if stack_bytes(widths, arrays) <= STACK_LIMIT:
-            one = FIXED_LOOP.format(name="run_fixed_one", prologue="\n" + _block(
-                stack_copies(widths, arrays, frozenset({"K"})), 4), **parts)
-            text += copies_back_before_returns(one, len(widths), arrays)
-        return text
+        return FIXED_LOOP.format(name="run_fixed", prologue="", **parts) + one_member_form(
+            FIXED_LOOP, "run_fixed_one", parts, [slot.width for slot in plan.slots], arrays,
+            frozenset({"K"}))
 
     def source(self) -> str:
         functions = [

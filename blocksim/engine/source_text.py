@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 import re
 
+from .stack_arrays import STACK_LIMIT
+
 
 def indent(stmts: list[str], spaces: int) -> list[str]:
     """Each statement indented by `spaces`."""
@@ -28,24 +30,37 @@ def unpack_tuples(n_slots: int, n_params: int, spaces: int) -> str:
                  + [f"p_{i} = p[{i}]" for i in range(n_params)], spaces)
 
 
-def stack_copies(slot_widths: list[int], arrays: dict[str, tuple[int, ...]],
-                 bounded: frozenset[str] = frozenset()) -> list[str]:
-    """The first statements of a loop's one-member form (run_fixed_one, run_adaptive_one): the
-    signal tuple s (of one member: (1, width) arrays) and the arguments named in `arrays`
-    ({argument: shape}, 2 or 3 dimensions) rebound to arrays of the function's own stack
-    (engine/stack_arrays.py), filled from the arrays given (kept as NAME_given). For the
-    arguments in `bounded` the shape's first number is a bound, and the copy has as many rows as
-    the argument (the stage rows of the run's solver, where the shape has those of the
-    largest). copies_back_before_returns puts the values back."""
+
+def one_member_form(template: str, name: str, parts: dict, slot_widths: list[int],
+                    arrays: dict[str, tuple[int, ...]], bounded: frozenset[str]) -> str:
+    """The source of a loop's one-member form (run_fixed_one, run_adaptive_one): `template`
+    formatted with `parts`, named `name`, its first statements rebinding the signal tuple s (of
+    one member: (1, width) arrays) and the arguments named in `arrays` ({argument: shape}, 2 or 3
+    dimensions) to copies on the function's own stack (engine/stack_arrays.py), copied back into
+    the arrays given before its return. For the arguments in `bounded` the shape's first number
+    is a bound, and the copy has as many rows as the argument (the stage rows of the run's
+    solver, where the shape has those of the largest). Nothing ("") when the copies would take
+    more than STACK_LIMIT bytes: the run then takes the loop over the arrays given."""
+    size = 8 * (sum(slot_widths) + sum(math.prod(shape) for shape in arrays.values()))
+    if size > STACK_LIMIT:
+        return ""
     lines = ["s_given = s",
              "s = (" + "".join(f"stack_matrix(1, {w}), " for w in slot_widths) + ")"]
     lines += [f"copy2d(s[{i}], s_given[{i}])" for i in range(len(slot_widths))]
+    back = [f"copy2d(s_given[{i}], s[{i}])" for i in range(len(slot_widths))]
     for arg, shape in arrays.items():
         make = "stack_matrix" if len(shape) == 2 else "stack_array3"
         rows = f"[:{arg}_given.shape[0]]" if arg in bounded else ""
         lines += [f"{arg}_given = {arg}", f"{arg} = {make}({', '.join(map(str, shape))}){rows}"]
         lines += _copied(arg, f"{arg}_given", len(shape))
-    return lines
+        back += _copied(f"{arg}_given", arg, len(shape))
+
+    def copied_back(m):          # the loops return once, at their end: copies at each of
+        pad = m.group(1)         # three returns made W1's first compile half as long again
+        return "\n".join([f"{pad}result = {m.group(2)}"] + [pad + line for line in back]
+                         + [f"{pad}return result"])
+    text = template.format(name=name, prologue="\n" + block(lines, 4), **parts)
+    return _RETURN.sub(copied_back, text)
 
 
 def _copied(dst: str, src: str, ndim: int) -> list[str]:
@@ -55,23 +70,3 @@ def _copied(dst: str, src: str, ndim: int) -> list[str]:
 
 
 _RETURN = re.compile(r"^( *)return (.+)$", re.M)
-
-
-def copies_back_before_returns(text: str, n_slots: int, arrays: dict[str, tuple[int, ...]]) -> str:
-    """A one-member form's function text (stack_copies) with the stack arrays copied back into
-    the arrays given before each of its returns (each a one-line statement). The loops return
-    once, at their end: copies at three returns made W1's first compile half as long again."""
-    back = [f"copy2d(s_given[{i}], s[{i}])" for i in range(n_slots)]
-    for arg, shape in arrays.items():
-        back += _copied(f"{arg}_given", arg, len(shape))
-
-    def replaced(m):
-        pad = m.group(1)
-        return "\n".join([f"{pad}result = {m.group(2)}"] + [pad + line for line in back]
-                         + [f"{pad}return result"])
-    return _RETURN.sub(replaced, text)
-
-
-def stack_bytes(slot_widths: list[int], arrays: dict[str, tuple[int, ...]]) -> int:
-    """The bytes of a one-member form's stack arrays (stack_copies)."""
-    return 8 * (sum(slot_widths) + sum(math.prod(shape) for shape in arrays.values()))
