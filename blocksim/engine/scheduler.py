@@ -207,6 +207,12 @@ class Simulation:
         self.last_event_t = -np.inf
         self._stage_reads = None     # what a stage read at the end of the last step (_advance)
         views, blocks = self.context.views, self.cd.blocks
+        # every run from zero, as the first (a block fills only the states it gives values to;
+        # a signal first computed at a later hit reads zero until then): a held discrete state
+        # kept from the last run had made W2's second run differ from its first by 1e-4 rad
+        ctx = self.context
+        for array in (ctx.xc, ctx.xd, *ctx.signals):
+            array[...] = 0.0
         for name in self.plan.order:
             xc, xd, *_ = views[name]
             blocks[name].initial_state(xc, xd, *self._extra(name))
