@@ -311,7 +311,7 @@ def main() -> None:
                     times, ratios = times + unseen_t, ratios + unseen_r
                     times = [t / batch for t in times]
                     ratios = [r and r / batch for r in ratios]
-                    threads_used = prepared._threads if prepared.per_member else len(prepared.parts)
+                    threads_used = min(prepared._threads, len(prepared.parts))
                     rows.append((label, mode, batch, threads_used, times, numba_t, ratios,
                                  python_t))
     print("\n| workload | mode | B | threads | simulate(load()) / simulate() again / "

@@ -191,24 +191,33 @@ log: {signals: [x.out, sensor.out, push.out]}
 
 
 def test_batch_split_across_threads_gives_the_unsplit_numbers(tmp_path):
-    """A compiled fixed-step batch run on two threads (two parts of 35 members) logs the numbers
-    of the same batch on one thread bit for bit, the noise of each member included (its stream is
-    keyed by the member's index in the whole batch, not in its part). The Gains after the sensor
-    inherit its discrete rate and compile without an update kernel of their own."""
+    """A compiled fixed-step batch runs in chunks of CHUNK_MEMBERS members on the stack
+    (run_fixed_chunk), on two threads or one, and logs the numbers of the whole batch in one loop
+    (run_fixed over all 70 members) bit for bit, the noise of each member included (its stream
+    is keyed by the member's index in the whole batch, not in its chunk). The Gains after the
+    sensor inherit its discrete rate and compile without an update kernel of their own."""
+    from blocksim.engine.numba_backend import CHUNK_MEMBERS
+    from blocksim.engine.simulate import make_simulation
     path = tmp_path / "d.yaml"
     path.write_text(dedent(NOISY_MSD))
     d = blocksim.load(path, set={"simulation.mode": "compiled"})
     batch = {"parameters.k": [1.0 + 0.1 * m for m in range(70)]}
     split = blocksim.Simulator(d, batch=batch, threads=2)
-    assert [sim.cd.batch for sim in split.parts] == [35, 35]
-    assert [sim.cd.first_member for sim in split.parts] == [0, 35]
+    assert CHUNK_MEMBERS == 8
+    assert [sim.cd.batch for sim in split.parts] == [8] * 8 + [6]
+    assert [sim.cd.first_member for sim in split.parts] == list(range(0, 70, 8))
+    assert {sim.backend.loop for sim in split.parts} == {"run_fixed_chunk"}
     two, one = split.run(), blocksim.Simulator(d, batch=batch, threads=1).run()
-    assert two.stats["threads"] == 2 and "threads" not in one.stats
+    assert two.stats["threads"] == 2 and one.stats["threads"] == 1
+    whole = make_simulation(split.whole, split.settings, split.log)
+    assert whole.backend.loop == "run_fixed"
+    unsplit = whole.run().signals
     assert two["x.out"].shape == (70, 501, 1)
     for name in ("x.out", "sensor.out", "push.out"):
         np.testing.assert_array_equal(two[name], one[name])
-    # member 40's draws are its own: not those of member 5, the same row of the other part
-    assert not np.array_equal(two["push.out"][40], two["push.out"][5])
+        np.testing.assert_array_equal(two[name], unsplit[name])
+    # member 40's draws are its own: not those of member 0, the same row of another chunk
+    assert not np.array_equal(two["push.out"][40], two["push.out"][0])
 
 
 def test_threads_setting_is_checked_and_adaptive_batches_stay_whole(tmp_path):

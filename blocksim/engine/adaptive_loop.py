@@ -48,7 +48,7 @@ from .progress import Progress
 from .event_arrays import EventArrays
 from .run_output import RunOutput
 from .scheduler import CONSECUTIVE_EVENT_SPAN, MAX_CONSECUTIVE_EVENTS, PROBE_STEP
-from .source_text import block, indent, one_member_form, unpacked
+from .source_text import block, indent, stack_form, unpacked
 
 ISTATE = ("n", "n_floor", "mode", "have_f", "log_pos", "nfev", "nsteps", "nrejected",
           "major_steps", "next_break", "tick_next", "floor_next", "reason", "resume", "first",
@@ -185,8 +185,8 @@ def _one_member(plan, parts: dict) -> str:
               "x_old": (1, n), "x_new": (1, n), "Q": (DENSE_ROWS, n)}
     for name in ("g", "g_prev", "g_new", "g_end", "g_lo", "g_hi", "sgn", "g_base"):
         arrays[name] = (1, zc)
-    return one_member_form(ADAPTIVE_LOOP, "run_adaptive_one", parts,
-                           [slot.width for slot in plan.slots], arrays, frozenset({"K", "Q"}))
+    return stack_form(ADAPTIVE_LOOP, "run_adaptive_one", parts,
+                      [slot.width for slot in plan.slots], arrays, frozenset({"K", "Q"}))
 
 
 def _step_end_crossings(gen) -> list[str]:

@@ -181,27 +181,40 @@ class Simulator:
         self.busy = threading.Lock()    # held by simulate() while it runs a remembered Simulator
 
     def _parts(self, whole) -> list[Simulation]:
-        """The Simulations of the run: one per part of the batch when it splits (the parts are
-        member ranges of `whole`, the same blocks with their members' values), else one. A split
-        is ruled out from the settings alone (interpreted mode, an adaptive solver) first."""
+        """The Simulations of the run: one per part of the batch when it runs in parts (member
+        ranges of `whole`, the same blocks with their members' values: engine/members.py), else
+        one. Per-member step control makes each member a part. A compiled fixed-step batch of
+        more than CHUNK_MEMBERS members runs in chunks of that many, on the stack
+        (run_fixed_chunk); where a chunk's arrays would not fit there, in one part per thread
+        (of at least MIN_MEMBERS_PER_THREAD members). A split is ruled out from the settings
+        alone (interpreted mode, an adaptive solver) first."""
+        from .numba_backend import CHUNK_MEMBERS
         made = functools.partial(make_simulation, settings=self.settings, log=self.log,
                                  run=self._run, logged=self._logged)
         if self.per_member:
             return self._member_parts(whole, made)
-        parts = min(self._threads, self.batch // MIN_MEMBERS_PER_THREAD)
-        if parts < 2 or self.settings.mode == "interpreted" or self.settings.adaptive \
-                or not whole.values_are_data:
+        if self.batch <= CHUNK_MEMBERS or self.settings.mode == "interpreted" \
+                or self.settings.adaptive or not whole.values_are_data:
             return [made(whole)]
-        bounds = [self.batch * i // parts for i in range(parts + 1)]
-
-        def part(a, b):
-            return made(whole.for_members(a, b), whole_batch=self.batch)
-        first = part(bounds[0], bounds[1])
+        size = CHUNK_MEMBERS
+        first = made(whole.for_members(0, size), whole_batch=self.batch)
         if not first.members_independent():
             return [made(whole)]
-        sims = [first] + [part(a, b) for a, b in zip(bounds[1:-1], bounds[2:])]
-        for sim in sims[1:]:
-            sim.settings = replace(sim.settings, progress=False)   # one progress bar: the first's
+        if first.backend.loop != "run_fixed_chunk":      # too large for the stack
+            threads = min(self._threads, self.batch // MIN_MEMBERS_PER_THREAD)
+            if threads < 2:
+                return [made(whole)]
+            size = -(-self.batch // threads)
+            first = made(whole.for_members(0, size), whole_batch=self.batch)
+        quiet = replace(first.settings, progress=False)     # members.py's bar counts members
+        first.settings = quiet
+        sims = [first]
+        for a in range(size, self.batch, size):
+            b = min(a + size, self.batch)
+            sims.append(Simulation(whole.for_members(a, b), quiet, self._logged, like=first)
+                        if b - a == size else       # the last, smaller: a plan of its own
+                        Simulation(whole.for_members(a, b), quiet, self._logged,
+                                   backend=type(first.backend)))
         return sims
 
     @property
@@ -213,7 +226,7 @@ class Simulator:
 
     def _member_parts(self, whole, made) -> list[Simulation]:
         """One Simulation per member (per-member step control), each an independent run of its
-        member's values; one progress bar, the first member's."""
+        member's values (engine/members.py counts the members done in one progress bar)."""
         kept = [name for name, blk in whole.blocks.items() if not blk.values_are_data]
         if kept:
             raise SolverError(
@@ -223,7 +236,7 @@ class Simulator:
                 + " keep" + ("s" if len(kept) == 1 else "") + " them in the block (Block.record)",
                 where=self.settings.loc("step_control"))
         first = made(whole.for_members(0, 1), whole_batch=self.batch)
-        quiet = replace(first.settings, progress=False)
+        quiet = first.settings = replace(first.settings, progress=False)
         return [first] + [Simulation(whole.for_members(m, m + 1), quiet, self._logged, like=first)
                           for m in range(1, self.batch)]
 
@@ -313,16 +326,13 @@ class Simulator:
         KeyboardInterrupt to the caller; what was logged up to the time reached is kept as a
         Result (interrupted True) in the exception's `result` and in `last_result`."""
         diagram, parts = self.diagram, self.parts
-        if self._runs and not self.per_member:     # run_members gives each member its rows
-            for sim in parts:
-                sim.new_log()         # the last Result keeps its arrays
         self._runs += 1
         if len(parts) == 1:
+            if self._runs > 1:
+                parts[0].new_log()        # the last Result keeps its arrays
             out = parts[0].run()
-        elif self.per_member:
-            out = run_members(parts, self._threads)
-        else:
-            out = _run_parts(parts)
+        else:                             # run_members gives each part its rows
+            out = run_members(parts, self._threads, self.per_member, self.settings.progress)
         compile_notice_done()         # a compiled backend compiles at its first steps
         meta = run_metadata(seed=self.settings.seed)
         overrides = dict(diagram.overrides)
@@ -345,32 +355,6 @@ class Simulator:
             stop.result = result
             raise stop
         return result
-
-
-def _run_parts(parts: list[Simulation]) -> RunOutput:
-    """Run the parts of a split batch on one thread each and join their logs in member order.
-    Ctrl-C stops every part at its next chunk; the log keeps the steps all parts reached."""
-    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-    for sim in parts:
-        sim.stop_requested = False
-    with ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix="blocksim") as pool:
-        futures = [pool.submit(sim.run) for sim in parts]
-        try:
-            while wait(futures, timeout=0.1, return_when=FIRST_EXCEPTION).not_done:
-                if any(f.done() and f.exception() for f in futures):
-                    break
-        except KeyboardInterrupt:
-            pass
-        finally:
-            for sim in parts:          # an error or Ctrl-C in one part stops the others
-                sim.stop_requested = True
-        outs = [f.result() for f in futures]
-    n = min(len(o.t) for o in outs)
-    signals = {name: np.concatenate([o.signals[name][:, :n] for o in outs])
-               for name in outs[0].signals}
-    stats = dict(outs[0].stats, threads=len(parts))
-    return RunOutput(outs[0].t[:n], signals, [], stats,
-                     any(o.interrupted for o in outs) or n < max(len(o.t) for o in outs), None)
 
 
 _REMEMBERED: "weakref.WeakKeyDictionary[Diagram, tuple[bytes, Simulator]]" = \

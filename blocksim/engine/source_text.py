@@ -1,5 +1,5 @@
 """Small helpers for writing the generated module's source: indentation, blocks of statements,
-the signal and parameter tuples' items as locals, and the copies of a loop's one-member form."""
+the signal and parameter tuples' items as locals, and the copies of a loop's forms on the stack."""
 from __future__ import annotations
 
 import math
@@ -31,27 +31,43 @@ def unpack_tuples(n_slots: int, n_params: int, spaces: int) -> str:
 
 
 
-def one_member_form(template: str, name: str, parts: dict, slot_widths: list[int],
-                    arrays: dict[str, tuple[int, ...]], bounded: frozenset[str]) -> str:
-    """The source of a loop's one-member form (run_fixed_one, run_adaptive_one): `template`
-    formatted with `parts`, named `name`, its first statements rebinding the signal tuple s (of
-    one member: (1, width) arrays) and the arguments named in `arrays` ({argument: shape}, 2 or 3
-    dimensions) to copies on the function's own stack (engine/stack_arrays.py), copied back into
-    the arrays given before its return. For the arguments in `bounded` the shape's first number
-    is a bound, and the copy has as many rows as the argument (the stage rows of the run's
-    solver, where the shape has those of the largest). Nothing ("") when the copies would take
-    more than STACK_LIMIT bytes: the run then takes the loop over the arrays given."""
-    size = 8 * (sum(slot_widths) + sum(math.prod(shape) for shape in arrays.values()))
+def stack_form(template: str, name: str, parts: dict, slot_widths: list[int],
+               arrays: dict[str, tuple[int, ...]], bounded: frozenset[str],
+               members: int = 1) -> str:
+    """The source of a loop's form on the stack: `template` formatted with `parts`, named `name`,
+    its first statements rebinding the signal tuple s and the arguments named in `arrays`
+    ({argument: shape}, 2 or 3 dimensions) to copies on the function's own stack
+    (engine/stack_arrays.py), copied back into the arrays given before its return. For the
+    arguments in `bounded` the shape's first number is a bound, and the copy has as many rows as
+    the argument (the stage rows of the run's solver, where the shape has those of the largest).
+
+    members = 1: the one-member form (run_fixed_one, run_adaptive_one), every shape a constant.
+    members = C > 1: the chunk form (run_fixed_chunk), for a batch, or a part of one, of at most C
+    members: the member dimension (a signal's first, an argument's first, or the second of a
+    3-dimensional one) is a bound too, and the copies have as many members as the arrays given
+    (xc's rows). Nothing ("") when the copies would take more than STACK_LIMIT bytes: the run
+    then takes the loop over the arrays given."""
+    size = 8 * (members * sum(slot_widths) + sum(math.prod(shape) for shape in arrays.values()))
     if size > STACK_LIMIT:
         return ""
-    lines = ["s_given = s",
-             "s = (" + "".join(f"stack_matrix(1, {w}), " for w in slot_widths) + ")"]
+    cut = "[:members]" if members > 1 else ""
+    lines = (["members = xc.shape[0]"] if cut else []) + [
+        "s_given = s",
+        "s = (" + "".join(f"stack_matrix({members}, {w}){cut}, " for w in slot_widths) + ")"]
     lines += [f"copy2d(s[{i}], s_given[{i}])" for i in range(len(slot_widths))]
     back = [f"copy2d(s_given[{i}], s[{i}])" for i in range(len(slot_widths))]
     for arg, shape in arrays.items():
-        make = "stack_matrix" if len(shape) == 2 else "stack_array3"
-        rows = f"[:{arg}_given.shape[0]]" if arg in bounded else ""
-        lines += [f"{arg}_given = {arg}", f"{arg} = {make}({', '.join(map(str, shape))}){rows}"]
+        rows = f"{arg}_given.shape[0]" if arg in bounded else str(shape[0])
+        if len(shape) == 2:
+            made = f"stack_matrix({shape[0]}, {shape[1]})" + (
+                cut or (f"[:{rows}]" if arg in bounded else ""))
+        elif cut:                # rows x members x width, both first two bounded: one C block
+            made = (f"stack_matrix({shape[0] * shape[1]}, {shape[2]})[:{rows} * members]"
+                    f".reshape(({rows}, members, {shape[2]}))")
+        else:
+            made = f"stack_array3({', '.join(map(str, shape))})" + (
+                f"[:{rows}]" if arg in bounded else "")
+        lines += [f"{arg}_given = {arg}", f"{arg} = {made}"]
         lines += _copied(arg, f"{arg}_given", len(shape))
         back += _copied(f"{arg}_given", arg, len(shape))
 
