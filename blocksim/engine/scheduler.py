@@ -210,9 +210,7 @@ class Simulation:
         # every run from zero, as the first (a block fills only the states it gives values to;
         # a signal first computed at a later hit reads zero until then): a held discrete state
         # kept from the last run had made W2's second run differ from its first by 1e-4 rad
-        ctx = self.context
-        for array in (ctx.xc, ctx.xd, *ctx.signals):
-            array[...] = 0.0
+        self.context.clear()
         for name in self.plan.order:
             xc, xd, *_ = views[name]
             blocks[name].initial_state(xc, xd, *self._extra(name))
