@@ -495,13 +495,14 @@ COMPILED = STUDY.replace("seed: 7", "seed: 7\nset: {simulation.mode: compiled}")
 
 
 def cpus_in_numba_cache() -> list[set]:
-    """The CPU names of each compiled whole-run loop in numba's cache index (one set per
-    generated module's run_fixed): which targets it was compiled for."""
+    """The CPU names of each compiled fixed-step loop in numba's cache index (one set per
+    generated module's run_fixed, run_fixed_one or run_fixed_chunk, whichever a run took: a
+    unit's batch runs in chunks): which targets it was compiled for."""
     import pickle
 
     from blocksim.engine.numba_backend import cache_dir
     found = []
-    for index in (cache_dir() / "__pycache__").glob("*.run_fixed-*.nbi"):
+    for index in (cache_dir() / "__pycache__").glob("*.run_fixed*-*.nbi"):
         with open(index, "rb") as fh:
             pickle.load(fh)
             _, overloads = pickle.loads(fh.read())
