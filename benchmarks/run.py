@@ -272,10 +272,15 @@ def main() -> None:
                  ("W2", W2, None, {}), ("W3", W3, None, {})]
     if not args.quick or args.only is not None:    # each member its own steps (simulation.
         # step_control: per_member); a B = 1000 row, which --only can select
-        workloads.append(("W1 pid_ff dopri5 per member", W1, "pid_ff",
-                          {"simulation.solver": "dopri5", "simulation.rtol": 1e-6,
-                           "simulation.atol": 1e-8, "simulation.step_control": "per_member"}))
+        per_member_sets = {"simulation.solver": "dopri5", "simulation.rtol": 1e-6,
+                           "simulation.atol": 1e-8, "simulation.step_control": "per_member"}
+        workloads.append(("W1 pid_ff dopri5 per member", W1, "pid_ff", per_member_sets))
+        # ... logging what the hand loop logs, as the B = 1 row "log q only"
+        workloads.append(("W1 pid_ff dopri5 per member, log q only",
+                          w1_logging_what_the_hand_loop_reads(Path(tempfile.mkdtemp())),
+                          "pid_ff", per_member_sets))
     hand["W1 pid_ff dopri5 per member"] = hand["W1 pid_ff dopri5"]
+    hand["W1 pid_ff dopri5 per member, log q only"] = hand["W1 pid_ff dopri5"]
     if args.only is not None:
         workloads = [w for w in workloads if args.only in w[0]]
     rows = []
