@@ -280,7 +280,8 @@ def test_every_run_of_a_simulator_starts_from_zero_as_the_first(tmp_path, mode):
 
     Analytic: area = (t - 0.05) for t >= 0.05; the integral z of the loop, from z = 0, at its hits
     t_k = 0.01 k, is the sum of 0.01 (1 - area(t_j)) over j < k, and vq = Kp e + Ki z."""
-    sim = blocksim.Simulator(blocksim.load(write(tmp_path, HELD_FROM_AN_OFFSET.replace("MODE", mode))))
+    path = write(tmp_path, HELD_FROM_AN_OFFSET.replace("MODE", mode))
+    sim = blocksim.Simulator(blocksim.load(path))
     first, second = sim.run(), sim.run()
     t = first.t
     area = np.clip(t - 0.05, 0.0, None)

@@ -12,7 +12,7 @@ from numba.core.errors import TypingError
 
 import blocksim
 from blocksim.engine import source_text
-from blocksim.engine.numba_backend import CHUNK_MEMBERS, Generator
+from blocksim.engine.numba_backend import CHUNK_MEMBERS, FIXED_STAGE_ROWS, Generator
 from blocksim.engine.simulate import make_simulation
 from blocksim.engine.stack_arrays import stack_array3, stack_matrix
 
@@ -127,8 +127,8 @@ def test_a_batch_whose_chunk_is_too_large_for_the_stack_splits_one_part_a_thread
     run_fixed_chunk, and a batch of 64 runs in two parts of 32 members (one a thread) in the
     arrays given, with the numbers of the whole batch."""
     sim = w2_batch(1, stop_time=0.05).parts[0]
-    one_member = 8 * (sum(slot.width for slot in sim.plan.slots)
-                      + sim.plan.n_xd + 7 * sim.plan.n_xc)
+    one_member = 8 * (sum(slot.width for slot in sim.plan.slots)   # xc, K, x0, xd, signals
+                      + sim.plan.n_xd + (FIXED_STAGE_ROWS + 2) * sim.plan.n_xc)
     monkeypatch.setattr(source_text, "STACK_LIMIT", 2 * one_member)
     source = Generator(sim.plan, sim.cd.blocks, {}).source()
     assert "def run_fixed_one(" in source and "def run_fixed_chunk(" not in source

@@ -97,8 +97,9 @@ def interpreted_simulation(cd, run, logged, whole_batch: int | None) -> Simulati
 
 
 MIN_MEMBERS_PER_THREAD = 32
-"""A batch is split across threads only into parts of at least this many members: below it, the
-per-part setup (a few ms of Python) costs more than the second core gives."""
+"""A compiled fixed-step batch whose chunk would not fit on the loop's stack (Simulator._parts) is
+split across threads only into parts of at least this many members: below it, the per-part setup
+(a few ms of Python) costs more than the second core gives."""
 
 
 def available_cores() -> int:

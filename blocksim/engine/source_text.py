@@ -30,7 +30,6 @@ def unpack_tuples(n_slots: int, n_params: int, spaces: int) -> str:
                  + [f"p_{i} = p[{i}]" for i in range(n_params)], spaces)
 
 
-
 def stack_form(template: str, name: str, parts: dict, slot_widths: list[int],
                arrays: dict[str, tuple[int, ...]], bounded: frozenset[str],
                members: int = 1) -> str:
