@@ -2,6 +2,7 @@
 each take their own steps, as independent runs. Each member equals its own single run bit for bit,
 in both modes; interpreted and compiled batches agree step for step; a member that stops early
 holds NaN after its stop while the others run on."""
+from collections import namedtuple
 from pathlib import Path
 
 import numpy as np
@@ -131,3 +132,104 @@ def test_a_member_that_fails_on_a_thread_raises_its_error_as_interpreted_mode_do
         errors.append(str(info.value))
     assert "batch member 2" in errors[0] and "derivative of continuous state x[0]" in errors[0]
     assert errors[1] == errors[0]
+
+
+# ---- members run one after another in one compiled loop (engine/adaptive_members.py) ---------
+
+KP9 = [[400.0 * (1 + 0.001 * m), 200.0] for m in range(9)]
+
+
+def test_members_run_in_one_compiled_loop_each_its_own_run_bit_for_bit():
+    """Nine members in parts of two or three, each part's members one after another in one
+    compiled call on two threads: every member's log and counts are those of its run alone."""
+    diagram = blocksim.load(W1, variant="pid_ff")
+    sim = blocksim.Simulator(diagram, batch={"pid.Kp": KP9}, mode="compiled",
+                             step_control="per_member", threads=2, **TOL)
+    assert len(sim.parts) < len(KP9) and all(p.members_loop is not None for p in sim.parts)
+    batch = sim.run()
+    singles = [blocksim.simulate(diagram, batch={"pid.Kp": [kp]}, mode="compiled", **TOL)
+               for kp in KP9]
+    for m, single in enumerate(singles):
+        np.testing.assert_array_equal(batch.t, single.t)
+        for name in single.names:
+            np.testing.assert_array_equal(batch[name][m], single[name][0], err_msg=f"{name} {m}")
+    for key in ("nfev", "nsteps", "nrejected", "major_steps"):
+        assert batch.stats[key] == sum(s.stats[key] for s in singles), key
+    assert len({s.stats["nfev"] for s in singles}) > 1
+    again = sim.run()             # a second run: scratch and states from their start again
+    for name in batch.names:
+        np.testing.assert_array_equal(again[name], batch[name], err_msg=name)
+
+
+STEPS = """
+blocksim: 1
+blocks:
+  step: {type: Step, time: 0.5, initial: 0.0, final: 1.0}
+  lag:  {type: TransferFunction, num: [1.0], den: [0.05, 1.0]}
+connections: [step -> lag]
+simulation: {stop_time: 1.5, solver: dopri5, rtol: 1.0e-8, atol: 1.0e-10}
+log: {signals: [lag.out], every: 0.01}
+"""
+
+
+def test_each_member_of_a_compiled_loop_stops_its_solver_at_its_own_breakpoints():
+    """A step at a time of each member's own: member m restarts its solver at its step time
+    alone (a restart at another member's would change its steps), and follows the first-order
+    lag's analytic response 1 - exp(-(t - T) / tau) after it."""
+    times = [0.3, 0.5, 0.7, 0.9, 1.1]
+    diagram = blocksim.load(STEPS)
+    sim = blocksim.Simulator(diagram, batch={"step.time": times}, mode="compiled",
+                             step_control="per_member", threads=2)
+    assert all(p.members_loop is not None for p in sim.parts)
+    batch = sim.run()
+    for m, T in enumerate(times):
+        single = blocksim.simulate(diagram, batch={"step.time": [T]}, mode="compiled")
+        np.testing.assert_array_equal(batch["lag.out"][m], single["lag.out"][0])
+        y = batch["lag.out"][m, :, 0]
+        expected = np.where(batch.t < T, 0.0, 1.0 - np.exp(-(batch.t - T) / 0.05))
+        np.testing.assert_allclose(y, expected, atol=1e-6)
+    singles = [blocksim.simulate(diagram, batch={"step.time": [T]}, mode="compiled").stats
+               for T in times]
+    assert batch.stats["nsteps"] == sum(s["nsteps"] for s in singles)
+
+
+def test_members_that_stop_early_in_a_compiled_loop_are_as_in_interpreted_mode():
+    """Six members of RACE, each stopped by its relay at t = 1 / k: the compiled loop hands each
+    such member to a run of its own; log, NaN after each stop and events as interpreted."""
+    batch = {"k.value": [1.0, 2.0, 4.0, 1.5, 3.0, 5.0]}
+    a = per_member(blocksim.load(RACE), "interpreted", batch)
+    b = per_member(blocksim.load(RACE), "compiled", batch, threads=2)
+    np.testing.assert_array_equal(a.t, b.t)
+    np.testing.assert_array_equal(a["x.out"], b["x.out"])
+    assert [(e.t, e.block, e.member) for e in a.events] == \
+        [(e.t, e.block, e.member) for e in b.events]
+    assert b.stopped_by == "stop"
+
+
+Rec = namedtuple("Rec", "gains model work order")
+Noise = namedtuple("Noise", "seed first")
+
+
+def test_a_records_member_view_is_found_by_comparing_it_with_its_members_alone():
+    """Rows per member, shared arrays, scratch sized by the members and numbers: each member's
+    view is its record alone; a number that differs between members alone (a noise block's
+    index of its first member) has no member view."""
+    from blocksim.engine.member_records import member_view, record_layout
+    gains = np.arange(12.0).reshape(3, 2, 2)
+    model = np.array([1.0, 2.0])
+
+    def alone(m):
+        return Rec(gains[m:m + 1].copy(), model.copy(), np.zeros(5), 2)
+    part = Rec(gains, model, np.zeros(9), 2)
+    layout = record_layout(part, alone(0), alone(1), 3)
+    assert layout is not None
+    for m in range(3):
+        view = member_view(part, layout, m)
+        assert type(view) is Rec and view.order == 2 and view.work.shape == (5,)
+        np.testing.assert_array_equal(view.gains, gains[m:m + 1])
+        assert view.model is model and np.shares_memory(view.work, part.work)
+    assert record_layout(Noise(7, 10), Noise(7, 10), Noise(7, 11), 3) is None
+    # rows that are not those of the members alone, or an array that changes shape otherwise
+    assert record_layout((gains,), (gains[1:2].copy(),), (gains[1:2].copy(),), 3) is None
+    assert record_layout((np.zeros((3, 4)),), (np.zeros((2, 4)),), (np.zeros((2, 4)),), 3) \
+        is None

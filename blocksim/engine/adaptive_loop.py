@@ -704,11 +704,12 @@ def {name}(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil, s
 """
 
 
-def run(backend, sim) -> RunOutput | None:
-    """The run of Simulation sim (started: initial states and constant outputs set) in the
-    module's run_adaptive, chunk by chunk; None when its ticks are beyond exact float integers
-    (the scheduler's loop then runs it). Failures raise the errors the scheduler's loop raises,
-    with the same text."""
+def loop_arguments(backend, sim, members: int):
+    """The arguments of run_adaptive after `budget`, for Simulation sim (started) with scratch
+    (stages, dense output, crossing search) for `members` members: the run's own B, or 1 for
+    the loop over a per-member batch's rows (engine/adaptive_members.py); and the arrays Python
+    reads back: (arguments, fstate, istate, xsol, ev). None when its ticks are beyond exact
+    float integers (the scheduler's loop then runs it)."""
     s, plan, ctx = sim.settings, backend.plan, backend.context
     tab = SOLVERS[s.solver].tableau
     clock = loop_clock(sim, plan)
@@ -723,7 +724,7 @@ def run(backend, sim) -> RunOutput | None:
         off = np.append(off, 0)
         hits = np.zeros(len(per), dtype=np.bool_)
         breaks, break_ticks = breaks[:0], break_ticks[:0]
-    B, n_x = ctx.xc.shape
+    B, n_x = members, ctx.xc.shape[1]
     K = np.zeros((stage_rows(tab), B, n_x))
     P_rows = tab.P_rows if tab.P_rows is not None else np.zeros((0, 0))
     A_dense = tab.A_dense if tab.A_dense is not None else np.zeros((0, 0))
@@ -744,8 +745,7 @@ def run(backend, sim) -> RunOutput | None:
     error_order = tab.error_order or 0             # 0: a fixed-step method, no error estimate
     exponent = -1.0 / (error_order + 1)
     E = tab.E if tab.E is not None else np.zeros(0)
-    ev = EventArrays.for_run(ctx.g, sim.zc_directions, B * n_x)
-
+    ev = EventArrays.for_run(ctx.g[:B], sim.zc_directions, B * n_x)
     rest = (fstate, istate, per, off, hits, num0, dnum, den,
             stop_ceil, int_stop, float(s.stop), breaks, break_ticks, plan.log_grid,
             ctx.xc, ctx.xd, backend.s, backend.p, logs, tab.A, tab.b, tab.c, E, E3,
@@ -754,6 +754,21 @@ def run(backend, sim) -> RunOutput | None:
             ev.g_new, ev.g_end, ev.mask, ev.directions, float(s.zero_crossing_tol),
             sim._has_modes, ev.search_fs, ev.search_is, ev.g_lo, ev.g_hi, ev.cand, ev.sign, fixed,
             ev.fired, ev.g_base, ev.x_probe, ev.times, ev.rows)
+    return rest, fstate, istate, arrays[0], ev
+
+
+def run(backend, sim) -> RunOutput | None:
+    """The run of Simulation sim (started: initial states and constant outputs set) in the
+    module's run_adaptive, chunk by chunk; None when its ticks are beyond exact float integers
+    (the scheduler's loop then runs it). Failures raise the errors the scheduler's loop raises,
+    with the same text."""
+    s, ctx = sim.settings, backend.context
+    prepared = loop_arguments(backend, sim, ctx.xc.shape[0])
+    if prepared is None:
+        return None
+    rest, fstate, istate, xsol, ev = prepared
+    B, n_x = ctx.xc.shape
+    hits = rest[4]
     crossings = backend.module_plan.crossings
 
     def args(budget):
@@ -794,13 +809,13 @@ def run(backend, sim) -> RunOutput | None:
     elif not stopped:             # a terminal event's last sample is the recorder's own
         sim.recorder.count = counters["log_pos"]
     if interrupted:
-        sim.log_final_state(t, arrays[0])
+        sim.log_final_state(t, xsol)
     elif status == NOT_FINITE:
         sim.check_finite(t)
     elif status == CHATTERING:
         sim.chattering_error(t)
     elif status in (UNDERFLOW, BAD_DERIVATIVE, STEP_NOT_FINITE):
-        _fail(sim, status, counters["reason"], t, float(fstate[3]), arrays[0])
+        _fail(sim, status, counters["reason"], t, float(fstate[3]), xsol)
     t_log, data = sim.recorder.finished()
     stats = {"major_steps": counters["major_steps"], "nfev": counters["nfev"],
              "nsteps": counters["nsteps"], "nrejected": counters["nrejected"],
@@ -869,4 +884,4 @@ def _fail(sim, status: int, reason: int, t: float, h: float, x: np.ndarray) -> N
         raise err.located(where=sim.cd.spec.where.get("simulation.solver"))
 
 
-__all__ = ["supports", "render", "run", "ADAPTIVE_LOOP", "ISTATE"]
+__all__ = ["supports", "render", "run", "loop_arguments", "ADAPTIVE_LOOP", "ISTATE"]

@@ -55,7 +55,7 @@ def run_members(parts: list, threads: int, per_member: bool = True,
                 for p, sim in enumerate(parts):
                     outs[p] = sim.run()
                     shown(offsets[p + 1])
-                    if outs[p].interrupted:
+                    if _interrupted(outs[p]):
                         break
             except KeyboardInterrupt:       # between two parts
                 pass
@@ -63,7 +63,24 @@ def run_members(parts: list, threads: int, per_member: bool = True,
         if bar is not None:
             bar.close()
     used = min(threads, len(parts)) if compiled else 1
-    return _joined(parts, offsets, outs, used, logs, per_member)
+    # a part whose members ran in one loop (engine/adaptive_members.py) gave one output each
+    grid = plan.log_grid
+    flat, sizes_flat = [], []
+    for size, out in zip(sizes, outs):
+        if isinstance(out, list):
+            flat += out
+            sizes_flat += [1] * len(out)
+        else:
+            flat.append(out)
+            sizes_flat.append(size)
+    return _joined(grid, np.cumsum([0] + sizes_flat).tolist(), flat, used, logs, per_member)
+
+
+def _interrupted(out) -> bool:
+    """Whether a part's run (its output, or its members' outputs) stopped before its end."""
+    if isinstance(out, list):
+        return any(o is None or o.interrupted for o in out)
+    return out.interrupted
 
 
 def _on_threads(parts: list, outs: list, threads: int, shown) -> None:
@@ -105,15 +122,16 @@ def _on_threads(parts: list, outs: list, threads: int, shown) -> None:
             raise f.exception()
 
 
-def _joined(parts: list, offsets: list, outs: list, threads: int, logs: dict,
+def _joined(grid: np.ndarray, offsets: list, outs: list, threads: int, logs: dict,
             per_member: bool) -> RunOutput:
     """The parts' outputs as one batch output: the times of the part that went furthest, each
     part's samples up to where it reached (an interrupted part's last sample, taken off the log
     grid at the time it reached, is kept only where that time is the joined one) and NaN after;
     events with their member; counters summed over the members of a per-member batch. logs:
-    the batch's log arrays, each part's rows written by its run."""
+    the batch's log arrays, each part's rows written by its run; offsets: where each output's
+    members begin in the batch (and the end)."""
     done = [o for o in outs if o is not None]
-    t = max((o.t for o in done), key=len, default=parts[0].plan.log_grid[:0])
+    t = max((o.t for o in done), key=len, default=grid[:0])
     reach = []
     for o in outs:
         k = 0 if o is None else len(o.t)
@@ -122,8 +140,9 @@ def _joined(parts: list, offsets: list, outs: list, threads: int, logs: dict,
         reach.append(k)
     signals = {}
     for name, joined in logs.items():
-        for p in range(len(parts)):
-            joined[offsets[p]:offsets[p + 1], reach[p]:] = np.nan
+        for p in range(len(outs)):
+            if reach[p] < joined.shape[1]:
+                joined[offsets[p]:offsets[p + 1], reach[p]:] = np.nan
         # an early stop of every part leaves the grid's tail out (a copy, contiguous)
         signals[name] = joined if len(t) == joined.shape[1] else \
             np.ascontiguousarray(joined[:, :len(t)])
@@ -136,7 +155,7 @@ def _joined(parts: list, offsets: list, outs: list, threads: int, logs: dict,
                 stats[key] = sum(int(o.stats.get(key, 0)) for o in done)
         stats["step_control"] = "per_member"
     stats["threads"] = threads
-    interrupted = len(done) < len(parts) or any(o.interrupted for o in done)
+    interrupted = len(done) < len(outs) or any(o.interrupted for o in done)
     stopped_by = next((o.stopped_by for o in done if o.stopped_by), None)
     return RunOutput(np.array(t, dtype=float), signals, events, stats, interrupted, stopped_by)
 

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 from numba.core.errors import NumbaError
+from numba.core.dispatcher import Dispatcher
 
 from ..blocks._kernels import argument_types, entry_point
 from ..blocks.base import Block, Kernels
@@ -552,6 +553,12 @@ def load_module(source: str):
     return module
 
 
+def _compiled_entry(dispatcher, signature):
+    """The entry point of dispatcher's overload for signature, compiled first when it has none."""
+    overload = dispatcher.overloads.get(signature)
+    return overload.entry_point if overload is not None else dispatcher.compile(signature)
+
+
 def _cached_module(name: str, source: str, path: Path, shared: str):
     """(module, None) for the generated module executed from its file in the cache folder, with
     numba's cache for its functions; (None, why not) when numba's cache folder for it, or one of
@@ -566,7 +573,9 @@ def _cached_module(name: str, source: str, path: Path, shared: str):
         module = _exec_module(name, source, str(path), file=str(path))
     except RuntimeError as err:                         # numba: "cannot cache function ..."
         return None, f"numba cannot write a cache folder for {path} ({err})"
-    numba_folder = Path(module.outputs.stats.cache_path)
+    own = next(fn for fn in vars(module).values()      # a function of its own, not imported
+               if isinstance(fn, Dispatcher) and fn.py_func.__module__ == name)
+    numba_folder = Path(own.stats.cache_path)
     why = cache_guard.untrusted_entries(numba_folder, name + ".", shared)
     if why is not None:
         sys.modules.pop(name, None)
@@ -750,11 +759,16 @@ class NumbaBackend:
         numba's cache (healing a damaged entry), for arguments of these types, and bound once per
         backend: the dispatcher's typing of its arguments (the signal and record tuples) would
         cost a millisecond at every call."""
-        def compiled(dispatcher, signature):
-            overload = dispatcher.overloads.get(signature)
-            return overload.entry_point if overload is not None else \
-                dispatcher.compile(signature)
-        return self._bound_entry(name, args, compiled)
+        return self._bound_entry(name, args, _compiled_entry)
+
+    def members_entry(self, loop, args: tuple):
+        """The loop over a part's members (engine/adaptive_members.py, MembersLoop `loop`)
+        compiled for arguments of these types, bound once per backend as loop_entry binds."""
+        fn = self._bound.get("run_adaptive_members")
+        if fn is None:
+            fn = self._bound["run_adaptive_members"] = loop.code.entry(
+                "run_adaptive_members", args, _compiled_entry)
+        return fn
 
     def outputs_major(self, t, hits):
         ctx = self.context
@@ -789,10 +803,15 @@ class NumbaBackend:
         args = (hits, ctx.xc, ctx.xd, self.s, self.p)
         self._entry("updates", args)(t, *args)
 
-    def run_loop(self, sim) -> RunOutput | None:
+    def run_loop(self, sim) -> RunOutput | list | None:
         """The run of Simulation sim (started: initial states and constant outputs set) in the
         module's own loop, chunk by chunk (run_fixed, or run_adaptive: engine/adaptive_loop.py);
-        None when its times are beyond exact float integers (the scheduler's loop then runs it)."""
+        a part of a per-member batch, its members one after another (engine/adaptive_members.py:
+        a list of the members' outputs); None when its times are beyond exact float integers
+        (the scheduler's loop then runs it)."""
+        if sim.members_loop is not None:
+            loop, alone = sim.members_loop
+            return loop.run(self, sim, alone)
         if self.loop in ("run_adaptive", "run_adaptive_one"):
             return adaptive_loop.run(self, sim)
         if self.loop in stiff_loop.LOOPS.values():

@@ -135,6 +135,10 @@ class Simulation:
     """Set from another thread to end a run as Ctrl-C does: at the next chunk of a compiled loop,
     at the next major step of this loop."""
 
+    members_loop = None
+    """(MembersLoop, alone) for a part of a per-member batch whose members run one after another
+    in one compiled loop (engine/adaptive_members.py), else None."""
+
     def __init__(self, cd: CompiledDiagram, settings: RunSettings,
                  logged: dict[str, tuple[str, str]], backend=None, like=None):
         """like: the Simulation of another member of a per-member batch (the same structure,

@@ -20,6 +20,7 @@ from ..diagram.settings import LogSettings, SimulationSettings, log_settings, si
 from ..errors import ParameterError, SolverError, did_you_mean
 from ..reading.dependencies import essential, recording
 from . import background_compile
+from .adaptive_members import MembersLoop, part_sizes
 from .members import run_members
 from .metrics import check_metrics, compute_metrics
 from .mode import (TWIN_CALL_COST, choose_mode, estimated_interpreted_time, first_run_policy,
@@ -236,10 +237,45 @@ class Simulator:
                     f"'{name}' ({whole.blocks[name].type_name})" for name in kept[:5])
                 + " keep" + ("s" if len(kept) == 1 else "") + " them in the block (Block.record)",
                 where=self.settings.loc("step_control"))
+        if self.settings.mode != "interpreted":
+            parts = self._member_groups(whole, made)
+            if parts is not None:
+                return parts
         first = made(whole.for_members(0, 1), whole_batch=self.batch)
         quiet = first.settings = replace(first.settings, progress=False)
         return [first] + [Simulation(whole.for_members(m, m + 1), quiet, self._logged, like=first)
                           for m in range(1, self.batch)]
+
+    def _member_groups(self, whole, made) -> list[Simulation] | None:
+        """Compiled per-member parts of several members each (adaptive_members.part_sizes), whose
+        members run one after another in one compiled loop (engine/adaptive_members.py); None
+        when the run is not compiled, or its loop or records do not allow it (then one part per
+        member)."""
+        from .numba_backend import Generator
+        sizes = part_sizes(self.batch, self._threads)
+        if self.batch < 4 or sizes[0] < 2:
+            return None
+        first = made(whole.for_members(0, sizes[0]), whole_batch=self.batch)
+        if not getattr(first.backend, "compiled", False):
+            return None
+
+        def records_of(m):
+            cd = first.cd.for_members(m, m + 1)
+            records = cd.records()
+            return tuple(Generator(first.plan, cd.blocks, records).params), records
+        loop = MembersLoop.for_part(first, records_of)
+        if loop is None:
+            return None
+        quiet = first.settings = replace(first.settings, progress=False)
+        parts, a = [first], sizes[0]
+        for size in sizes[1:]:
+            cd = whole.for_members(a, a + size)
+            parts.append(Simulation(cd, quiet, self._logged, like=first) if size == sizes[0] else
+                         Simulation(cd, quiet, self._logged, backend=type(first.backend)))
+            a += size
+        for part in parts:
+            part.members_loop = (loop, functools.partial(_member_alone, part, self._logged))
+        return parts
 
     def set_parameters(self, values: dict[str, Any] | None = None,
                        batch: dict[str, list] | None = None,
@@ -356,6 +392,16 @@ class Simulator:
             stop.result = result
             raise stop
         return result
+
+
+def _member_alone(part: Simulation, logged: dict, m: int) -> RunOutput:
+    """Member m of part (a part of a per-member batch whose members run in one compiled loop)
+    run as a Simulation of its own, logging into its rows of the part's log: for a member that
+    needs Python (adaptive_members.run)."""
+    sim = Simulation(part.cd.for_members(m, m + 1), part.settings, logged,
+                     backend=type(part.backend))
+    sim.new_log({name: rows[m:m + 1] for name, rows in part.recorder.data.items()})
+    return sim.run()
 
 
 _REMEMBERED: "weakref.WeakKeyDictionary[Diagram, tuple[bytes, Simulator]]" = \
