@@ -233,3 +233,45 @@ def test_a_records_member_view_is_found_by_comparing_it_with_its_members_alone()
     assert record_layout((gains,), (gains[1:2].copy(),), (gains[1:2].copy(),), 3) is None
     assert record_layout((np.zeros((3, 4)),), (np.zeros((2, 4)),), (np.zeros((2, 4)),), 3) \
         is None
+
+
+def test_events_of_members_in_a_compiled_loop_are_listed_with_their_member():
+    """RACE without its stop: each member's relay switches on at x = 1 (t = 1 / k) inside the
+    compiled loop, which lists the events with their member; the log and the events are those
+    of the interpreted batch, and the times those of the analytic crossing."""
+    text = RACE.replace("  stop:  {type: StopSimulation}\n", "").replace(
+        "connections: [k -> x, x -> relay, relay -> stop]", "connections: [k -> x, x -> relay]")
+    ks = [1.0, 2.0, 4.0, 1.5, 3.0, 5.0]
+    a = per_member(blocksim.load(text), "interpreted", {"k.value": ks})
+    b = per_member(blocksim.load(text), "compiled", {"k.value": ks}, threads=2)
+    np.testing.assert_array_equal(a["x.out"], b["x.out"])
+    assert [(e.t, e.block, e.index, e.member) for e in a.events] == \
+        [(e.t, e.block, e.index, e.member) for e in b.events]
+    assert sorted(e.member for e in b.events) == list(range(len(ks)))
+    for e in b.events:
+        assert e.t == pytest.approx(1 / ks[e.member], abs=1e-9)
+
+
+def test_ctrl_c_after_a_part_of_a_compiled_member_loop_keeps_its_members(monkeypatch):
+    """Ctrl-C once the first part (three members, one thread) is done: the Simulator raises
+    KeyboardInterrupt with the partial result, whose first three members are their runs alone
+    and the others NaN."""
+    from blocksim.engine import members
+
+    class CtrlC(members.Progress):
+        def update(self, done, force=False):
+            if done >= 3:
+                raise KeyboardInterrupt
+    monkeypatch.setattr(members, "Progress", CtrlC)
+    diagram = blocksim.load(W1, variant="pid_ff")
+    sim = blocksim.Simulator(diagram, batch={"pid.Kp": KP9}, mode="compiled",
+                             step_control="per_member", threads=1, **TOL)
+    assert [p.cd.batch for p in sim.parts] == [3, 3, 3]
+    with pytest.raises(KeyboardInterrupt):
+        sim.run()
+    r = sim.last_result
+    assert r.interrupted
+    for m in range(3):
+        single = blocksim.simulate(diagram, batch={"pid.Kp": [KP9[m]]}, mode="compiled", **TOL)
+        np.testing.assert_array_equal(r["plant.q"][m], single["plant.q"][0])
+    assert np.isnan(r["plant.q"][3:]).all()

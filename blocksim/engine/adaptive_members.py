@@ -212,8 +212,11 @@ def run(backend, sim, loop: MembersLoop, alone) -> list | None:
             counters = istates[m]
             if status == DONE:
                 fresh = False               # its budget spent, or its events listed: on
-            elif status == FINISHED and not counters[_I["stopped_by"]] and \
-                    not counters[_I["final_logged"]] and \
+            elif status == FINISHED and counters[_I["stopped_by"]]:
+                outs[m] = _stopped(sim, counters, float(fstates[m, 0]), events[m], crossings)
+                done[m] = True              # a block stopped it in compiled code
+                m, fresh = m + 1, True
+            elif status == FINISHED and not counters[_I["final_logged"]] and \
                     counters[_I["log_pos"]] == len(sim.plan.log_grid):
                 done[m] = True              # finished, its events listed
                 m, fresh = m + 1, True
@@ -227,12 +230,27 @@ def run(backend, sim, loop: MembersLoop, alone) -> list | None:
     grid = sim.plan.log_grid
     for m in np.flatnonzero(done):
         if outs[m] is None:
-            c = istates[m]
-            stats = {"major_steps": int(c[_I["major_steps"]]), "nfev": int(c[_I["nfev"]]),
-                     "nsteps": int(c[_I["nsteps"]]), "nrejected": int(c[_I["nrejected"]]),
-                     "events": len(events[m]), "mode": "compiled"}
-            outs[m] = RunOutput(grid, {}, events[m], stats, False, None)
+            outs[m] = RunOutput(grid, {}, events[m], _stats(istates[m], events[m]), False, None)
     return outs
+
+
+def _stats(counters, events: list) -> dict:
+    """A member's run statistics from its counters (ISTATE)."""
+    return {"major_steps": int(counters[_I["major_steps"]]), "nfev": int(counters[_I["nfev"]]),
+            "nsteps": int(counters[_I["nsteps"]]), "nrejected": int(counters[_I["nrejected"]]),
+            "events": len(events), "mode": "compiled"}
+
+
+def _stopped(sim, counters, t: float, events: list, crossings) -> RunOutput:
+    """The output of a member a block stopped in compiled code at time t (s): the log grid up
+    to its last sample, that sample at t when it was taken off the grid (adaptive_loop.run's
+    reading of the same counters)."""
+    times = sim.plan.log_grid[:int(counters[_I["log_pos"]])]
+    if counters[_I["final_logged"]]:
+        times = times.copy()
+        times[-1] = t
+    return RunOutput(times, {}, events, _stats(counters, events), False,
+                     crossings[int(counters[_I["stopped_by"]]) - 1])
 
 
 def part_sizes(batch: int, threads: int) -> list[int]:
