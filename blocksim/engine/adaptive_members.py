@@ -25,7 +25,7 @@ import numpy as np
 from . import adaptive_loop
 from .adaptive_loop import DONE, FINISHED, ISTATE
 from .member_records import class_import, member_view, record_layout, view_source
-from .run_output import RunOutput
+from .run_output import Event, RunOutput
 
 MAX_MEMBERS_PER_PART = 32
 """The most members in one part of a per-member batch: at least four parts per thread balance the
@@ -182,10 +182,13 @@ def member_breaks(sim, layouts: dict) -> tuple[np.ndarray, np.ndarray]:
 
 
 def run(backend, sim, loop: MembersLoop, alone) -> list | None:
-    """The runs of the members of part sim (started), one after another in the compiled loop:
-    one RunOutput per member (None for a member not run: Ctrl-C or sim.stop_requested came
-    first, or it was running then). alone(m): member m's Simulation of its own, for a member
-    that needs Python. None when the run's ticks are beyond exact float integers."""
+    """The runs of the members of part sim (started), one after another in the compiled loop,
+    as segments [(members, RunOutput or None)] in member order: consecutive members that ran to
+    the stop time share one output (their counters summed, their events numbered from the
+    segment's first member), a member that stopped early or ran alone has one of its own, and
+    members not run (Ctrl-C or sim.stop_requested came first, or one was running then) have
+    None. alone(m): member m's Simulation of its own, for a member that needs Python. None when
+    the run's ticks are beyond exact float integers."""
     prepared = adaptive_loop.loop_arguments(backend, sim, 1)
     if prepared is None:
         return None
@@ -196,46 +199,55 @@ def run(backend, sim, loop: MembersLoop, alone) -> list | None:
     fstates, istates = np.tile(fstate, (M, 1)), np.tile(istate, (M, 1))
     rest = (fstates, istates) + rest[2:11] + sim._member_breaks + rest[13:]
     crossings = backend.module_plan.crossings
-    events: list[list] = [[] for _ in range(M)]
-    outs: list[RunOutput | None] = [None] * M
-    done = np.zeros(M, dtype=bool)
+    events: dict[int, list] = {}          # of the members that had any
+    own: dict[int, RunOutput] = {}        # of the members with an output of their own
+    m, fresh, budget, reached = 0, True, 4096, 0
     fn = backend.members_entry(loop, (0, True, 1) + rest)
-    m, fresh, budget = 0, True, 4096
     try:
         while m < M and not sim.stop_requested:
             m, status, within = fn(m, fresh, budget, *rest)
             if not within:
-                done[:m] = True
-                fresh = True
+                reached, fresh = m, True
                 continue
-            ev.flush(istates[m], _I["n_events"], events[m], crossings)
+            ev.flush(istates[m], _I["n_events"], events.setdefault(m, []), crossings)
             counters = istates[m]
             if status == DONE:
                 fresh = False               # its budget spent, or its events listed: on
-            elif status == FINISHED and counters[_I["stopped_by"]]:
-                outs[m] = _stopped(sim, counters, float(fstates[m, 0]), events[m], crossings)
-                done[m] = True              # a block stopped it in compiled code
-                m, fresh = m + 1, True
-            elif status == FINISHED and not counters[_I["final_logged"]] and \
-                    counters[_I["log_pos"]] == len(sim.plan.log_grid):
-                done[m] = True              # finished, its events listed
-                m, fresh = m + 1, True
-            else:                           # something only Python does: run it alone
-                events[m] = []
-                outs[m] = alone(m)
-                done[m] = True
-                m, fresh = m + 1, True
+                continue
+            if status == FINISHED and counters[_I["stopped_by"]]:
+                # a block stopped it in compiled code
+                own[m] = _stopped(sim, counters, float(fstates[m, 0]), events.pop(m), crossings)
+            elif not (status == FINISHED and not counters[_I["final_logged"]]
+                      and counters[_I["log_pos"]] == len(sim.plan.log_grid)):
+                events.pop(m, None)         # something only Python does: run it alone
+                own[m] = alone(m)
+            m, fresh = m + 1, True
+            reached = m
     except KeyboardInterrupt:
         pass
-    grid = sim.plan.log_grid
-    for m in np.flatnonzero(done):
-        if outs[m] is None:
-            outs[m] = RunOutput(grid, {}, events[m], _stats(istates[m], events[m]), False, None)
-    return outs
+    return _segments(sim.plan.log_grid, istates, reached, M, events, own)
+
+
+def _segments(grid, istates, reached: int, M: int, events: dict, own: dict) -> list:
+    """run's segments of the part's M members, those before `reached` run."""
+    segments, start = [], 0
+    for m in sorted(own) + [reached]:
+        if m > start:                   # members start..m-1 ran to the stop time in the loop
+            listed = [Event(e.t, e.block, e.index, k - start)
+                      for k in range(start, m) for e in events.get(k, ())]
+            counts = istates[start:m].sum(axis=0)
+            segments.append((m - start, RunOutput(grid, {}, listed, _stats(counts, listed),
+                                                  False, None)))
+        if m < reached:
+            segments.append((1, own[m]))
+        start = m + 1
+    if reached < M:
+        segments.append((M - reached, None))
+    return segments
 
 
 def _stats(counters, events: list) -> dict:
-    """A member's run statistics from its counters (ISTATE)."""
+    """Run statistics from counters (ISTATE, of a member or summed over several)."""
     return {"major_steps": int(counters[_I["major_steps"]]), "nfev": int(counters[_I["nfev"]]),
             "nsteps": int(counters[_I["nsteps"]]), "nrejected": int(counters[_I["nrejected"]]),
             "events": len(events), "mode": "compiled"}

@@ -63,23 +63,20 @@ def run_members(parts: list, threads: int, per_member: bool = True,
         if bar is not None:
             bar.close()
     used = min(threads, len(parts)) if compiled else 1
-    # a part whose members ran in one loop (engine/adaptive_members.py) gave one output each
+    # a part whose members ran in one loop (engine/adaptive_members.py) gave its segments
     grid = plan.log_grid
     flat, sizes_flat = [], []
     for size, out in zip(sizes, outs):
-        if isinstance(out, list):
-            flat += out
-            sizes_flat += [1] * len(out)
-        else:
-            flat.append(out)
-            sizes_flat.append(size)
+        for members, segment in (out if isinstance(out, list) else [(size, out)]):
+            flat.append(segment)
+            sizes_flat.append(members)
     return _joined(grid, np.cumsum([0] + sizes_flat).tolist(), flat, used, logs, per_member)
 
 
 def _interrupted(out) -> bool:
     """Whether a part's run (its output, or its members' outputs) stopped before its end."""
     if isinstance(out, list):
-        return any(o is None or o.interrupted for o in out)
+        return any(o is None or o.interrupted for _, o in out)
     return out.interrupted
 
 
