@@ -27,15 +27,22 @@ def per_member(diagram, mode, batch, **settings):
 def test_each_member_is_its_own_run_bit_for_bit(mode):
     diagram = blocksim.load(W1, variant="pid_ff")
     batch = per_member(diagram, mode, {"pid.Kp": KP}, **TOL)
-    singles = [blocksim.simulate(diagram, batch={"pid.Kp": [kp]}, mode=mode, **TOL) for kp in KP]
+    assert_members_are_their_own_runs(batch, diagram, KP, mode)
+    assert batch.stats["step_control"] == "per_member"
+
+
+def assert_members_are_their_own_runs(batch, diagram, gains, mode):
+    """Each member of W1's batch equals its own single run bit for bit, and the counters are
+    the sums of theirs; the members took different steps (a shared step would have given all
+    the same count)."""
+    singles = [blocksim.simulate(diagram, batch={"pid.Kp": [kp]}, mode=mode, **TOL)
+               for kp in gains]
     for m, single in enumerate(singles):
         np.testing.assert_array_equal(batch.t, single.t)
         for name in single.names:
             np.testing.assert_array_equal(batch[name][m], single[name][0], err_msg=f"{name} {m}")
     for key in ("nfev", "nsteps", "nrejected", "major_steps"):
         assert batch.stats[key] == sum(s.stats[key] for s in singles), key
-    assert batch.stats["step_control"] == "per_member"
-    # the members took different steps: a shared step would have given all the same count
     assert len({s.stats["nfev"] for s in singles}) > 1
 
 
@@ -147,15 +154,7 @@ def test_members_run_in_one_compiled_loop_each_its_own_run_bit_for_bit():
                              step_control="per_member", threads=2, **TOL)
     assert len(sim.parts) < len(KP9) and all(p.members_loop is not None for p in sim.parts)
     batch = sim.run()
-    singles = [blocksim.simulate(diagram, batch={"pid.Kp": [kp]}, mode="compiled", **TOL)
-               for kp in KP9]
-    for m, single in enumerate(singles):
-        np.testing.assert_array_equal(batch.t, single.t)
-        for name in single.names:
-            np.testing.assert_array_equal(batch[name][m], single[name][0], err_msg=f"{name} {m}")
-    for key in ("nfev", "nsteps", "nrejected", "major_steps"):
-        assert batch.stats[key] == sum(s.stats[key] for s in singles), key
-    assert len({s.stats["nfev"] for s in singles}) > 1
+    assert_members_are_their_own_runs(batch, diagram, KP9, "compiled")
     again = sim.run()             # a second run: scratch and states from their start again
     for name in batch.names:
         np.testing.assert_array_equal(again[name], batch[name], err_msg=name)
