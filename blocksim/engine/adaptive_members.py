@@ -11,10 +11,11 @@ fresh scratch: it takes the steps, and gives the numbers, of its run alone, bit 
 
 The loop is a small generated module of its own (run_adaptive_members), importing the diagram
 module's run_adaptive_one: its text depends on which of the records' arrays are per member. It
-returns to Python when its budget of steps is spent (the progress bar, Ctrl-C), when a member noted
-events (Python lists them), and when a member needs Python: a block's Python reaction, a failure,
-a stop before the stop time. Such a member is run again from its start as a Simulation of its own
-(the path of a part of one member), which raises a failure's error or serves the reactions.
+returns to Python when its budget of steps is spent (Ctrl-C, another thread's stop request), when
+a member noted events (Python lists them, with their member) or was stopped by a block's kernel
+(its log ends there), and when a member needs Python: a block's reaction written in Python, a
+failure. Such a member is run again from its start as a Simulation of its own (the path of a part
+of one member), which serves the reactions or raises the failure's error.
 """
 from __future__ import annotations
 
@@ -124,7 +125,7 @@ class MembersLoop:
         module = backend.module
         M = part.cd.batch
         if M < 2 or not hasattr(module, "run_adaptive_one") or \
-                backend.loop not in ("run_adaptive", "run_adaptive_one", "run_adaptive_chunk"):
+                backend.loop not in ("run_adaptive", "run_adaptive_one"):
             return None
         (p0, r0), (p1, r1) = records_of(0), records_of(1)
         p_layout = record_layout(backend.p, p0, p1, M)
@@ -148,7 +149,7 @@ class MembersLoop:
         return cls(p_layout, layouts, ModuleCode(source))
 
     def run(self, backend, sim, alone) -> list | None:
-        """The members of part sim run in this loop (the module's run, below)."""
+        """The members of part sim run in this loop: the segments of run() below."""
         return run(backend, sim, self, alone)
 
 
