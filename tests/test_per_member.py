@@ -210,9 +210,9 @@ Noise = namedtuple("Noise", "seed first")
 
 
 def test_a_records_member_view_is_found_by_comparing_it_with_its_members_alone():
-    """Rows per member, shared arrays, scratch sized by the members and numbers: each member's
-    view is its record alone; a number that differs between members alone (a noise block's
-    index of its first member) has no member view."""
+    """Rows per member, shared arrays, scratch sized by the members, numbers and the index of
+    the first row (a noise block's, keying its streams): each member's view is its record
+    alone; a number that differs between the members alone otherwise has no member view."""
     from blocksim.engine.member_records import member_view, record_layout
     gains = np.arange(12.0).reshape(3, 2, 2)
     model = np.array([1.0, 2.0])
@@ -227,7 +227,11 @@ def test_a_records_member_view_is_found_by_comparing_it_with_its_members_alone()
         assert type(view) is Rec and view.order == 2 and view.work.shape == (5,)
         np.testing.assert_array_equal(view.gains, gains[m:m + 1])
         assert view.model is model and np.shares_memory(view.work, part.work)
-    assert record_layout(Noise(7, 10), Noise(7, 10), Noise(7, 11), 3) is None
+    noise = record_layout(Noise(7, 10), Noise(7, 10), Noise(7, 11), 3)
+    assert [member_view(Noise(7, 10), noise, m) for m in range(3)] == \
+        [Noise(7, 10), Noise(7, 11), Noise(7, 12)]
+    assert record_layout(Noise(7, 10), Noise(7, 10), Noise(7, 12), 3) is None
+    assert record_layout(Noise(7, 10), Noise(8, 10), Noise(8, 11), 3) is None
     # rows that are not those of the members alone, or an array that changes shape otherwise
     assert record_layout((gains,), (gains[1:2].copy(),), (gains[1:2].copy(),), 3) is None
     assert record_layout((np.zeros((3, 4)),), (np.zeros((2, 4)),), (np.zeros((2, 4)),), 3) \
@@ -274,3 +278,24 @@ def test_ctrl_c_after_a_part_of_a_compiled_member_loop_keeps_its_members(monkeyp
         single = blocksim.simulate(diagram, batch={"pid.Kp": [KP9[m]]}, mode="compiled", **TOL)
         np.testing.assert_array_equal(r["plant.q"][m], single["plant.q"][0])
     assert np.isnan(r["plant.q"][3:]).all()
+
+
+def test_noise_streams_in_a_compiled_member_loop_are_keyed_by_the_members_index():
+    """W1's study diagram with measurement noise, six members numbered from 3: the member loop
+    runs them (the noise record's first-row index is member m's + m), and member m draws the
+    noise of member 3 + m: its run alone numbered so, bit for bit."""
+    diagram = blocksim.load(W1.parent / "sweeps" / "w1_study.yaml")
+    errors = [-0.2, -0.1, 0.0, 0.05, 0.1, 0.2]
+    sim = blocksim.Simulator(diagram, batch={"ff.param_error": errors}, first_member=3,
+                             mode="compiled", step_control="per_member", threads=2, **TOL)
+    assert all(p.members_loop is not None for p in sim.parts)
+    batch = sim.run()
+    for m in (0, 1, 5):
+        single = blocksim.Simulator(diagram, batch={"ff.param_error": [errors[m]]},
+                                    first_member=3 + m, mode="compiled", **TOL).run()
+        for name in single.names:
+            np.testing.assert_array_equal(batch[name][m], single[name][0], err_msg=f"{name} {m}")
+    # the members' noise differs: member 0's drawn alone as member 0 is another stream
+    other = blocksim.Simulator(diagram, batch={"ff.param_error": [errors[0]]}, mode="compiled",
+                               **TOL).run()
+    assert not np.array_equal(other["plant.q"][0], batch["plant.q"][0])

@@ -10,9 +10,12 @@ of a part of M >= 2 members against the records of its first two members alone. 
   - shared when it is the same array (shape and numbers) in all three: every member reads it whole;
   - scratch sized by the members when it is 1-D, longer in the part, and its first numbers are
     those of each member alone (a robot's Data workspace): member m's view is that prefix;
-and a number must be the same in all three. Anything else (a noise block's index of its first
-member, which differs between the two members alone) has no member view, and the batch runs each
-member as a Simulation of its own.
+and a number is
+  - shared when it is the same in all three;
+  - the index of the first row when it is an integer the same in the part and its first member
+    alone and one more in its second (a noise block's index of its first member in the whole
+    batch, which keys its streams): member m's view is that index + m.
+Anything else has no member view, and the batch runs each member as a Simulation of its own.
 """
 from __future__ import annotations
 
@@ -21,14 +24,14 @@ from typing import Any
 
 import numpy as np
 
-MEMBER, SHARED, PREFIX = "member", "shared", "prefix"
+MEMBER, SHARED, PREFIX, FIRST_ROW = "member", "shared", "prefix", "first_row"
 
 
 def record_layout(part: Any, first: Any, second: Any, members: int):
     """The layout of record `part` (of `members` >= 2 members) given the records of its first and
-    second members alone: a leaf is (MEMBER,), (SHARED,) or (PREFIX, length); a tuple is
-    ("tuple", its namedtuple class or None, [its items' layouts]). None when some item has no
-    member view (see the module's docstring)."""
+    second members alone: a leaf is (MEMBER,), (SHARED,), (PREFIX, length) or (FIRST_ROW,); a
+    tuple is ("tuple", its namedtuple class or None, [its items' layouts]). None when some item
+    has no member view (see the module's docstring)."""
     if isinstance(part, tuple):
         if not (type(first) is type(part) is type(second)) or \
                 not len(first) == len(part) == len(second):
@@ -62,8 +65,12 @@ def record_layout(part: Any, first: Any, second: Any, members: int):
             return (PREFIX, n) if same else None
         return None
     if isinstance(part, (bool, int, float, np.bool_, np.integer, np.floating)):
-        same = type(first) is type(part) is type(second) and part == first == second
-        return (SHARED,) if same else None
+        if not type(first) is type(part) is type(second):
+            return None
+        if part == first == second:
+            return (SHARED,)
+        index = isinstance(part, (int, np.integer)) and not isinstance(part, bool)
+        return (FIRST_ROW,) if index and part == first and second == first + 1 else None
     return None
 
 
@@ -77,6 +84,8 @@ def member_view(record: Any, layout, m: int):
         return record[m:m + 1]
     if kind == PREFIX:
         return record[:layout[1]]
+    if kind == FIRST_ROW:
+        return record + m
     return record
 
 
@@ -94,6 +103,8 @@ def view_source(layout, expr: str, m: str, classes: dict) -> str:
         return f"{expr}[{m}:{m} + 1]"
     if kind == PREFIX:
         return f"{expr}[:{layout[1]}]"
+    if kind == FIRST_ROW:
+        return f"({expr} + {m})"
     return expr
 
 
