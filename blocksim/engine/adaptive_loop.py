@@ -817,10 +817,16 @@ def run(backend, sim) -> RunOutput | None:
     elif status in (UNDERFLOW, BAD_DERIVATIVE, STEP_NOT_FINITE):
         _fail(sim, status, counters["reason"], t, float(fstate[3]), xsol)
     t_log, data = sim.recorder.finished()
-    stats = {"major_steps": counters["major_steps"], "nfev": counters["nfev"],
-             "nsteps": counters["nsteps"], "nrejected": counters["nrejected"],
-             "events": len(sim.events), "mode": "compiled"}
-    return RunOutput(t_log, data, sim.events, stats, interrupted, sim.stopped_by)
+    return RunOutput(t_log, data, sim.events, run_stats(istate, len(sim.events)), interrupted,
+                     sim.stopped_by)
+
+
+def run_stats(counters, events: int) -> dict:
+    """A compiled run's statistics from its counters (an ISTATE row, or rows summed) and its
+    number of events."""
+    return {"major_steps": int(counters[_I["major_steps"]]), "nfev": int(counters[_I["nfev"]]),
+            "nsteps": int(counters[_I["nsteps"]]), "nrejected": int(counters[_I["nrejected"]]),
+            "events": events, "mode": "compiled"}
 
 
 def _serve(sim, status: int, fstate, istate, hits, ev: EventArrays) -> bool:
@@ -884,4 +890,4 @@ def _fail(sim, status: int, reason: int, t: float, h: float, x: np.ndarray) -> N
         raise err.located(where=sim.cd.spec.where.get("simulation.solver"))
 
 
-__all__ = ["supports", "render", "run", "loop_arguments", "ADAPTIVE_LOOP", "ISTATE"]
+__all__ = ["supports", "render", "run", "loop_arguments", "run_stats", "ADAPTIVE_LOOP", "ISTATE"]

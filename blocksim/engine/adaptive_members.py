@@ -24,7 +24,8 @@ import math
 import numpy as np
 
 from . import adaptive_loop
-from .adaptive_loop import DONE, FINISHED, ISTATE
+from ..blocks.base import Block
+from .adaptive_loop import DONE, FINISHED, ISTATE, run_stats
 from .member_records import class_import, member_view, record_layout, view_source
 from .run_output import Event, RunOutput
 
@@ -106,8 +107,9 @@ def run_adaptive_members(m0, fresh, budget, fstates, istates, per, off, hits, nu
 
 class MembersLoop:
     """The loop over a part's members for one diagram structure and records' layout, shared by
-    the parts of a batch: layouts of the parameter tuple (the module's p) and of each block's
-    record (its breakpoints, computed in Python per member), and the generated module's code."""
+    the parts of a batch: layouts of the parameter tuple (the module's p) and of the records of
+    the blocks with breakpoints (computed in Python per member), and the generated module's
+    code."""
 
     def __init__(self, p_layout, record_layouts: dict, code):
         self.p_layout = p_layout
@@ -129,9 +131,9 @@ class MembersLoop:
             return None
         (p0, r0), (p1, r1) = records_of(0), records_of(1)
         p_layout = record_layout(backend.p, p0, p1, M)
-        layouts = {name: record_layout(rec, r0[name], r1[name], M)
-                   for name, rec in part.records.items()}
-        if p_layout is None or any(layouts[name] is None for name in _with_breakpoints(part)):
+        layouts = {name: record_layout(part.records[name], r0[name], r1[name], M)
+                   for name in _with_breakpoints(part) if name in part.records}
+        if p_layout is None or None in layouts.values():
             return None
         plan = backend.module_plan
         classes: dict = {}
@@ -155,7 +157,6 @@ class MembersLoop:
 
 def _with_breakpoints(sim) -> list[str]:
     """The blocks of sim whose breakpoints are their own (Block.breakpoints overridden)."""
-    from ..blocks.base import Block
     return [name for name, blk in sim.cd.blocks.items()
             if blk.enabled and type(blk).breakpoints is not Block.breakpoints]
 
@@ -237,7 +238,7 @@ def _segments(grid, istates, reached: int, M: int, events: dict, own: dict) -> l
             listed = [Event(e.t, e.block, e.index, k - start)
                       for k in range(start, m) for e in events.get(k, ())]
             counts = istates[start:m].sum(axis=0)
-            segments.append((m - start, RunOutput(grid, {}, listed, _stats(counts, listed),
+            segments.append((m - start, RunOutput(grid, {}, listed, run_stats(counts, len(listed)),
                                                   False, None)))
         if m < reached:
             segments.append((1, own[m]))
@@ -245,13 +246,6 @@ def _segments(grid, istates, reached: int, M: int, events: dict, own: dict) -> l
     if reached < M:
         segments.append((M - reached, None))
     return segments
-
-
-def _stats(counters, events: list) -> dict:
-    """Run statistics from counters (ISTATE, of a member or summed over several)."""
-    return {"major_steps": int(counters[_I["major_steps"]]), "nfev": int(counters[_I["nfev"]]),
-            "nsteps": int(counters[_I["nsteps"]]), "nrejected": int(counters[_I["nrejected"]]),
-            "events": len(events), "mode": "compiled"}
 
 
 def _stopped(sim, counters, t: float, events: list, crossings) -> RunOutput:
@@ -262,15 +256,14 @@ def _stopped(sim, counters, t: float, events: list, crossings) -> RunOutput:
     if counters[_I["final_logged"]]:
         times = times.copy()
         times[-1] = t
-    return RunOutput(times, {}, events, _stats(counters, events), False,
+    return RunOutput(times, {}, events, run_stats(counters, len(events)), False,
                      crossings[int(counters[_I["stopped_by"]]) - 1])
 
 
-def part_sizes(batch: int, threads: int) -> list[int]:
-    """The members of each part of a per-member batch of `batch` members run on `threads`
-    threads: about four parts per thread, at most MAX_MEMBERS_PER_PART members each."""
-    size = min(MAX_MEMBERS_PER_PART, max(2, math.ceil(batch / (4 * max(threads, 1)))))
-    return [min(size, batch - a) for a in range(0, batch, size)]
+def part_size(batch: int, threads: int) -> int:
+    """The members of a part of a per-member batch of `batch` members run on `threads` threads
+    (the last part may have fewer): about four parts per thread, at most MAX_MEMBERS_PER_PART."""
+    return min(MAX_MEMBERS_PER_PART, max(2, math.ceil(batch / (4 * max(threads, 1)))))
 
 
-__all__ = ["MembersLoop", "run", "part_sizes", "member_breaks", "MAX_MEMBERS_PER_PART"]
+__all__ = ["MembersLoop", "run", "part_size", "member_breaks", "MAX_MEMBERS_PER_PART"]

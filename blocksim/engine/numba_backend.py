@@ -740,12 +740,13 @@ class NumbaBackend:
         return folder is not None and \
             any(Path(folder).glob(f"{self.module.__name__}.{entry}-*.nbi"))
 
-    def _bound_entry(self, name: str, args: tuple, compile):
-        """The module's function `name` bound at this backend's first call of it
-        (ModuleCode.entry, for the types of args), and kept under its name."""
+    def _bound_entry(self, name: str, args: tuple, compile, code: "ModuleCode | None" = None):
+        """The module's function `name` (or code's, another generated module's) bound at this
+        backend's first call of it (ModuleCode.entry, for the types of args), and kept under its
+        name."""
         fn = self._bound.get(name)
         if fn is None:
-            fn = self._bound[name] = self.code.entry(name, args, compile)
+            fn = self._bound[name] = (code or self.code).entry(name, args, compile)
         return fn
 
     def _entry(self, name: str, args: tuple):
@@ -764,11 +765,7 @@ class NumbaBackend:
     def members_entry(self, loop, args: tuple):
         """The loop over a part's members (engine/adaptive_members.py, MembersLoop `loop`)
         compiled for arguments of these types, bound once per backend as loop_entry binds."""
-        fn = self._bound.get("run_adaptive_members")
-        if fn is None:
-            fn = self._bound["run_adaptive_members"] = loop.code.entry(
-                "run_adaptive_members", args, _compiled_entry)
-        return fn
+        return self._bound_entry("run_adaptive_members", args, _compiled_entry, loop.code)
 
     def outputs_major(self, t, hits):
         ctx = self.context
@@ -807,7 +804,7 @@ class NumbaBackend:
         """The run of Simulation sim (started: initial states and constant outputs set) in the
         module's own loop, chunk by chunk (run_fixed, or run_adaptive: engine/adaptive_loop.py);
         a part of a per-member batch, its members one after another (engine/adaptive_members.py:
-        a list of the members' outputs); None when its times are beyond exact float integers
+        a list of segments of its members' outputs); None when its times are beyond exact float integers
         (the scheduler's loop then runs it)."""
         if sim.members_loop is not None:
             loop, alone = sim.members_loop

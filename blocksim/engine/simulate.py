@@ -20,7 +20,7 @@ from ..diagram.settings import LogSettings, SimulationSettings, log_settings, si
 from ..errors import ParameterError, SolverError, did_you_mean
 from ..reading.dependencies import essential, recording
 from . import background_compile
-from .adaptive_members import MembersLoop, part_sizes
+from .adaptive_members import MembersLoop, part_size
 from .members import run_members
 from .metrics import check_metrics, compute_metrics
 from .mode import (TWIN_CALL_COST, choose_mode, estimated_interpreted_time, first_run_policy,
@@ -208,13 +208,19 @@ class Simulator:
                 return [made(whole)]
             size = -(-self.batch // threads)
             first = made(whole.for_members(0, size), whole_batch=self.batch)
-        quiet = replace(first.settings, progress=False)     # members.py's bar counts members
-        first.settings = quiet
+        return self._parts_like(whole, first, size)
+
+    def _parts_like(self, whole, first: Simulation, size: int) -> list[Simulation]:
+        """first (members 0..size-1 of whole) and the parts of `size` members after it, the last
+        perhaps smaller, each a Simulation sharing first's plan and module (the last, smaller,
+        with a plan of its own); all without a progress bar of their own (engine/members.py's
+        counts the members)."""
+        quiet = first.settings = replace(first.settings, progress=False)
         sims = [first]
         for a in range(size, self.batch, size):
             b = min(a + size, self.batch)
             sims.append(Simulation(whole.for_members(a, b), quiet, self._logged, like=first)
-                        if b - a == size else       # the last, smaller: a plan of its own
+                        if b - a == size else
                         Simulation(whole.for_members(a, b), quiet, self._logged,
                                    backend=type(first.backend)))
         return sims
@@ -247,15 +253,15 @@ class Simulator:
                           for m in range(1, self.batch)]
 
     def _member_groups(self, whole, made) -> list[Simulation] | None:
-        """Compiled per-member parts of several members each (adaptive_members.part_sizes), whose
+        """Compiled per-member parts of several members each (adaptive_members.part_size), whose
         members run one after another in one compiled loop (engine/adaptive_members.py); None
         when the run is not compiled, or its loop or records do not allow it (then one part per
         member)."""
         from .numba_backend import Generator
-        sizes = part_sizes(self.batch, self._threads)
-        if self.batch < 4 or sizes[0] < 2:
+        size = part_size(self.batch, self._threads)
+        if self.batch < 4:
             return None
-        first = made(whole.for_members(0, sizes[0]), whole_batch=self.batch)
+        first = made(whole.for_members(0, size), whole_batch=self.batch)
         if not getattr(first.backend, "compiled", False):
             return None
 
@@ -266,13 +272,7 @@ class Simulator:
         loop = MembersLoop.for_part(first, records_of)
         if loop is None:
             return None
-        quiet = first.settings = replace(first.settings, progress=False)
-        parts, a = [first], sizes[0]
-        for size in sizes[1:]:
-            cd = whole.for_members(a, a + size)
-            parts.append(Simulation(cd, quiet, self._logged, like=first) if size == sizes[0] else
-                         Simulation(cd, quiet, self._logged, backend=type(first.backend)))
-            a += size
+        parts = self._parts_like(whole, first, size)
         for part in parts:
             part.members_loop = (loop, functools.partial(_member_alone, part, self._logged))
         return parts

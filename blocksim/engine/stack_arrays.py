@@ -5,8 +5,9 @@ A generated loop that runs one member (run_fixed_one, run_adaptive_one) or a chu
 rather than in the arrays it was given. The compiler then knows them as the function's own
 memory, shaped by constants (a chunk's member count is bounded by one): no store to them can
 change a parameter it reads, their loops over members and channels have known lengths, and most
-of their elements live in registers. Given arrays, by contrast, may alias one another for all it knows, so every
-store would make it load the parameters again (W2 ran 1.6 times faster the first way).
+of their elements live in registers. Given arrays, by contrast, may alias one another for all it
+knows, so every store would make it load the parameters again (W2 ran 1.6 times faster the first
+way).
 
 An array here lives until the function that made it returns; it has no owner to count
 references for (numba's meminfo is NULL), and must not be returned or kept.
