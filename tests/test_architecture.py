@@ -160,7 +160,8 @@ def test_the_worked_example_block_of_the_architecture_page_runs_in_both_modes(
 
 RETURNS_A_NUMBER_ARGUMENT = {
     ("engine/loops.py", "next_major_time", "next_break"), ("engine/loops.py", "stash", "at"),
-    ("engine/loops.py", "unchanged", "at"), ("models/foc.py", "voltage_circle_limit", "x"),
+    ("engine/loops.py", "unchanged", "at"), ("engine/loops.py", "unstash", "at"),
+    ("models/foc.py", "voltage_circle_limit", "x"),
     ("models/foc.py", "voltage_circle_limit", "y"), ("models/foc.py", "current_pi_axis", "v_max"),
     ("models/foc.py", "current_pi_axis", "z"), ("models/foc.py", "current_pi_dq", "z_d"),
     ("models/foc.py", "current_pi_dq", "z_q"), ("models/friction.py", "stribeck_level", "Fc"),

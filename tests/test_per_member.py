@@ -155,6 +155,9 @@ def test_members_run_in_one_compiled_loop_each_its_own_run_bit_for_bit():
     assert len(sim.parts) < len(KP9) and all(p.members_loop is not None for p in sim.parts)
     batch = sim.run()
     assert_members_are_their_own_runs(batch, diagram, KP9, "compiled")
+    # the reference and the feedforward, the same for all members, were logged from a table
+    # the parts' first members filled (engine/log_table.py)
+    assert all(log_table_rows(part) == len(batch.t) for part in sim.parts)
     again = sim.run()             # a second run: scratch and states from their start again
     for name in batch.names:
         np.testing.assert_array_equal(again[name], batch[name], err_msg=name)
@@ -299,3 +302,63 @@ def test_noise_streams_in_a_compiled_member_loop_are_keyed_by_the_members_index(
     other = blocksim.Simulator(diagram, batch={"ff.param_error": [errors[0]]}, mode="compiled",
                                **TOL).run()
     assert not np.array_equal(other["plant.q"][0], batch["plant.q"][0])
+
+
+def log_table_rows(part) -> int:
+    """The rows of the table of outputs of t alone a run of `part` shares between its members
+    (0: each member computes its own)."""
+    loop = part.members_loop[0]
+    return loop.log_table(part.backend, part).shape[0]
+
+
+def test_members_whose_reference_differs_compute_it_each_at_their_log_samples():
+    """W1 with the reference's amplitude spread per member: a table of the reference shared
+    between members would log member 0's for all. Each member is its run alone, bit for bit,
+    and logs its own reference A_m (1 - cos(pi t)) exactly."""
+    diagram = blocksim.load(W1, variant="pid_ff")
+    amplitudes = [[0.5 * (1 + 0.01 * m), 0.3] for m in range(6)]
+    sim = blocksim.Simulator(diagram, batch={"ref.amplitude": amplitudes}, mode="compiled",
+                             step_control="per_member", threads=2, **TOL)
+    assert all(p.members_loop is not None and log_table_rows(p) == 0 for p in sim.parts)
+    batch = sim.run()
+    for m, amplitude in enumerate(amplitudes):
+        single = blocksim.simulate(diagram, batch={"ref.amplitude": [amplitude]},
+                                   mode="compiled", **TOL)
+        for name in single.names:
+            np.testing.assert_array_equal(batch[name][m], single[name][0], err_msg=f"{name} {m}")
+        expected = np.outer(1 - np.cos(np.pi * batch.t), amplitude)
+        np.testing.assert_allclose(batch["ref.q"][m], expected, rtol=1e-14, atol=1e-15)
+
+
+OFFSET = """
+blocksim: 1
+blocks:
+  wave:   {type: Sine, amplitude: 1.0, frequency: 0.5}
+  offset: {type: Constant, value: 0.0}
+  total:  {type: Sum, signs: "++"}
+  lag:    {type: TransferFunction, num: [1.0], den: [0.05, 1.0]}
+connections: [wave -> total.in1, offset -> total.in2, total -> lag]
+simulation: {stop_time: 1.0, solver: dopri5, rtol: 1.0e-8, atol: 1.0e-10}
+log: {signals: [total.out, lag.out], every: 0.01}
+"""
+
+
+def test_an_output_of_t_alone_reading_a_constant_of_each_member_is_computed_by_each():
+    """sin(pi t) + c_m, a sum of t alone reading a constant spread per member: its record is
+    the same for all members, the constant it reads is not, so no member reads another's sum;
+    each logs its own sin(pi t) + c_m. With c the same for all, the sum is tabled and gives
+    the same numbers."""
+    offsets = [0.0, 1.0, 2.5, -4.0]
+    diagram = blocksim.load(OFFSET)
+    sims = [blocksim.Simulator(diagram, batch={"offset.value": values}, mode="compiled",
+                               step_control="per_member", threads=1)
+            for values in (offsets, [1.0] * 4)]
+    spread, same = (sim.run() for sim in sims)
+    assert [log_table_rows(sim.parts[0]) for sim in sims] == [0, 101]      # after their start
+    for m, c in enumerate(offsets):
+        np.testing.assert_allclose(spread["total.out"][m, :, 0],
+                                   np.sin(np.pi * spread.t) + c, rtol=0, atol=1e-15)
+        single = blocksim.simulate(diagram, batch={"offset.value": [c]}, mode="compiled")
+        np.testing.assert_array_equal(spread["lag.out"][m], single["lag.out"][0])
+    np.testing.assert_array_equal(same["total.out"], spread["total.out"][[1, 1, 1, 1]])
+    np.testing.assert_array_equal(same["lag.out"], spread["lag.out"][[1, 1, 1, 1]])

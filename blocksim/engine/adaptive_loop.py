@@ -45,6 +45,7 @@ from ..solvers.base import BOUND_SNAP_FRACTION, MIN_STEP_SPACINGS
 from .major_step import phase_handlers
 from .loops import first_chunk, held_buffer, loop_clock, next_chunk
 from .progress import Progress
+from . import log_table
 from .event_arrays import EventArrays
 from .run_output import RunOutput
 from .scheduler import CONSECUTIVE_EVENT_SPAN, MAX_CONSECUTIVE_EVENTS, PROBE_STEP
@@ -135,14 +136,15 @@ def render(gen) -> str:
     major = ["# events_at_t"] + (phases[1][1]() if events else []) + ["if resume <= 1:"] + \
         indent(after, 4) + ["resume = 0"]
     reads = [f"s[{i}]" for i in plan.stage_held] + [f"xd[:, {a}:{b}]" for a, b in plan.stage_xd]
+    tabled = log_table.render(plan)
     parts = dict(
         n_zc="g.shape[1]" if events else "0",
         unpack=gen.entry_locals(memo=True),
         stash=unpacked(block(["at = 0"] + [f"at = stash(held, at, {r})" for r in reads], 16)),
         unchanged=unpacked(block(["at = 0"] + [f"at = unchanged(held, at, {r})" for r in reads]
                                  + ["if at < 0:", "    have_f = 0"], 16)),
-        outputs=unpacked(block(gen.output_body("major", "te", minor="all",
-                                               unlogged_guard="mode != 2", memo=True), 16)),
+        outputs=unpacked(block(tabled[0] + gen.output_body(
+            "major", "te", minor="all", unlogged_guard="mode != 2", memo=True) + tabled[1], 16)),
         crossings=unpacked(block(gen.zero_crossing_body("te") or ["pass"], 20)),
         step_end_crossings=unpacked(block(_step_end_crossings(gen), 20)),
         major=unpacked(block(major, 16)),
@@ -306,7 +308,7 @@ def {name}(budget, fstate, istate, per, off, hits, num0, dnum, den, stop_ceil, s
            A_dense, c_dense, exponent, error_order, rtol, atol, max_step, K, xsol, x_old, x_new,
            Q, zero, held, g, g_prev, g_new, g_end, ev_mask, directions, zc_tol, has_modes,
            search_fs, search_is, g_lo, g_hi, cand, sgn, fixed, fired, g_base, x_probe, ev_times,
-           ev_rows):
+           ev_rows, log_table):
     \"\"\"At most `budget` solver steps of the run (engine/adaptive_loop.py); returns the status.
 
     mode 0: a major step at t (the outputs, the phases after them, the next major time, the
@@ -753,7 +755,7 @@ def loop_arguments(backend, sim, members: int):
             float(s.atol), max_step, K, *arrays, Q, zero, held, ctx.g, ev.g_prev,
             ev.g_new, ev.g_end, ev.mask, ev.directions, float(s.zero_crossing_tol),
             sim._has_modes, ev.search_fs, ev.search_is, ev.g_lo, ev.g_hi, ev.cand, ev.sign, fixed,
-            ev.fired, ev.g_base, ev.x_probe, ev.times, ev.rows)
+            ev.fired, ev.g_base, ev.x_probe, ev.times, ev.rows, log_table.NO_TABLE)
     return rest, fstate, istate, arrays[0], ev
 
 

@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from . import adaptive_loop
+from . import adaptive_loop, log_table
 from ..blocks.base import Block
 from .adaptive_loop import DONE, FINISHED, ISTATE, run_stats
 from .member_records import class_import, member_view, record_layout, view_source
@@ -54,7 +54,7 @@ def run_adaptive_members(m0, fresh, budget, fstates, istates, per, off, hits, nu
                          error_order, rtol, atol, max_step, K, xsol, x_old, x_new, Q, zero, held,
                          g, g_prev, g_new, g_end, ev_mask, directions, zc_tol, has_modes,
                          search_fs, search_is, g_lo, g_hi, cand, sgn, fixed, fired, g_base,
-                         x_probe, ev_times, ev_rows):
+                         x_probe, ev_times, ev_rows, log_table):
     """Members m0, m0 + 1, ... of the part, each run_adaptive_one on its rows (fresh: member m0
     starts from its start, its scratch zeroed; else it goes on where it stopped), until about
     `budget` steps are spent. Returns (m, status, within): within 0, members before m are done
@@ -93,7 +93,7 @@ def run_adaptive_members(m0, fresh, budget, fstates, istates, per, off, hits, nu
             c_dense, exponent, error_order, rtol, atol, max_step, K, xsol, x_old, x_new, Q,
             zero, held, g[m:m + 1], g_prev, g_new, g_end, ev_mask, directions, zc_tol,
             has_modes, search_fs, search_is, g_lo, g_hi, cand, sgn, fixed, fired, g_base,
-            x_probe, ev_times, ev_rows)
+            x_probe, ev_times, ev_rows, log_table)
         spent += istates[m, {nsteps}] - before
         if status != 1 or istates[m, {n_events}] != 0 or istates[m, {stopped_by}] != 0 or \\
                 istates[m, {final_logged}] != 0 or istates[m, {log_pos}] != log_times.shape[0]:
@@ -116,6 +116,12 @@ class MembersLoop:
         self.record_layouts = record_layouts
         self.code = code
 
+    def log_table(self, backend, sim) -> np.ndarray:
+        """The table of part sim's run (engine/log_table.py): fresh, or none when its members
+        may differ in an output of t alone."""
+        return log_table.for_part(backend.module_plan, sim.records, self.record_layouts,
+                                  backend.s, len(sim.plan.log_grid))
+
     @classmethod
     def for_part(cls, part, records_of) -> "MembersLoop | None":
         """The loop for part (a compiled Simulation of M >= 2 members of a per-member batch, whose
@@ -131,11 +137,12 @@ class MembersLoop:
             return None
         (p0, r0), (p1, r1) = records_of(0), records_of(1)
         p_layout = record_layout(backend.p, p0, p1, M)
+        plan = backend.module_plan
+        needed = _with_breakpoints(part) + log_table.table_blocks(plan)
         layouts = {name: record_layout(part.records[name], r0[name], r1[name], M)
-                   for name in _with_breakpoints(part) if name in part.records}
+                   for name in needed if name in part.records}
         if p_layout is None or None in layouts.values():
             return None
-        plan = backend.module_plan
         classes: dict = {}
         records = view_source(p_layout, "p", "m", classes)
         signals = "(" + "".join(f"s[{i}][m:m + 1], " for i in range(len(plan.slots))) + ")"
@@ -199,7 +206,8 @@ def run(backend, sim, loop: MembersLoop, alone) -> list | None:
     if getattr(sim, "_member_breaks", None) is None:
         sim._member_breaks = member_breaks(sim, loop.record_layouts)
     fstates, istates = np.tile(fstate, (M, 1)), np.tile(istate, (M, 1))
-    rest = (fstates, istates) + rest[2:11] + sim._member_breaks + rest[13:]
+    rest = (fstates, istates) + rest[2:11] + sim._member_breaks + rest[13:-1] + \
+        (loop.log_table(backend, sim),)
     crossings = backend.module_plan.crossings
     events: dict[int, list] = {}          # of the members that had any
     own: dict[int, RunOutput] = {}        # of the members with an output of their own

@@ -87,6 +87,17 @@ def stash(buffer, at, a):
     return at
 
 
+@njit(cache=True, error_model="numpy", forceinline=True, _nrt=False)
+def unstash(buffer, at, a):
+    """a = buffer[at:at + a.size] (a (B, n) array), stash's inverse; the next position. Inlined:
+    a per-member part's log samples read their outputs of t alone so (engine/log_table.py)."""
+    for i in range(a.shape[0]):
+        for j in range(a.shape[1]):
+            a[i, j] = buffer[at]
+            at += 1
+    return at
+
+
 @njit(cache=True, error_model="numpy")
 def unchanged(buffer, at, a):
     """The next position after a's copy in buffer when a equals it element for element (stash

@@ -89,6 +89,18 @@ def member_view(record: Any, layout, m: int):
     return record
 
 
+def same_for_members(record: Any, layout) -> bool:
+    """Whether every member's view of `record` (after `layout`) holds the numbers of the first
+    member's: its per-member arrays' rows are all equal (scratch and shared items are the same
+    for all; a first row's index is not)."""
+    kind = layout[0]
+    if kind == "tuple":
+        return all(same_for_members(r, sub) for r, sub in zip(record, layout[2]))
+    if kind == MEMBER:
+        return record[1:].tobytes() == np.repeat(record[:1], len(record) - 1, axis=0).tobytes()
+    return kind != FIRST_ROW
+
+
 def view_source(layout, expr: str, m: str, classes: dict) -> str:
     """The numba expression of member `m`'s view of the record at `expr`, after `layout`;
     classes: {namedtuple class: its alias in the module}, filled with the classes it names."""
@@ -124,4 +136,4 @@ def _importable(cls):
     return (cls.__module__, name) if getattr(module, name, None) is cls else None
 
 
-__all__ = ["record_layout", "member_view", "view_source", "class_import"]
+__all__ = ["record_layout", "member_view", "same_for_members", "view_source", "class_import"]

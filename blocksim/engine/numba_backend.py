@@ -55,7 +55,7 @@ from .run_output import RunOutput
 from .source_text import block as _block, indent as _indent, stack_form, unpack_tuples
 from .source_text import unpacked as _unpacked
 
-GENERATOR_VERSION = 23
+GENERATOR_VERSION = 24
 """Bumped whenever the generated code's form changes, so old cache entries are not reused."""
 
 NO_REFERENCE_COUNTS = ", _nrt=False)"
@@ -416,7 +416,7 @@ class Generator:
                  "from blocksim.solvers.step_control import (hermite_at, initial_step_choice, "
                  "initial_step_probe, power_series_at, step_after_accept, step_after_reject)",
                  "from blocksim.engine.loops import all_finite, copy1d, copy_to_log, next_major_time, "
-                 "rate_hits, stash, unchanged", stiff_loop.IMPORTS,
+                 "rate_hits, stash, unchanged, unstash", stiff_loop.IMPORTS,
                  "from blocksim.engine.stack_arrays import stack_array3, stack_matrix",
                  "from blocksim.solvers.events import copy2d"]
         if adaptive_loop.renderable(self.plan):
