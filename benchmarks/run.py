@@ -307,9 +307,11 @@ def main() -> None:
                     calls = (fresh, again, prepared.run)
                     for call in calls:
                         call()    # warm
-                    # a per-member batch's row, a fifth of a second a call, gets the rounds of a
-                    # single run: one round read anywhere from 0.51x to 0.62x on this machine
-                    count = n if batch == 1 or per_member else max(1, n // 2)
+                    # a compiled batch's row (a quarter of a second to 2.5 s a call) gets the
+                    # rounds of a single run: one round of W1 dopri5 per member read anywhere from
+                    # 0.51x to 0.62x on this machine, and W2's from 0.55x to 0.61x; an interpreted
+                    # batch (7 s a call for W2) gets half
+                    count = n if batch == 1 or mode == "compiled" else max(1, n // 2)
                     times, numba_t, ratios = interleaved(calls, numba_fn, count)
                     # the whole compile in rounds of its own: its garbage and the caches it
                     # leaves cold would land on the calls after it (W1's simulate(load()) 2.8x
