@@ -7,8 +7,8 @@ inverse-dynamics feedforward of it) gives every member the same numbers at a log
 record, and the signals it reads from outside such blocks (a constant), are the same for all of
 them. A log sample between steps then copies those outputs from the table instead of computing
 them again: on W1 (a cosine reference, its closed-form inverse dynamics) they were a fifth of a
-member's loop, two transcendental functions per joint and the feedforward at each of the 2001
-log samples.
+member's loop, the reference's cosine and sine and the feedforward's four trigonometric functions
+at each of the 2001 log samples (0.11 of 0.53 ms on one thread).
 
 The table is an (n_log, 1 + width) array: column 0 is 1.0 once row k holds the outputs at log
 time k, columns 1.. the tabled signals in the plan's order of calls, each (1, width) signal row
