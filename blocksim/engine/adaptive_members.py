@@ -108,8 +108,8 @@ def run_adaptive_members(m0, fresh, budget, fstates, istates, per, off, hits, nu
 class MembersLoop:
     """The loop over a part's members for one diagram structure and records' layout, shared by
     the parts of a batch: layouts of the parameter tuple (the module's p) and of the records of
-    the blocks with breakpoints (computed in Python per member), and the generated module's
-    code."""
+    the blocks with breakpoints (computed in Python per member) and of the blocks a log table
+    may share (engine/log_table.py), and the generated module's code."""
 
     def __init__(self, p_layout, record_layouts: dict, code):
         self.p_layout = p_layout

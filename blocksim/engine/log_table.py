@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .member_records import same_for_members
+from .member_records import rows_equal, same_for_members
 from .source_text import indent
 
 NO_TABLE = np.zeros((0, 1))
@@ -73,21 +73,19 @@ def for_part(plan, records: dict, layouts: dict, signals, n_log: int) -> np.ndar
     """The table of a run of a part (a fresh one, nothing tabled yet), or NO_TABLE when the
     members may differ in a tabled output: a tabled block's record differs between members
     (layouts: its member view, engine/member_records.py), or a signal a tabled call reads from
-    outside the tabled calls (a constant, a block switched off) differs between rows of the
-    part's signal arrays `signals` (the run started: constant outputs set)."""
+    outside the tabled calls (a constant, a block switched off) differs, in any bit, between
+    rows of the part's signal arrays `signals` (the run started: constant outputs set)."""
     w = width(plan)
     if w == 0:
         return NO_TABLE
     names = table_blocks(plan)
-    for name in names:
-        if name in records and not same_for_members(records[name], layouts[name]):
-            return NO_TABLE
+    if any(name in records and not same_for_members(records[name], layouts[name])
+           for name in names):
+        return NO_TABLE
     inside = {i for name in names for i in plan.outputs_of[name]}
-    for name in names:
-        for i in plan.inputs_of[name]:
-            row = signals[i]
-            if i not in inside and not np.array_equal(row, np.broadcast_to(row[:1], row.shape)):
-                return NO_TABLE
+    outside = {i for name in names for i in plan.inputs_of[name]} - inside
+    if not all(rows_equal(signals[i]) for i in outside):
+        return NO_TABLE
     return np.zeros((n_log, 1 + w))
 
 

@@ -97,8 +97,14 @@ def same_for_members(record: Any, layout) -> bool:
     if kind == "tuple":
         return all(same_for_members(r, sub) for r, sub in zip(record, layout[2]))
     if kind == MEMBER:
-        return record[1:].tobytes() == np.repeat(record[:1], len(record) - 1, axis=0).tobytes()
+        return rows_equal(record)
     return kind != FIRST_ROW
+
+
+def rows_equal(a: np.ndarray) -> bool:
+    """Whether every row of `a` holds the bits of its first (NaN equal to itself, -0.0 not to
+    0.0: what a kernel cannot tell apart)."""
+    return a[1:].tobytes() == np.repeat(a[:1], len(a) - 1, axis=0).tobytes()
 
 
 def view_source(layout, expr: str, m: str, classes: dict) -> str:
@@ -136,4 +142,4 @@ def _importable(cls):
     return (cls.__module__, name) if getattr(module, name, None) is cls else None
 
 
-__all__ = ["record_layout", "member_view", "same_for_members", "view_source", "class_import"]
+__all__ = ["record_layout", "member_view", "same_for_members", "rows_equal", "view_source", "class_import"]

@@ -804,8 +804,8 @@ class NumbaBackend:
         """The run of Simulation sim (started: initial states and constant outputs set) in the
         module's own loop, chunk by chunk (run_fixed, or run_adaptive: engine/adaptive_loop.py);
         a part of a per-member batch, its members one after another (engine/adaptive_members.py:
-        a list of segments of its members' outputs); None when its times are beyond exact float integers
-        (the scheduler's loop then runs it)."""
+        a list of segments of its members' outputs); None when its times are beyond exact float
+        integers (the scheduler's loop then runs it)."""
         if sim.members_loop is not None:
             loop, alone = sim.members_loop
             return loop.run(self, sim, alone)
